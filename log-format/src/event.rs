@@ -1,0 +1,889 @@
+//! The vocabulary of a town's history: every [`Body`] an [`Event`] can carry, and how an
+//! event is stored.
+//!
+//! # Stored bytes
+//! ```text
+//! kind: u16 LE | schema: u16 LE | postcard(Header { seq, sim_time_secs, causes }) | postcard(body)
+//! ```
+//! The id is computed over exactly these bytes ([`EventId::chain`]). A reader that does not
+//! know a kind (or a newer schema of it) still reads the header and keeps the event as
+//! [`Body::Unknown`]: it can verify and count it, and the fold skips it.
+//!
+//! # Growth rules
+//! A kind's tag never changes and is never reused. A body struct never changes shape
+//! within a schema version; a change is a new version, and [`decode_body`] upcasts every
+//! older version it has ever written. Nested enums only grow at the end (postcard stores a
+//! variant as its position). No `HashMap` anywhere: encoding must be canonical.
+//!
+//! # Which time is which?
+//! * `seq`: position on a branch, 0-based, counted from the root of its ancestry.
+//! * `sim_time_secs`: simulated seconds since midnight of day 0, chosen by the engine.
+//! * `latency_ms`: wall-clock length of an LLM call; recorded data, never a fold input.
+
+use serde::{Deserialize, Serialize};
+
+use crate::id::{BranchId, EventId};
+
+/// The schema version every kind is written with today.
+pub const SCHEMA_VERSION: u16 = 1;
+
+/// Bytes before the postcard header: kind tag and schema version.
+pub const PREFIX_LEN: usize = 4;
+
+/// An agent, numbered in the order it joined the town.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+pub struct AgentId(pub u32);
+
+/// A tile of the town's grid.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize, Default)]
+pub struct Tile {
+    /// Column, from the west edge.
+    pub x: u16,
+    /// Row, from the north edge.
+    pub y: u16,
+}
+
+/// The envelope fields that are part of the stored bytes.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Header {
+    /// Position on the branch, 0-based from the root of its ancestry.
+    pub seq: u64,
+    /// Simulated seconds since midnight of day 0.
+    pub sim_time_secs: u64,
+    /// The events that led to this one (memories retrieved, the plan item, the LLM call).
+    pub causes: Vec<EventId>,
+}
+
+/// An event as the log holds it: its envelope and its decoded body.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Event {
+    /// The chained hash of `parent` and the stored bytes.
+    pub id: EventId,
+    /// The previous event on this branch's ancestry ([`EventId::NONE`] for the first).
+    pub parent: EventId,
+    /// The branch whose chain holds the event.
+    pub branch: BranchId,
+    /// Position, simulated time and causes.
+    pub header: Header,
+    /// What happened.
+    pub body: Body,
+}
+
+impl Event {
+    /// Position on the branch.
+    pub fn seq(&self) -> u64 {
+        self.header.seq
+    }
+    /// Simulated seconds since midnight of day 0.
+    pub fn sim_time_secs(&self) -> u64 {
+        self.header.sim_time_secs
+    }
+}
+
+/// An event before it is committed: the store gives it its seq, parent and id.
+#[derive(Clone, Debug, PartialEq)]
+pub struct NewEvent {
+    /// Simulated seconds since midnight of day 0.
+    pub sim_time_secs: u64,
+    /// The events that led to this one.
+    pub causes: Vec<EventId>,
+    /// What happened.
+    pub body: Body,
+}
+
+impl NewEvent {
+    /// An event with no causes.
+    pub fn new(sim_time_secs: u64, body: Body) -> NewEvent {
+        NewEvent { sim_time_secs, causes: Vec::new(), body }
+    }
+
+    /// Encodes the stored bytes for position `seq`.
+    pub fn encode(&self, seq: u64) -> Vec<u8> {
+        encode_stored(
+            &Header { seq, sim_time_secs: self.sim_time_secs, causes: self.causes.clone() },
+            &self.body,
+        )
+    }
+}
+
+/// Encodes the stored bytes of an event.
+///
+/// # Panics
+/// On [`Body::Unknown`], which is only ever read, never written: writing one would store
+/// bytes this build cannot vouch for.
+pub fn encode_stored(header: &Header, body: &Body) -> Vec<u8> {
+    let mut out = Vec::with_capacity(96);
+    out.extend_from_slice(&body.kind().to_le_bytes());
+    out.extend_from_slice(&SCHEMA_VERSION.to_le_bytes());
+    out = postcard::to_extend(header, out).unwrap_or_else(|e| panic!("header encodes: {e}"));
+    body.encode_into(out)
+}
+
+/// What went wrong decoding one stored event.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum DecodeError {
+    /// Fewer than the four prefix bytes.
+    #[error("stored event is {len_bytes} bytes, shorter than its 4-byte kind and schema prefix")]
+    TooShort {
+        /// Length found.
+        len_bytes: usize,
+    },
+    /// Schema version 0 never existed; one flipped bit turns 1 into 0.
+    #[error("stored event of kind {kind} has schema version 0, which no writer uses")]
+    SchemaZero {
+        /// The kind tag.
+        kind: u16,
+    },
+    /// The header does not decode.
+    #[error("event header does not decode: {0}")]
+    Header(postcard::Error),
+    /// The body of a known kind does not decode.
+    #[error("body of kind {kind} ({name}) schema {schema} does not decode: {error}")]
+    Body {
+        /// The kind tag.
+        kind: u16,
+        /// The kind's name.
+        name: &'static str,
+        /// Its schema version.
+        schema: u16,
+        /// postcard's complaint.
+        error: postcard::Error,
+    },
+    /// Bytes left over after the body.
+    #[error("body of kind {kind} ({name}) leaves {extra} bytes undecoded")]
+    Trailing {
+        /// The kind tag.
+        kind: u16,
+        /// The kind's name.
+        name: &'static str,
+        /// Bytes left.
+        extra: usize,
+    },
+}
+
+/// Splits stored bytes into kind, schema, header and the body's bytes.
+pub fn decode_header(stored: &[u8]) -> Result<(u16, u16, Header, &[u8]), DecodeError> {
+    let (Some(kind), Some(schema), Some(rest)) =
+        (stored.get(0..2), stored.get(2..4), stored.get(PREFIX_LEN..))
+    else {
+        return Err(DecodeError::TooShort { len_bytes: stored.len() });
+    };
+    let kind = u16::from_le_bytes([kind[0], kind[1]]);
+    let schema = u16::from_le_bytes([schema[0], schema[1]]);
+    if schema == 0 {
+        return Err(DecodeError::SchemaZero { kind });
+    }
+    let (header, body) = postcard::take_from_bytes::<Header>(rest).map_err(DecodeError::Header)?;
+    Ok((kind, schema, header, body))
+}
+
+/// Decodes stored bytes into header and body, upcasting older schema versions.
+pub fn decode_stored(stored: &[u8]) -> Result<(Header, Body), DecodeError> {
+    let (kind, schema, header, body) = decode_header(stored)?;
+    Ok((header, decode_body(kind, schema, body)?))
+}
+
+fn take_exact<'a, T: Deserialize<'a>>(
+    kind: u16,
+    schema: u16,
+    bytes: &'a [u8],
+) -> Result<T, DecodeError> {
+    let name = kind_name(kind);
+    let (value, rest) = postcard::take_from_bytes::<T>(bytes)
+        .map_err(|error| DecodeError::Body { kind, name, schema, error })?;
+    if !rest.is_empty() {
+        return Err(DecodeError::Trailing { kind, name, extra: rest.len() });
+    }
+    Ok(value)
+}
+
+macro_rules! bodies {
+    ($( $(#[$doc:meta])* $tag:literal $variant:ident($ty:ty), )*) => {
+        /// What an event says happened. Each variant's tag is fixed forever.
+        #[derive(Clone, Debug, PartialEq)]
+        pub enum Body {
+            $( $(#[$doc])* $variant($ty), )*
+            /// A kind (or schema version) this build does not know: kept so that it can
+            /// be verified, counted and skipped.
+            Unknown {
+                /// The kind tag.
+                kind: u16,
+                /// Its schema version.
+                schema: u16,
+            },
+        }
+
+        impl Body {
+            /// The kind tag stored ahead of the body.
+            pub fn kind(&self) -> u16 {
+                match self {
+                    $( Body::$variant(_) => $tag, )*
+                    Body::Unknown { kind, .. } => *kind,
+                }
+            }
+
+            fn encode_into(&self, out: Vec<u8>) -> Vec<u8> {
+                let encoded = match self {
+                    $( Body::$variant(inner) => postcard::to_extend(inner, out), )*
+                    Body::Unknown { kind, .. } => {
+                        panic!("an event of unknown kind {kind} is never written")
+                    }
+                };
+                encoded.unwrap_or_else(|e| panic!("event body encodes: {e}"))
+            }
+        }
+
+        /// Every kind tag this build knows, in tag order.
+        pub const KNOWN_KINDS: &[u16] = &[$($tag),*];
+
+        /// The name of a kind, as `hamlet log --kind` takes it ("unknown" if not known).
+        pub fn kind_name(kind: u16) -> &'static str {
+            match kind {
+                $( $tag => stringify!($variant), )*
+                _ => "unknown",
+            }
+        }
+
+        /// The kind tag for a name, case-insensitively.
+        pub fn kind_by_name(name: &str) -> Option<u16> {
+            $( if name.eq_ignore_ascii_case(stringify!($variant)) { return Some($tag); } )*
+            None
+        }
+
+        /// Decodes a body of `kind` written with schema version `schema`.
+        ///
+        /// Upcasting lives here: when a kind gains version 2, version 1 bytes are decoded
+        /// into the old struct and converted. Versions newer than this build become
+        /// [`Body::Unknown`].
+        pub fn decode_body(kind: u16, schema: u16, bytes: &[u8]) -> Result<Body, DecodeError> {
+            if schema > SCHEMA_VERSION {
+                return Ok(Body::Unknown { kind, schema });
+            }
+            match kind {
+                $( $tag => take_exact::<$ty>(kind, schema, bytes).map(Body::$variant), )*
+                _ => Ok(Body::Unknown { kind, schema }),
+            }
+        }
+    };
+}
+
+bodies! {
+    /// The first event of every branch; the branch's id is this event's id.
+    1 BranchCreated(BranchCreated),
+    /// The run's configuration: seed, step length, engine version, settings.
+    2 RunConfigured(RunConfigured),
+    /// The town definition the run started from, verbatim.
+    3 TownLoaded(TownLoaded),
+    /// An agent enters the town.
+    4 AgentJoined(AgentJoined),
+    /// The clock advanced one step; the envelope's time is the new time.
+    5 ClockStepped(ClockStepped),
+    /// An agent moved one tile.
+    6 Moved(Moved),
+    /// What an agent noticed this step.
+    7 Perceived(Perceived),
+    /// A memory enters an agent's memory stream; the memory's id is the event's id.
+    8 MemoryAdded(MemoryAdded),
+    /// A retrieval and the scores of what it returned (recorded, never recomputed).
+    9 Retrieved(Retrieved),
+    /// A call to a language model is sent.
+    10 LlmRequested(LlmRequested),
+    /// A language model answered.
+    11 LlmResponded(LlmResponded),
+    /// A call to a language model failed.
+    12 LlmFailed(LlmFailed),
+    /// Texts are sent to an embedding model.
+    13 EmbeddingRequested(EmbeddingRequested),
+    /// An embedding model answered.
+    14 EmbeddingReturned(EmbeddingReturned),
+    /// A plan, or the decomposition of one plan item.
+    15 PlanMade(PlanMade),
+    /// An agent starts an action.
+    16 ActionStarted(ActionStarted),
+    /// Two or more agents start talking.
+    17 ConversationStarted(ConversationStarted),
+    /// One utterance of a conversation.
+    18 DialogueTurn(DialogueTurn),
+    /// A conversation ends.
+    19 ConversationEnded(ConversationEnded),
+    /// An agent decides to reflect, and on what.
+    20 ReflectionStarted(ReflectionStarted),
+    /// An object's state changes.
+    21 ObjectStateChanged(ObjectStateChanged),
+    /// Money moves between accounts.
+    22 CashMoved(CashMoved),
+    /// Something the user did to the town.
+    23 Intervened(Intervened),
+    /// An agent answers an interview question.
+    24 InterviewAnswered(InterviewAnswered),
+    /// A random seed is drawn for one purpose.
+    25 SeedDrawn(SeedDrawn),
+}
+
+/// The first event of a branch.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct BranchCreated {
+    /// The name people use for the branch ("main" for the root).
+    pub name: String,
+    /// The branch forked from, `None` for the root.
+    pub parent_branch: Option<BranchId>,
+    /// The last shared event's seq on the parent, `None` for the root.
+    pub fork_seq: Option<u64>,
+    /// Makes two forks of the same point with the same name distinct.
+    pub nonce: u64,
+}
+
+/// The run's configuration.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RunConfigured {
+    /// The version of the engine that started the run.
+    pub engine_version: String,
+    /// The run's seed: every random stream derives from it.
+    pub seed: u64,
+    /// Simulated seconds per step.
+    pub seconds_per_step: u32,
+    /// Every other setting, sorted by key.
+    pub settings: Vec<(String, String)>,
+}
+
+/// The town definition, verbatim.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct TownLoaded {
+    /// The town's name.
+    pub name: String,
+    /// The definition's format ("toml").
+    pub format: String,
+    /// The definition's text.
+    pub source: String,
+}
+
+/// An agent enters the town.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct AgentJoined {
+    /// Its number.
+    pub agent: AgentId,
+    /// Its name.
+    pub name: String,
+    /// Its `;`-separated seed paragraph.
+    pub persona: String,
+    /// Named traits and strategies ("memory" = "full", …), sorted by key.
+    pub traits: Vec<(String, String)>,
+    /// Where it appears.
+    pub tile: Tile,
+    /// Its cash, in cents.
+    pub cash_cents: i64,
+}
+
+/// The clock advanced.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ClockStepped {
+    /// The step number reached.
+    pub step: u64,
+}
+
+/// An agent moved.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Moved {
+    /// Who.
+    pub agent: AgentId,
+    /// From where.
+    pub from: Tile,
+    /// To where.
+    pub to: Tile,
+}
+
+/// One thing noticed.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Percept {
+    /// An agent's name or an object's address.
+    pub subject: String,
+    /// What it is doing or its state, in words.
+    pub description: String,
+    /// Where it was.
+    pub tile: Tile,
+}
+
+/// What an agent noticed this step.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Perceived {
+    /// Who noticed.
+    pub agent: AgentId,
+    /// What, nearest first, at most the attention bandwidth.
+    pub percepts: Vec<Percept>,
+}
+
+/// The kinds of memory in a memory stream.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
+pub enum MemoryKind {
+    /// A statement of the persona's seed paragraph.
+    Seed,
+    /// Something perceived (the paper's "event" memory).
+    Observation,
+    /// Something said in a conversation.
+    Chat,
+    /// An insight drawn by reflection (the paper's "thought").
+    Reflection,
+    /// A plan.
+    Plan,
+}
+
+/// A memory enters a memory stream.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct MemoryAdded {
+    /// Whose memory.
+    pub agent: AgentId,
+    /// What kind of memory.
+    pub kind: MemoryKind,
+    /// The memory in words.
+    pub description: String,
+    /// Poignancy, 1 to 10, as the LLM rated it (or a marked fallback).
+    pub importance: u8,
+    /// The embedding of `description`, copied verbatim from the embedding model.
+    pub embedding: Vec<f32>,
+    /// For a reflection: the memories it cites.
+    pub evidence: Vec<EventId>,
+}
+
+/// One memory a retrieval returned, with the scores it was ranked by.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct RetrievalHit {
+    /// The memory (its `MemoryAdded` event).
+    pub memory: EventId,
+    /// Normalised recency, 0 to 1.
+    pub recency: f32,
+    /// Normalised importance, 0 to 1.
+    pub importance: f32,
+    /// Normalised relevance, 0 to 1.
+    pub relevance: f32,
+    /// The weighted sum the ranking used.
+    pub score: f32,
+}
+
+/// A retrieval. Scores are stored, not recomputed: they depend on `powf` and embeddings,
+/// and a viewer on another machine must show the numbers the agent actually used.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Retrieved {
+    /// Whose memory stream.
+    pub agent: AgentId,
+    /// The query, in words.
+    pub query: String,
+    /// Weights of recency, importance and relevance.
+    pub weights: [f32; 3],
+    /// The recency decay per simulated hour.
+    pub decay: f32,
+    /// What was returned, best first; each memory's last-accessed time becomes the
+    /// event's time.
+    pub hits: Vec<RetrievalHit>,
+}
+
+/// A message of a chat prompt.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ChatMessage {
+    /// "system", "user" or "assistant".
+    pub role: String,
+    /// The text.
+    pub content: String,
+}
+
+/// What is sent to a model.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub enum Prompt {
+    /// A plain completion prompt, for base models.
+    Text(String),
+    /// Chat messages, for instruction models.
+    Chat(Vec<ChatMessage>),
+}
+
+/// A call to a language model. Secrets (API keys) never enter this event.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct LlmRequested {
+    /// The blake3 hash of the canonical request: replay matches answers by it.
+    pub request_hash: [u8; 32],
+    /// Why the call is made ("importance", "day_plan", "react", …).
+    pub purpose: String,
+    /// For whom, if for an agent.
+    pub agent: Option<AgentId>,
+    /// "openai", "local" or "replay".
+    pub backend: String,
+    /// The server's address without credentials, empty for an embedded model.
+    pub server: String,
+    /// The model asked.
+    pub model: String,
+    /// Sampling temperature, in thousandths.
+    pub temperature_milli: u32,
+    /// Top-p, in thousandths.
+    pub top_p_milli: u32,
+    /// The most tokens to generate.
+    pub max_tokens: u32,
+    /// The sampling seed sent.
+    pub seed: Option<u64>,
+    /// Stop sequences.
+    pub stop: Vec<String>,
+    /// The prompt.
+    pub prompt: Prompt,
+    /// The prompt template's name.
+    pub template: String,
+    /// The prompt template's version.
+    pub template_version: u32,
+    /// The blake3 hash of the answer's JSON Schema or grammar, if constrained.
+    pub schema_hash: Option<[u8; 32]>,
+    /// 1 for the first try, counting up on retries.
+    pub attempt: u32,
+}
+
+/// A language model answered.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct LlmResponded {
+    /// The request answered.
+    pub request_hash: [u8; 32],
+    /// The answer, verbatim.
+    pub text: String,
+    /// The answer parsed into its type, as canonical JSON; `None` if it did not parse.
+    pub parsed: Option<String>,
+    /// True when `parsed` is the documented fallback, not the model's answer.
+    pub fallback: bool,
+    /// Prompt tokens billed.
+    pub tokens_prompt: u32,
+    /// Completion tokens billed.
+    pub tokens_completion: u32,
+    /// Wall-clock latency; recorded, never a fold input.
+    pub latency_ms: u32,
+    /// Why generation stopped ("stop", "length").
+    pub finish_reason: String,
+    /// The model that answered, as the server named it.
+    pub response_model: String,
+    /// The server's id for the answer.
+    pub response_id: String,
+}
+
+/// How a call failed.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub enum FailureKind {
+    /// No answer in time.
+    Timeout,
+    /// The server said 429.
+    RateLimited,
+    /// The server said 5xx.
+    ServerError,
+    /// The connection failed or dropped.
+    Connection,
+    /// An answer came but did not parse or validate.
+    BadAnswer,
+    /// The request itself was refused (4xx other than 429).
+    Refused,
+    /// Anything else.
+    Other,
+}
+
+/// A call to a language model failed.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct LlmFailed {
+    /// The request that failed.
+    pub request_hash: [u8; 32],
+    /// How.
+    pub kind: FailureKind,
+    /// What the backend said.
+    pub message: String,
+    /// Which try.
+    pub attempt: u32,
+    /// Wall-clock time spent; recorded, never a fold input.
+    pub latency_ms: u32,
+}
+
+/// Texts sent to an embedding model.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct EmbeddingRequested {
+    /// The blake3 hash of the canonical request.
+    pub request_hash: [u8; 32],
+    /// "openai", "local" or "replay".
+    pub backend: String,
+    /// The model asked.
+    pub model: String,
+    /// The texts.
+    pub texts: Vec<String>,
+}
+
+/// An embedding model answered.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct EmbeddingReturned {
+    /// The request answered.
+    pub request_hash: [u8; 32],
+    /// One vector per text, verbatim.
+    pub vectors: Vec<Vec<f32>>,
+    /// Tokens billed.
+    pub tokens: u32,
+    /// Wall-clock latency; recorded, never a fold input.
+    pub latency_ms: u32,
+}
+
+/// How fine a plan is.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
+pub enum PlanLevel {
+    /// The day in 5 to 8 broad strokes.
+    Day,
+    /// Hour-long chunks of one stroke.
+    Hour,
+    /// 5- to 15-minute actions of one hour.
+    Action,
+}
+
+/// One item of a plan.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PlanItem {
+    /// What, in words.
+    pub description: String,
+    /// Where: `sector:arena[:object]` in the agent's spatial memory.
+    pub address: String,
+    /// When it starts, in simulated seconds.
+    pub start_secs: u64,
+    /// How long, in simulated seconds.
+    pub duration_secs: u32,
+}
+
+/// A plan item, by the event that planned it and its index there.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
+pub struct PlanRef {
+    /// The `PlanMade` event.
+    pub plan: EventId,
+    /// The item's index in it.
+    pub item: u16,
+}
+
+/// A plan or a decomposition.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PlanMade {
+    /// Whose plan.
+    pub agent: AgentId,
+    /// How fine.
+    pub level: PlanLevel,
+    /// The item decomposed, for hour and action plans.
+    pub decomposes: Option<PlanRef>,
+    /// The items, in time order.
+    pub items: Vec<PlanItem>,
+}
+
+/// An agent starts an action.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ActionStarted {
+    /// Who.
+    pub agent: AgentId,
+    /// What, in words.
+    pub description: String,
+    /// A short emoji for the map.
+    pub emoji: String,
+    /// Where: `sector:arena[:object]`.
+    pub address: String,
+    /// How long, in simulated seconds.
+    pub duration_secs: u32,
+    /// The plan item it carries out, if any.
+    pub plan_item: Option<PlanRef>,
+}
+
+/// Agents start talking. The conversation's id is this event's id.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ConversationStarted {
+    /// Who talks, the initiator first.
+    pub agents: Vec<AgentId>,
+    /// Where.
+    pub address: String,
+}
+
+/// One utterance.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct DialogueTurn {
+    /// The `ConversationStarted` event.
+    pub conversation: EventId,
+    /// Who speaks.
+    pub speaker: AgentId,
+    /// What is said.
+    pub text: String,
+    /// Whether the speaker ends the conversation with it.
+    pub ends: bool,
+}
+
+/// A conversation ends.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ConversationEnded {
+    /// The `ConversationStarted` event.
+    pub conversation: EventId,
+    /// Why ("said goodbye", "turn limit", "walked away").
+    pub reason: String,
+}
+
+/// An agent reflects.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ReflectionStarted {
+    /// Who.
+    pub agent: AgentId,
+    /// The summed importance that passed the threshold.
+    pub importance_sum: u32,
+    /// The salient questions asked.
+    pub questions: Vec<String>,
+}
+
+/// An object's state changes.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ObjectStateChanged {
+    /// The object's address `sector:arena:object`.
+    pub address: String,
+    /// The new state ("idle", "brewing coffee").
+    pub state: String,
+    /// The agent whose action changed it.
+    pub by: Option<AgentId>,
+}
+
+/// Who holds money.
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
+pub enum Account {
+    /// An agent's purse.
+    Agent(AgentId),
+    /// A shop's till, by the shop's sector name.
+    Shop(String),
+    /// Outside the town: the documented source of wages and sink of purchases from outside.
+    World,
+}
+
+/// Money moves.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct CashMoved {
+    /// Paid by.
+    pub from: Account,
+    /// Paid to.
+    pub to: Account,
+    /// How much, in cents, more than zero.
+    pub amount_cents: i64,
+    /// Why ("wage", "coffee").
+    pub reason: String,
+}
+
+/// Something the user did.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub enum Intervention {
+    /// An instruction the agent hears as its own thought and acts on.
+    InnerVoice {
+        /// To whom.
+        agent: AgentId,
+        /// The instruction.
+        text: String,
+    },
+    /// A question to be answered from memory.
+    Interview {
+        /// To whom.
+        agent: AgentId,
+        /// The question.
+        question: String,
+        /// Whether the agent keeps the exchange as a memory.
+        remember: bool,
+    },
+    /// A new seed paragraph for an agent.
+    EditPersona {
+        /// Whose.
+        agent: AgentId,
+        /// The new paragraph.
+        persona: String,
+    },
+    /// A building from a template, placed on the map.
+    AddBuilding {
+        /// The template's name.
+        template: String,
+        /// The new sector's name.
+        name: String,
+        /// Its north-west corner.
+        origin: Tile,
+    },
+    /// An object's state, set by hand.
+    SetObjectState {
+        /// The object's address.
+        address: String,
+        /// The state.
+        state: String,
+    },
+    /// A new agent (its `AgentJoined` follows, caused by this event).
+    AddAgent {
+        /// The name.
+        name: String,
+        /// The seed paragraph.
+        persona: String,
+    },
+}
+
+/// Something the user did to the town.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Intervened {
+    /// What.
+    pub intervention: Intervention,
+}
+
+/// An interview answer.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct InterviewAnswered {
+    /// Who answered.
+    pub agent: AgentId,
+    /// The `Intervened` event that asked.
+    pub question: EventId,
+    /// The answer.
+    pub answer: String,
+}
+
+/// A random seed drawn for a purpose.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SeedDrawn {
+    /// What it seeds.
+    pub purpose: String,
+    /// The seed.
+    pub seed: u64,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn stored_bytes_round_trip_and_start_with_kind_and_schema() {
+        let event = NewEvent {
+            sim_time_secs: 3600,
+            causes: vec![EventId::chain(EventId::NONE, b"x")],
+            body: Body::Moved(Moved {
+                agent: AgentId(3),
+                from: Tile { x: 1, y: 2 },
+                to: Tile { x: 2, y: 2 },
+            }),
+        };
+        let stored = event.encode(42);
+        assert_eq!(&stored[..4], &[6, 0, 1, 0]);
+        let (header, body) = decode_stored(&stored).unwrap();
+        assert_eq!(header.seq, 42);
+        assert_eq!(header.sim_time_secs, 3600);
+        assert_eq!(header.causes, event.causes);
+        assert_eq!(body, event.body);
+    }
+
+    #[test]
+    fn unknown_kinds_and_newer_schemas_read_as_unknown() {
+        let mut stored = NewEvent::new(5, Body::ClockStepped(ClockStepped { step: 1 })).encode(0);
+        stored[0] = 0xee;
+        let (header, body) = decode_stored(&stored).unwrap();
+        assert_eq!(header.seq, 0);
+        assert_eq!(body, Body::Unknown { kind: 0xee, schema: 1 });
+        stored[0] = 5;
+        stored[2] = 9;
+        assert_eq!(decode_stored(&stored).unwrap().1, Body::Unknown { kind: 5, schema: 9 });
+        stored[2] = 0;
+        assert_eq!(decode_stored(&stored), Err(DecodeError::SchemaZero { kind: 5 }));
+    }
+
+    #[test]
+    fn trailing_bytes_are_refused() {
+        let mut stored = NewEvent::new(5, Body::ClockStepped(ClockStepped { step: 1 })).encode(0);
+        stored.push(0);
+        assert!(matches!(decode_stored(&stored), Err(DecodeError::Trailing { extra: 1, .. })));
+    }
+
+    #[test]
+    fn kind_names_round_trip() {
+        for &kind in KNOWN_KINDS {
+            assert_eq!(kind_by_name(kind_name(kind)), Some(kind));
+        }
+        assert_eq!(kind_name(9999), "unknown");
+    }
+}

@@ -1,0 +1,1009 @@
+//! The bytes of a `.hamlet` recording and of the store's segment files: magic, record
+//! framing, chunks, summary records and footer. `log-format/FORMAT.md` specifies them;
+//! this module is that text in code.
+//!
+//! Nothing here panics on bytes from outside: every read goes through [`Bytes`], which
+//! answers `None` past the end, and every length is checked against what is left.
+#![cfg_attr(
+    not(test),
+    deny(clippy::unwrap_used, clippy::expect_used, clippy::indexing_slicing, clippy::panic)
+)]
+
+use crate::event::{decode_header, DecodeError, Header};
+use crate::id::{BranchId, EventId};
+
+/// The first and last 8 bytes of a recording; the first 8 of a segment file.
+pub const MAGIC: [u8; 8] = *b"\x89HAMLET\n";
+/// The file format version this build writes. Version 0 is never valid.
+pub const FORMAT_VERSION: u16 = 1;
+
+/// Record opcodes.
+pub mod op {
+    /// Format version and the writer's name. Always the first record.
+    pub const HEADER: u8 = 0x01;
+    /// A run of consecutive events of one branch.
+    pub const CHUNK: u8 = 0x02;
+    /// First summary record: the hash of every byte before the summary.
+    pub const DATA_HASH: u8 = 0x10;
+    /// One branch of the branch table.
+    pub const BRANCH: u8 = 0x11;
+    /// The chunk index: one fixed-size entry per chunk.
+    pub const CHUNK_INDEX: u8 = 0x12;
+    /// A folded state at some event (derived data, opaque to this crate).
+    pub const CHECKPOINT: u8 = 0x13;
+    /// Counts of events by kind, and the time range.
+    pub const STATISTICS: u8 = 0x14;
+    /// The last record: where the summary starts and its hash.
+    pub const FOOTER: u8 = 0xff;
+}
+
+/// Bytes of a record's framing: opcode and length.
+pub const RECORD_PREFIX_LEN: usize = 9;
+/// Bytes of a chunk's fixed header.
+pub const CHUNK_HEADER_LEN: usize = 136;
+/// Bytes of a chunk's trailing hash.
+pub const CHUNK_HASH_LEN: usize = 32;
+/// Bytes of one chunk index entry.
+pub const CHUNK_INDEX_ENTRY_LEN: usize = 112;
+/// Bytes of the footer record's body.
+pub const FOOTER_BODY_LEN: usize = 40;
+/// Bytes from the footer record's opcode to the end of the file.
+pub const FOOTER_LEN: usize = RECORD_PREFIX_LEN + FOOTER_BODY_LEN + MAGIC.len();
+/// No record may be longer than this, whatever its length field says.
+pub const MAX_RECORD_LEN: u64 = 1 << 30;
+/// No stored event may be longer than this.
+pub const MAX_EVENT_LEN: u32 = 64 << 20;
+/// The most events one chunk may hold.
+pub const MAX_CHUNK_EVENTS: u32 = 1 << 20;
+/// Writers start a new chunk once this many data bytes are buffered.
+pub const CHUNK_TARGET_LEN: usize = 256 << 10;
+/// Writers start a new chunk once this many events are buffered.
+pub const CHUNK_TARGET_EVENTS: usize = 2048;
+
+const CHUNK_CONTEXT: &str = "hamlet 2026-11-22 chunk";
+const DATA_CONTEXT: &str = "hamlet 2026-11-22 data section";
+const SUMMARY_CONTEXT: &str = "hamlet 2026-11-22 summary";
+
+/// A hasher for a chunk's header and data.
+pub fn chunk_hasher() -> blake3::Hasher {
+    blake3::Hasher::new_derive_key(CHUNK_CONTEXT)
+}
+/// A hasher for the data section (every byte before the summary).
+pub fn data_hasher() -> blake3::Hasher {
+    blake3::Hasher::new_derive_key(DATA_CONTEXT)
+}
+/// A hasher for the summary section.
+pub fn summary_hasher() -> blake3::Hasher {
+    blake3::Hasher::new_derive_key(SUMMARY_CONTEXT)
+}
+
+/// A cursor over bytes from outside: every read is checked, none panics.
+#[derive(Clone, Debug)]
+pub struct Bytes<'a> {
+    bytes: &'a [u8],
+    pos: usize,
+}
+
+impl<'a> Bytes<'a> {
+    /// A cursor at the start of `bytes`.
+    pub fn new(bytes: &'a [u8]) -> Bytes<'a> {
+        Bytes { bytes, pos: 0 }
+    }
+    /// Bytes read so far.
+    pub fn pos(&self) -> usize {
+        self.pos
+    }
+    /// Bytes left.
+    pub fn remaining(&self) -> usize {
+        self.bytes.len().saturating_sub(self.pos)
+    }
+    /// The next `n` bytes.
+    pub fn take(&mut self, n: usize) -> Option<&'a [u8]> {
+        let end = self.pos.checked_add(n)?;
+        let out = self.bytes.get(self.pos..end)?;
+        self.pos = end;
+        Some(out)
+    }
+    /// Everything left.
+    pub fn rest(&mut self) -> &'a [u8] {
+        let out = self.bytes.get(self.pos..).unwrap_or(&[]);
+        self.pos = self.bytes.len();
+        out
+    }
+    /// The next `N` bytes as an array.
+    pub fn array<const N: usize>(&mut self) -> Option<[u8; N]> {
+        self.take(N)?.try_into().ok()
+    }
+    /// A byte.
+    pub fn u8(&mut self) -> Option<u8> {
+        self.array::<1>().map(|[b]| b)
+    }
+    /// A little-endian u16.
+    pub fn u16(&mut self) -> Option<u16> {
+        self.array().map(u16::from_le_bytes)
+    }
+    /// A little-endian u32.
+    pub fn u32(&mut self) -> Option<u32> {
+        self.array().map(u32::from_le_bytes)
+    }
+    /// A little-endian u64.
+    pub fn u64(&mut self) -> Option<u64> {
+        self.array().map(u64::from_le_bytes)
+    }
+    /// An event id.
+    pub fn id(&mut self) -> Option<EventId> {
+        self.array().map(EventId)
+    }
+}
+
+/// What is wrong with a record or a chunk, with where and what was expected.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum FormatError {
+    /// The bytes end inside a record.
+    #[error("record at byte {offset} needs {needed} bytes, but only {available} remain")]
+    Truncated {
+        /// Where the record starts.
+        offset: u64,
+        /// Bytes it needs.
+        needed: u64,
+        /// Bytes there are.
+        available: u64,
+    },
+    /// A length field past the hard limit.
+    #[error("record at byte {offset} claims {len_bytes} bytes, over the limit of {limit}")]
+    TooLong {
+        /// Where the record starts.
+        offset: u64,
+        /// The claimed length.
+        len_bytes: u64,
+        /// The limit.
+        limit: u64,
+    },
+    /// The file does not start with the magic.
+    #[error("not a Hamlet file: the first 8 bytes are {found}, expected {}", crate::id::hex(&MAGIC))]
+    BadMagic {
+        /// What was found, in hex.
+        found: String,
+    },
+    /// The first record is not a valid header.
+    #[error("header record at byte 8: {problem}")]
+    BadHeader {
+        /// What is wrong.
+        problem: String,
+    },
+    /// A chunk is malformed.
+    #[error("chunk at byte {offset}: {problem}")]
+    BadChunk {
+        /// Where the chunk's record starts.
+        offset: u64,
+        /// What is wrong.
+        problem: String,
+    },
+    /// An event inside a chunk does not decode.
+    #[error("chunk at byte {offset}, event #{seq}: {source}")]
+    BadEvent {
+        /// Where the chunk's record starts.
+        offset: u64,
+        /// The event's seq as the chunk places it.
+        seq: u64,
+        /// What is wrong.
+        #[source]
+        source: DecodeError,
+    },
+    /// A summary record is malformed.
+    #[error("summary record {op:#04x} at byte {offset}: {problem}")]
+    BadSummary {
+        /// The opcode.
+        op: u8,
+        /// Where the record starts.
+        offset: u64,
+        /// What is wrong.
+        problem: String,
+    },
+}
+
+/// One record found in a byte slice.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct RecordRef<'a> {
+    /// The opcode.
+    pub op: u8,
+    /// Absolute offset of the opcode byte.
+    pub offset: u64,
+    /// The body.
+    pub body: &'a [u8],
+}
+
+impl RecordRef<'_> {
+    /// Framing plus body.
+    pub fn len_total(&self) -> u64 {
+        RECORD_PREFIX_LEN as u64 + self.body.len() as u64
+    }
+}
+
+/// Reads the record framing at the start of `bytes` (whose first byte is at absolute
+/// `offset`). `Ok(None)` when `bytes` is empty.
+pub fn parse_record(bytes: &[u8], offset: u64) -> Result<Option<RecordRef<'_>>, FormatError> {
+    if bytes.is_empty() {
+        return Ok(None);
+    }
+    let mut cur = Bytes::new(bytes);
+    let truncated = |needed: u64| FormatError::Truncated {
+        offset,
+        needed,
+        available: bytes.len() as u64,
+    };
+    let (Some(op), Some(len)) = (cur.u8(), cur.u64()) else {
+        return Err(truncated(RECORD_PREFIX_LEN as u64));
+    };
+    if len > MAX_RECORD_LEN {
+        return Err(FormatError::TooLong { offset, len_bytes: len, limit: MAX_RECORD_LEN });
+    }
+    let Some(body) = usize::try_from(len).ok().and_then(|n| cur.take(n)) else {
+        return Err(truncated(RECORD_PREFIX_LEN as u64 + len));
+    };
+    Ok(Some(RecordRef { op, offset, body }))
+}
+
+/// Appends a record's framing and body to `out`.
+pub fn push_record(out: &mut Vec<u8>, op: u8, body: &[u8]) {
+    out.push(op);
+    out.extend_from_slice(&(body.len() as u64).to_le_bytes());
+    out.extend_from_slice(body);
+}
+
+/// The magic and header record every recording and segment file starts with.
+pub fn file_preamble(writer: &str) -> Vec<u8> {
+    let mut body = Vec::with_capacity(8 + writer.len());
+    body.extend_from_slice(&FORMAT_VERSION.to_le_bytes());
+    body.extend_from_slice(&[0; 6]);
+    body.extend_from_slice(writer.as_bytes());
+    let mut out = MAGIC.to_vec();
+    push_record(&mut out, op::HEADER, &body);
+    out
+}
+
+/// Checks the magic and header record; returns the writer's name and the offset after.
+pub fn parse_preamble(bytes: &[u8]) -> Result<(String, usize), FormatError> {
+    let magic = bytes.get(..MAGIC.len()).unwrap_or(bytes);
+    if magic != MAGIC {
+        return Err(FormatError::BadMagic { found: crate::id::hex(magic) });
+    }
+    let rest = bytes.get(MAGIC.len()..).unwrap_or(&[]);
+    let record = parse_record(rest, MAGIC.len() as u64)?
+        .ok_or(FormatError::BadHeader { problem: "the file ends after the magic".into() })?;
+    let bad = |problem: String| FormatError::BadHeader { problem };
+    if record.op != op::HEADER {
+        return Err(bad(format!("opcode is {:#04x}, expected {:#04x}", record.op, op::HEADER)));
+    }
+    let mut cur = Bytes::new(record.body);
+    let version = cur.u16().ok_or_else(|| bad("body shorter than 8 bytes".into()))?;
+    let reserved = cur.array::<6>().ok_or_else(|| bad("body shorter than 8 bytes".into()))?;
+    if version == 0 || version > FORMAT_VERSION {
+        return Err(bad(format!(
+            "format version {version}; this build reads 1 to {FORMAT_VERSION}"
+        )));
+    }
+    if reserved != [0; 6] {
+        return Err(bad("reserved bytes are not zero".into()));
+    }
+    let writer = std::str::from_utf8(cur.rest())
+        .map_err(|_| bad("writer name is not UTF-8".into()))?
+        .to_owned();
+    Ok((writer, MAGIC.len() + RECORD_PREFIX_LEN + record.body.len()))
+}
+
+/// A chunk's fixed header.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ChunkHeader {
+    /// The branch whose chain the events continue.
+    pub branch: BranchId,
+    /// The id of the event before the first one ([`EventId::NONE`] at the root).
+    pub parent: EventId,
+    /// The id of the last event.
+    pub last_id: EventId,
+    /// The first event's seq; the rest follow one by one.
+    pub first_seq: u64,
+    /// How many events.
+    pub n_events: u32,
+    /// 0: none. No other value is defined yet.
+    pub compression: u8,
+    /// The first event's simulated time.
+    pub time_first: u64,
+    /// The last event's simulated time.
+    pub time_last: u64,
+    /// Bytes of event data that follow the header.
+    pub data_len: u64,
+}
+
+impl ChunkHeader {
+    /// The last event's seq.
+    pub fn last_seq(&self) -> u64 {
+        self.first_seq + u64::from(self.n_events.saturating_sub(1))
+    }
+
+    /// The fixed 136 bytes.
+    pub fn encode(&self) -> [u8; CHUNK_HEADER_LEN] {
+        let mut out = [0u8; CHUNK_HEADER_LEN];
+        let fields: [&[u8]; 10] = [
+            &self.branch.0 .0,
+            &self.parent.0,
+            &self.last_id.0,
+            &self.first_seq.to_le_bytes(),
+            &self.n_events.to_le_bytes(),
+            &[self.compression, 0, 0, 0],
+            &self.time_first.to_le_bytes(),
+            &self.time_last.to_le_bytes(),
+            &self.data_len.to_le_bytes(),
+            &[],
+        ];
+        let mut at = 0;
+        for field in fields {
+            if let Some(slot) = out.get_mut(at..at + field.len()) {
+                slot.copy_from_slice(field);
+            }
+            at += field.len();
+        }
+        out
+    }
+
+    fn decode(cur: &mut Bytes<'_>) -> Option<(ChunkHeader, [u8; 3])> {
+        let header = ChunkHeader {
+            branch: BranchId(cur.id()?),
+            parent: cur.id()?,
+            last_id: cur.id()?,
+            first_seq: cur.u64()?,
+            n_events: cur.u32()?,
+            compression: cur.u8()?,
+            time_first: 0,
+            time_last: 0,
+            data_len: 0,
+        };
+        let reserved = cur.array::<3>()?;
+        let (time_first, time_last, data_len) = (cur.u64()?, cur.u64()?, cur.u64()?);
+        Some((ChunkHeader { time_first, time_last, data_len, ..header }, reserved))
+    }
+}
+
+/// A chunk read from bytes, structurally checked and hashed, its events not yet walked.
+#[derive(Clone, Copy, Debug)]
+pub struct ChunkRef<'a> {
+    /// The fixed header.
+    pub header: ChunkHeader,
+    /// The event data.
+    pub data: &'a [u8],
+    /// The stored hash (equal to the computed one, or parsing fails).
+    pub hash: [u8; 32],
+    /// Absolute offset of the chunk's record.
+    pub offset: u64,
+}
+
+impl<'a> ChunkRef<'a> {
+    /// Parses a chunk record's body: header, data length, reserved bytes, hash.
+    pub fn parse(record: RecordRef<'a>) -> Result<ChunkRef<'a>, FormatError> {
+        let offset = record.offset;
+        let bad = |problem: String| FormatError::BadChunk { offset, problem };
+        if record.op != op::CHUNK {
+            return Err(bad(format!("opcode {:#04x} is not a chunk", record.op)));
+        }
+        let mut cur = Bytes::new(record.body);
+        let (header, reserved) = ChunkHeader::decode(&mut cur)
+            .ok_or_else(|| bad(format!("body is {} bytes, shorter than its header", record.body.len())))?;
+        let expected = CHUNK_HEADER_LEN as u64 + header.data_len + CHUNK_HASH_LEN as u64;
+        if record.body.len() as u64 != expected {
+            return Err(bad(format!(
+                "body is {} bytes, but its header says {expected} ({} of data)",
+                record.body.len(),
+                header.data_len
+            )));
+        }
+        if reserved != [0; 3] {
+            return Err(bad("reserved bytes are not zero".into()));
+        }
+        if header.compression != 0 {
+            return Err(bad(format!("compression {} is not defined", header.compression)));
+        }
+        if header.n_events == 0 || header.n_events > MAX_CHUNK_EVENTS {
+            return Err(bad(format!(
+                "holds {} events; a chunk holds 1 to {MAX_CHUNK_EVENTS}",
+                header.n_events
+            )));
+        }
+        if header.time_first > header.time_last {
+            return Err(bad(format!(
+                "time range runs backwards: {} to {}",
+                header.time_first, header.time_last
+            )));
+        }
+        let data = cur.take(header.data_len as usize).ok_or_else(|| bad("data cut short".into()))?;
+        let hash = cur.array::<32>().ok_or_else(|| bad("hash cut short".into()))?;
+        let head_bytes = record.body.get(..CHUNK_HEADER_LEN).unwrap_or(&[]);
+        let computed = chunk_hasher().update(head_bytes).update(data).finalize();
+        if computed.as_bytes() != &hash {
+            return Err(bad(format!(
+                "hash is {}, but the bytes hash to {}",
+                &crate::id::hex(&hash)[..16],
+                &computed.to_hex()[..16]
+            )));
+        }
+        Ok(ChunkRef { header, data, hash, offset })
+    }
+
+    /// The chunk's events in order: stored bytes with their ids, chained from the header's
+    /// parent. The iterator checks framing, seq order and time order, and stops at the
+    /// first problem.
+    pub fn events(&self) -> ChunkEvents<'a> {
+        ChunkEvents {
+            cur: Bytes::new(self.data),
+            header: self.header,
+            parent: self.header.parent,
+            index: 0,
+            last_time: self.header.time_first,
+            failed: false,
+            offset: self.offset,
+        }
+    }
+
+    /// Walks every event: framing, header decoding, seq and time order, and that the chain
+    /// from the header's parent ends at the header's last id. Returns the kinds seen.
+    pub fn verify_events(&self) -> Result<Vec<u16>, FormatError> {
+        let mut kinds = Vec::with_capacity(self.header.n_events as usize);
+        let mut last = self.header.parent;
+        for item in self.events() {
+            let event = item?;
+            kinds.push(event.kind);
+            last = event.id;
+        }
+        if last != self.header.last_id {
+            return Err(FormatError::BadChunk {
+                offset: self.offset,
+                problem: format!(
+                    "events chain to {last}, but the header's last id is {}",
+                    self.header.last_id
+                ),
+            });
+        }
+        Ok(kinds)
+    }
+}
+
+/// One event inside a chunk, not yet decoded beyond its header.
+#[derive(Clone, Debug)]
+pub struct StoredRef<'a> {
+    /// Its id.
+    pub id: EventId,
+    /// Its parent's id.
+    pub parent: EventId,
+    /// The kind tag.
+    pub kind: u16,
+    /// The schema version.
+    pub schema: u16,
+    /// The decoded header.
+    pub header: Header,
+    /// The stored bytes (prefix, header, body).
+    pub stored: &'a [u8],
+    /// The body's bytes.
+    pub body: &'a [u8],
+}
+
+/// Iterator over a chunk's events; see [`ChunkRef::events`].
+#[derive(Clone, Debug)]
+pub struct ChunkEvents<'a> {
+    cur: Bytes<'a>,
+    header: ChunkHeader,
+    parent: EventId,
+    index: u32,
+    last_time: u64,
+    failed: bool,
+    offset: u64,
+}
+
+impl<'a> ChunkEvents<'a> {
+    fn step(&mut self) -> Result<StoredRef<'a>, FormatError> {
+        let offset = self.offset;
+        let seq = self.header.first_seq + u64::from(self.index);
+        let bad = |problem: String| FormatError::BadChunk { offset, problem };
+        let len = self
+            .cur
+            .u32()
+            .ok_or_else(|| bad(format!("data ends before event #{seq}'s length")))?;
+        if len > MAX_EVENT_LEN {
+            return Err(bad(format!("event #{seq} claims {len} bytes, over the limit")));
+        }
+        let stored = self
+            .cur
+            .take(len as usize)
+            .ok_or_else(|| bad(format!("event #{seq} claims {len} bytes, past the data's end")))?;
+        let (kind, schema, header, body) =
+            decode_header(stored).map_err(|source| FormatError::BadEvent { offset, seq, source })?;
+        if header.seq != seq {
+            return Err(bad(format!("event #{seq} says its seq is {}", header.seq)));
+        }
+        if header.sim_time_secs < self.last_time || header.sim_time_secs > self.header.time_last {
+            return Err(bad(format!(
+                "event #{seq} at time {} is outside {}..={} or before its predecessor",
+                header.sim_time_secs, self.last_time, self.header.time_last
+            )));
+        }
+        if self.index == 0 && header.sim_time_secs != self.header.time_first {
+            return Err(bad(format!(
+                "first event's time {} is not the header's {}",
+                header.sim_time_secs, self.header.time_first
+            )));
+        }
+        self.last_time = header.sim_time_secs;
+        let id = EventId::chain(self.parent, stored);
+        let parent = std::mem::replace(&mut self.parent, id);
+        self.index += 1;
+        if self.index == self.header.n_events {
+            if self.cur.remaining() != 0 {
+                return Err(bad(format!("{} bytes follow the last event", self.cur.remaining())));
+            }
+            if header.sim_time_secs != self.header.time_last {
+                return Err(bad(format!(
+                    "last event's time {} is not the header's {}",
+                    header.sim_time_secs, self.header.time_last
+                )));
+            }
+        }
+        Ok(StoredRef { id, parent, kind, schema, header, stored, body })
+    }
+}
+
+impl<'a> Iterator for ChunkEvents<'a> {
+    type Item = Result<StoredRef<'a>, FormatError>;
+    fn next(&mut self) -> Option<Self::Item> {
+        if self.failed || self.index >= self.header.n_events {
+            return None;
+        }
+        let item = self.step();
+        self.failed = item.is_err();
+        Some(item)
+    }
+}
+
+/// Builds one chunk from stored events, chaining their ids.
+#[derive(Clone, Debug)]
+pub struct ChunkBuilder {
+    branch: BranchId,
+    parent: EventId,
+    last_id: EventId,
+    first_seq: u64,
+    n_events: u32,
+    time_first: u64,
+    time_last: u64,
+    data: Vec<u8>,
+}
+
+impl ChunkBuilder {
+    /// An empty chunk continuing `branch` after the event `parent`, starting at `first_seq`.
+    pub fn new(branch: BranchId, parent: EventId, first_seq: u64) -> ChunkBuilder {
+        ChunkBuilder {
+            branch,
+            parent,
+            last_id: parent,
+            first_seq,
+            n_events: 0,
+            time_first: 0,
+            time_last: 0,
+            data: Vec::new(),
+        }
+    }
+
+    /// Appends an event's stored bytes and returns its id.
+    ///
+    /// # Panics
+    /// When the event's seq or time does not follow the chunk's: the write path refuses to
+    /// build a chunk that the reader would reject.
+    pub fn push(&mut self, stored: &[u8]) -> EventId {
+        let (_, _, header, _) =
+            decode_header(stored).unwrap_or_else(|e| panic!("pushing an undecodable event: {e}"));
+        let seq = self.first_seq + u64::from(self.n_events);
+        assert_eq!(header.seq, seq, "{}: event out of order in chunk", self.branch);
+        if self.n_events == 0 {
+            self.time_first = header.sim_time_secs;
+        } else {
+            assert!(header.sim_time_secs >= self.time_last, "event #{seq}: time runs backwards");
+        }
+        assert!(stored.len() <= MAX_EVENT_LEN as usize, "event #{seq} is too long");
+        self.time_last = header.sim_time_secs;
+        self.data.extend_from_slice(&(stored.len() as u32).to_le_bytes());
+        self.data.extend_from_slice(stored);
+        self.last_id = EventId::chain(self.last_id, stored);
+        self.n_events += 1;
+        self.last_id
+    }
+
+    /// How many events so far.
+    pub fn n_events(&self) -> u32 {
+        self.n_events
+    }
+    /// Bytes of data so far.
+    pub fn len_bytes(&self) -> usize {
+        self.data.len()
+    }
+    /// The id of the last event pushed (the parent, if none).
+    pub fn last_id(&self) -> EventId {
+        self.last_id
+    }
+    /// Whether the chunk has reached its target size.
+    pub fn is_full(&self) -> bool {
+        self.data.len() >= CHUNK_TARGET_LEN || self.n_events as usize >= CHUNK_TARGET_EVENTS
+    }
+
+    /// The chunk's record: framing, header, data and hash.
+    ///
+    /// # Panics
+    /// On an empty chunk, which the format does not allow.
+    pub fn finish(self) -> (ChunkHeader, Vec<u8>) {
+        assert!(self.n_events > 0, "an empty chunk is never written");
+        let header = ChunkHeader {
+            branch: self.branch,
+            parent: self.parent,
+            last_id: self.last_id,
+            first_seq: self.first_seq,
+            n_events: self.n_events,
+            compression: 0,
+            time_first: self.time_first,
+            time_last: self.time_last,
+            data_len: self.data.len() as u64,
+        };
+        let head = header.encode();
+        let hash = chunk_hasher().update(&head).update(&self.data).finalize();
+        let body_len = CHUNK_HEADER_LEN + self.data.len() + CHUNK_HASH_LEN;
+        let mut record = Vec::with_capacity(RECORD_PREFIX_LEN + body_len);
+        record.push(op::CHUNK);
+        record.extend_from_slice(&(body_len as u64).to_le_bytes());
+        record.extend_from_slice(&head);
+        record.extend_from_slice(&self.data);
+        record.extend_from_slice(hash.as_bytes());
+        (header, record)
+    }
+}
+
+/// One entry of the chunk index.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ChunkIndexEntry {
+    /// Absolute offset of the chunk's record.
+    pub offset: u64,
+    /// Length of the record, framing included.
+    pub len_bytes: u64,
+    /// Its branch.
+    pub branch: BranchId,
+    /// First event's seq.
+    pub first_seq: u64,
+    /// Last event's seq.
+    pub last_seq: u64,
+    /// First event's simulated time.
+    pub time_first: u64,
+    /// Last event's simulated time.
+    pub time_last: u64,
+    /// The chunk's hash, repeated so that a misdirected write cannot vouch for itself.
+    pub hash: [u8; 32],
+}
+
+impl ChunkIndexEntry {
+    /// Appends the fixed 112 bytes.
+    pub fn encode_into(&self, out: &mut Vec<u8>) {
+        out.extend_from_slice(&self.offset.to_le_bytes());
+        out.extend_from_slice(&self.len_bytes.to_le_bytes());
+        out.extend_from_slice(&self.branch.0 .0);
+        for n in [self.first_seq, self.last_seq, self.time_first, self.time_last] {
+            out.extend_from_slice(&n.to_le_bytes());
+        }
+        out.extend_from_slice(&self.hash);
+    }
+
+    fn decode(cur: &mut Bytes<'_>) -> Option<ChunkIndexEntry> {
+        Some(ChunkIndexEntry {
+            offset: cur.u64()?,
+            len_bytes: cur.u64()?,
+            branch: BranchId(cur.id()?),
+            first_seq: cur.u64()?,
+            last_seq: cur.u64()?,
+            time_first: cur.u64()?,
+            time_last: cur.u64()?,
+            hash: cur.array()?,
+        })
+    }
+}
+
+/// One branch of the branch table.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct BranchEntry {
+    /// The branch's id (its first event's id).
+    pub id: BranchId,
+    /// The branch it forked from.
+    pub parent: Option<BranchId>,
+    /// The last shared seq on the parent.
+    pub fork_seq: Option<u64>,
+    /// Its last event's id in this file.
+    pub head_id: EventId,
+    /// Its last event's seq in this file.
+    pub head_seq: u64,
+    /// Events of its own (after the fork point) in this file.
+    pub n_events: u64,
+    /// Its name.
+    pub name: String,
+}
+
+impl BranchEntry {
+    /// The record body: fixed fields, then the name.
+    pub fn encode(&self) -> Vec<u8> {
+        let mut out = Vec::with_capacity(120 + self.name.len());
+        out.extend_from_slice(&self.id.0 .0);
+        out.extend_from_slice(&self.parent.map(|p| p.0 .0).unwrap_or([0; 32]));
+        out.extend_from_slice(&self.fork_seq.unwrap_or(u64::MAX).to_le_bytes());
+        out.extend_from_slice(&self.head_id.0);
+        out.extend_from_slice(&self.head_seq.to_le_bytes());
+        out.extend_from_slice(&self.n_events.to_le_bytes());
+        out.extend_from_slice(self.name.as_bytes());
+        out
+    }
+
+    fn decode(body: &[u8]) -> Option<BranchEntry> {
+        let mut cur = Bytes::new(body);
+        let id = BranchId(cur.id()?);
+        let parent = cur.id()?;
+        let fork_seq = cur.u64()?;
+        let (head_id, head_seq, n_events) = (cur.id()?, cur.u64()?, cur.u64()?);
+        let name = std::str::from_utf8(cur.rest()).ok()?.to_owned();
+        Some(BranchEntry {
+            id,
+            parent: (!parent.is_none()).then_some(BranchId(parent)),
+            fork_seq: (fork_seq != u64::MAX).then_some(fork_seq),
+            head_id,
+            head_seq,
+            n_events,
+            name,
+        })
+    }
+}
+
+/// A checkpoint's place in the file; its state bytes stay where they are.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct CheckpointEntry {
+    /// The branch.
+    pub branch: BranchId,
+    /// The seq of the last event folded into the state.
+    pub seq: u64,
+    /// The state's hash, as the engine computes it.
+    pub state_hash: [u8; 32],
+    /// Absolute offset of the state bytes.
+    pub offset: u64,
+    /// Their length.
+    pub len_bytes: u64,
+}
+
+/// Counts of the events in a file.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Statistics {
+    /// Events, all branches.
+    pub n_events: u64,
+    /// Chunks.
+    pub n_chunks: u64,
+    /// Earliest simulated time.
+    pub time_first: u64,
+    /// Latest simulated time.
+    pub time_last: u64,
+    /// Events per kind tag, sorted by tag.
+    pub kinds: Vec<(u16, u64)>,
+}
+
+impl Statistics {
+    /// The record body.
+    pub fn encode(&self) -> Vec<u8> {
+        let mut out = Vec::with_capacity(36 + 10 * self.kinds.len());
+        for n in [self.n_events, self.n_chunks, self.time_first, self.time_last] {
+            out.extend_from_slice(&n.to_le_bytes());
+        }
+        out.extend_from_slice(&(self.kinds.len() as u32).to_le_bytes());
+        for (kind, count) in &self.kinds {
+            out.extend_from_slice(&kind.to_le_bytes());
+            out.extend_from_slice(&count.to_le_bytes());
+        }
+        out
+    }
+
+    fn decode(body: &[u8]) -> Option<Statistics> {
+        let mut cur = Bytes::new(body);
+        let (n_events, n_chunks, time_first, time_last) =
+            (cur.u64()?, cur.u64()?, cur.u64()?, cur.u64()?);
+        let n = cur.u32()? as usize;
+        if n.checked_mul(10)? != cur.remaining() {
+            return None;
+        }
+        let mut kinds = Vec::with_capacity(n);
+        for _ in 0..n {
+            kinds.push((cur.u16()?, cur.u64()?));
+        }
+        Some(Statistics { n_events, n_chunks, time_first, time_last, kinds })
+    }
+
+    /// Counts one event of `kind` (kinds stay sorted).
+    pub fn count(&mut self, kind: u16) {
+        match self.kinds.binary_search_by_key(&kind, |(k, _)| *k) {
+            Ok(i) => {
+                if let Some((_, n)) = self.kinds.get_mut(i) {
+                    *n += 1;
+                }
+            }
+            Err(i) => self.kinds.insert(i, (kind, 1)),
+        }
+    }
+}
+
+/// Everything the summary says, as read.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Summary {
+    /// Where the summary starts (= length of the data section).
+    pub offset: u64,
+    /// The data section's hash.
+    pub data_hash: [u8; 32],
+    /// The branch table, in file order.
+    pub branches: Vec<BranchEntry>,
+    /// The chunk index, in file order.
+    pub chunks: Vec<ChunkIndexEntry>,
+    /// Checkpoints, in file order.
+    pub checkpoints: Vec<CheckpointEntry>,
+    /// Counts.
+    pub statistics: Statistics,
+}
+
+/// What is wrong at the end of a file.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum FooterError {
+    /// Too short to hold magic, header and footer.
+    #[error("file is {len_bytes} bytes, too short to be a complete recording")]
+    TooShort {
+        /// Its length.
+        len_bytes: u64,
+    },
+    /// The last 8 bytes are not the magic: the file was cut short or is not finished.
+    #[error("file does not end in the magic (cut short, or never finished)")]
+    NoEndMagic,
+    /// The footer record is malformed.
+    #[error("footer at byte {offset}: {problem}")]
+    BadFooter {
+        /// Where the footer starts.
+        offset: u64,
+        /// What is wrong.
+        problem: String,
+    },
+    /// The summary does not hash to what the footer says.
+    #[error("summary (bytes {start}..{end}) does not match the hash in the footer")]
+    SummaryHash {
+        /// Where it starts.
+        start: u64,
+        /// Where it ends.
+        end: u64,
+    },
+    /// A summary record is malformed.
+    #[error(transparent)]
+    Summary(#[from] FormatError),
+}
+
+/// Reads the footer and the summary it points at, checking the summary's hash (not the
+/// data section's: that is [`crate::verify`]'s work).
+pub fn read_summary(bytes: &[u8]) -> Result<Summary, FooterError> {
+    let len = bytes.len();
+    let min = MAGIC.len() + RECORD_PREFIX_LEN + 8 + FOOTER_LEN;
+    if len < min {
+        return Err(FooterError::TooShort { len_bytes: len as u64 });
+    }
+    if bytes.get(len - MAGIC.len()..) != Some(&MAGIC[..]) {
+        return Err(FooterError::NoEndMagic);
+    }
+    let footer_at = len - FOOTER_LEN;
+    let bad = |problem: String| FooterError::BadFooter { offset: footer_at as u64, problem };
+    let mut cur = Bytes::new(bytes.get(footer_at..).unwrap_or(&[]));
+    let (Some(opcode), Some(body_len), Some(summary_offset), Some(summary_hash)) =
+        (cur.u8(), cur.u64(), cur.u64(), cur.array::<32>())
+    else {
+        return Err(bad("cut short".into()));
+    };
+    if opcode != op::FOOTER || body_len != FOOTER_BODY_LEN as u64 {
+        return Err(bad(format!(
+            "opcode {opcode:#04x} and length {body_len}, expected {:#04x} and {FOOTER_BODY_LEN}",
+            op::FOOTER
+        )));
+    }
+    let (start, end) = (summary_offset, footer_at as u64);
+    if start > end || start < (MAGIC.len() + RECORD_PREFIX_LEN) as u64 {
+        return Err(bad(format!("summary offset {start} is outside the file's body")));
+    }
+    let section = bytes.get(start as usize..end as usize).unwrap_or(&[]);
+    if summary_hasher().update(section).finalize().as_bytes() != &summary_hash {
+        return Err(FooterError::SummaryHash { start, end });
+    }
+    Ok(parse_summary(section, start)?)
+}
+
+fn parse_summary(section: &[u8], start: u64) -> Result<Summary, FormatError> {
+    let mut summary = Summary { offset: start, ..Summary::default() };
+    let mut at = 0usize;
+    let mut seen_data_hash = false;
+    let mut seen_stats = false;
+    while let Some(record) = parse_record(section.get(at..).unwrap_or(&[]), start + at as u64)? {
+        let bad = |problem: &str| FormatError::BadSummary {
+            op: record.op,
+            offset: record.offset,
+            problem: problem.to_owned(),
+        };
+        match record.op {
+            op::DATA_HASH => {
+                if at != 0 {
+                    return Err(bad("the data hash must be the summary's first record"));
+                }
+                summary.data_hash =
+                    record.body.try_into().map_err(|_| bad("body is not 32 bytes"))?;
+                seen_data_hash = true;
+            }
+            op::BRANCH => summary
+                .branches
+                .push(BranchEntry::decode(record.body).ok_or_else(|| bad("malformed branch"))?),
+            op::CHUNK_INDEX => {
+                if record.body.len() % CHUNK_INDEX_ENTRY_LEN != 0 {
+                    return Err(bad("length is not a multiple of 112"));
+                }
+                let mut cur = Bytes::new(record.body);
+                while cur.remaining() > 0 {
+                    summary
+                        .chunks
+                        .push(ChunkIndexEntry::decode(&mut cur).ok_or_else(|| bad("cut short"))?);
+                }
+            }
+            op::CHECKPOINT => {
+                let mut cur = Bytes::new(record.body);
+                let (Some(branch), Some(seq), Some(state_hash)) =
+                    (cur.id(), cur.u64(), cur.array::<32>())
+                else {
+                    return Err(bad("shorter than 72 bytes"));
+                };
+                let offset = record.offset + RECORD_PREFIX_LEN as u64 + 72;
+                let len_bytes = cur.remaining() as u64;
+                summary.checkpoints.push(CheckpointEntry {
+                    branch: BranchId(branch),
+                    seq,
+                    state_hash,
+                    offset,
+                    len_bytes,
+                });
+            }
+            op::STATISTICS => {
+                summary.statistics =
+                    Statistics::decode(record.body).ok_or_else(|| bad("malformed statistics"))?;
+                seen_stats = true;
+            }
+            _ => {} // Unknown summary records are skipped; the summary hash covered them.
+        }
+        at += record.len_total() as usize;
+    }
+    if !seen_data_hash || !seen_stats {
+        return Err(FormatError::BadSummary {
+            op: if seen_data_hash { op::STATISTICS } else { op::DATA_HASH },
+            offset: start,
+            problem: "required record missing".into(),
+        });
+    }
+    Ok(summary)
+}
+
+impl ChunkBuilder {
+    /// Starts a new branch: computes the branch's id from its `BranchCreated` event (which
+    /// follows `parent` at `first_seq`), and returns it with a chunk that already holds it.
+    pub fn new_branch(
+        created: &crate::event::NewEvent,
+        parent: EventId,
+        first_seq: u64,
+    ) -> (BranchId, ChunkBuilder) {
+        assert!(
+            matches!(created.body, crate::event::Body::BranchCreated(_)),
+            "a branch opens with BranchCreated"
+        );
+        let stored = created.encode(first_seq);
+        let branch = BranchId(EventId::chain(parent, &stored));
+        let mut chunk = ChunkBuilder::new(branch, parent, first_seq);
+        chunk.push(&stored);
+        (branch, chunk)
+    }
+}

@@ -1,0 +1,261 @@
+//! Random access to a finished recording held in memory: the summary, each branch with
+//! its ancestry, events by seq or simulated time in O(log n) chunks, and checkpoints.
+//!
+//! Opening checks the preamble, the footer and the summary's hash; chunks are checked as
+//! they are read. [`crate::verify::verify`] checks everything at once.
+#![cfg_attr(
+    not(test),
+    deny(clippy::unwrap_used, clippy::expect_used, clippy::indexing_slicing, clippy::panic)
+)]
+
+use crate::event::{decode_body, Event, Header};
+use crate::format::{
+    parse_preamble, parse_record, read_summary, BranchEntry, CheckpointEntry, ChunkIndexEntry,
+    ChunkRef, FooterError, FormatError, StoredRef, Summary,
+};
+use crate::id::BranchId;
+
+/// Why a recording cannot be opened.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum OpenError {
+    /// The start is wrong.
+    #[error(transparent)]
+    Preamble(FormatError),
+    /// The end is wrong.
+    #[error(transparent)]
+    Footer(#[from] FooterError),
+}
+
+/// An error reading an event.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ReadError {
+    /// The chunk or event is damaged.
+    #[error(transparent)]
+    Format(#[from] FormatError),
+    /// The summary points at something that is not there.
+    #[error("the chunk index entry for byte {offset} does not match the file: {problem}")]
+    Index {
+        /// The entry's offset.
+        offset: u64,
+        /// What differs.
+        problem: String,
+    },
+    /// A branch the caller named is not in the file.
+    #[error("branch {0} is not in this recording")]
+    NoBranch(BranchId),
+}
+
+/// A finished recording, opened over its bytes.
+#[derive(Debug, Clone)]
+pub struct Recording<'a> {
+    bytes: &'a [u8],
+    writer: String,
+    summary: Summary,
+}
+
+/// One stretch of a branch's history: a branch's chunks up to a limit.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Segment {
+    /// The branch whose chunks hold the events.
+    pub branch: BranchId,
+    /// The last seq taken from it (the fork point, for an ancestor), or `None` for all.
+    pub until_seq: Option<u64>,
+}
+
+impl<'a> Recording<'a> {
+    /// Opens a recording: preamble, footer and summary hash are checked.
+    pub fn open(bytes: &'a [u8]) -> Result<Recording<'a>, OpenError> {
+        let (writer, _) = parse_preamble(bytes).map_err(OpenError::Preamble)?;
+        let summary = read_summary(bytes)?;
+        Ok(Recording { bytes, writer, summary })
+    }
+
+    /// The program that wrote it.
+    pub fn writer(&self) -> &str {
+        &self.writer
+    }
+    /// The summary as read.
+    pub fn summary(&self) -> &Summary {
+        &self.summary
+    }
+    /// The file's bytes.
+    pub fn bytes(&self) -> &'a [u8] {
+        self.bytes
+    }
+
+    /// The branch table.
+    pub fn branches(&self) -> &[BranchEntry] {
+        &self.summary.branches
+    }
+
+    /// A branch by id.
+    pub fn branch(&self, id: BranchId) -> Option<&BranchEntry> {
+        self.summary.branches.iter().find(|b| b.id == id)
+    }
+
+    /// A branch by name, or by a prefix of its hex id (`br_3fa2…` or `3fa2…`).
+    pub fn find_branch(&self, name: &str) -> Option<&BranchEntry> {
+        if let Some(b) = self.summary.branches.iter().find(|b| b.name == name) {
+            return Some(b);
+        }
+        let hex = name.strip_prefix("br_").unwrap_or(name).to_ascii_lowercase();
+        let mut hits = self.summary.branches.iter().filter(|b| b.id.to_hex().starts_with(&hex));
+        match (hex.len() >= 4, hits.next(), hits.next()) {
+            (true, Some(b), None) => Some(b),
+            _ => None,
+        }
+    }
+
+    /// The root branch (the first one with no parent).
+    pub fn root(&self) -> Option<&BranchEntry> {
+        self.summary.branches.iter().find(|b| b.parent.is_none())
+    }
+
+    /// The stretches of history that make up `branch`, root first. A cycle or a missing
+    /// ancestor ends the walk.
+    pub fn ancestry(&self, branch: BranchId) -> Result<Vec<Segment>, ReadError> {
+        let mut out = vec![Segment { branch, until_seq: None }];
+        let mut entry = self.branch(branch).ok_or(ReadError::NoBranch(branch))?;
+        while let (Some(parent), Some(fork_seq)) = (entry.parent, entry.fork_seq) {
+            if out.len() > self.summary.branches.len() {
+                break;
+            }
+            out.push(Segment { branch: parent, until_seq: Some(fork_seq) });
+            entry = self.branch(parent).ok_or(ReadError::NoBranch(parent))?;
+        }
+        out.reverse();
+        // Each ancestor is cut at the next fork point, not at its own head.
+        Ok(out)
+    }
+
+    /// The index entries of `branch`'s own chunks, in seq order.
+    pub fn own_chunks(&self, branch: BranchId) -> Vec<&ChunkIndexEntry> {
+        let mut out: Vec<_> = self.summary.chunks.iter().filter(|c| c.branch == branch).collect();
+        out.sort_by_key(|c| c.first_seq);
+        out
+    }
+
+    /// Every chunk that holds events of `branch` or its ancestry, with the last seq to take
+    /// from each, in seq order.
+    pub fn chunks(&self, branch: BranchId) -> Result<Vec<(ChunkIndexEntry, u64)>, ReadError> {
+        let mut out = Vec::new();
+        for segment in self.ancestry(branch)? {
+            let limit = segment.until_seq.unwrap_or(u64::MAX);
+            for chunk in self.own_chunks(segment.branch) {
+                if chunk.first_seq <= limit {
+                    out.push((*chunk, chunk.last_seq.min(limit)));
+                }
+            }
+        }
+        Ok(out)
+    }
+
+    /// Reads one chunk named by the index, checking that it is what the index says.
+    pub fn chunk(&self, entry: &ChunkIndexEntry) -> Result<ChunkRef<'a>, ReadError> {
+        let problem = |problem: &str| ReadError::Index { offset: entry.offset, problem: problem.into() };
+        let start = usize::try_from(entry.offset).map_err(|_| problem("offset too large"))?;
+        let bytes = self.bytes.get(start..).ok_or_else(|| problem("offset past the end"))?;
+        let record = parse_record(bytes, entry.offset)?.ok_or_else(|| problem("no record"))?;
+        if record.len_total() != entry.len_bytes {
+            return Err(problem("record length differs"));
+        }
+        let chunk = ChunkRef::parse(record)?;
+        let h = &chunk.header;
+        if h.branch != entry.branch
+            || h.first_seq != entry.first_seq
+            || h.last_seq() != entry.last_seq
+            || h.time_first != entry.time_first
+            || h.time_last != entry.time_last
+            || chunk.hash != entry.hash
+        {
+            return Err(problem("header differs from the index entry"));
+        }
+        Ok(chunk)
+    }
+
+    /// The stored events of `branch` with its ancestry, in seq order, from seq `from`.
+    pub fn stored_events(
+        &self,
+        branch: BranchId,
+        from: u64,
+    ) -> Result<impl Iterator<Item = Result<(BranchId, StoredRef<'a>), ReadError>> + '_, ReadError>
+    {
+        let chunks = self.chunks(branch)?;
+        let start = chunks.partition_point(|(_, last)| *last < from);
+        Ok(chunks.into_iter().skip(start).flat_map(move |(entry, last)| {
+            let items: Box<dyn Iterator<Item = Result<(BranchId, StoredRef<'a>), ReadError>>> =
+                match self.chunk(&entry) {
+                    Ok(chunk) => Box::new(
+                        chunk
+                            .events()
+                            .map(move |e| e.map(|e| (entry.branch, e)).map_err(ReadError::from))
+                            .take_while(move |e| e.as_ref().map_or(true, |(_, e)| e.header.seq <= last))
+                            .filter(move |e| e.as_ref().map_or(true, |(_, e)| e.header.seq >= from)),
+                    ),
+                    Err(e) => Box::new(std::iter::once(Err(e))),
+                };
+            items
+        }))
+    }
+
+    /// The decoded events of `branch` with its ancestry, in seq order, from seq `from`.
+    pub fn events(
+        &self,
+        branch: BranchId,
+        from: u64,
+    ) -> Result<impl Iterator<Item = Result<Event, ReadError>> + '_, ReadError> {
+        Ok(self.stored_events(branch, from)?.map(|item| {
+            let (branch, stored) = item?;
+            to_event(branch, stored)
+        }))
+    }
+
+    /// The last seq of `branch` whose event's simulated time is at most `sim_time_secs`
+    /// (`None` if every event is later). O(log n) chunks, then one chunk's events.
+    pub fn seq_at_time(&self, branch: BranchId, sim_time_secs: u64) -> Result<Option<u64>, ReadError> {
+        let chunks = self.chunks(branch)?;
+        let after = chunks.partition_point(|(c, _)| c.time_first <= sim_time_secs);
+        let Some((entry, last)) = after.checked_sub(1).and_then(|i| chunks.get(i)) else {
+            return Ok(None);
+        };
+        let mut found = None;
+        for event in self.chunk(entry)?.events() {
+            let event = event?;
+            if event.header.seq > *last || event.header.sim_time_secs > sim_time_secs {
+                break;
+            }
+            found = Some(event.header.seq);
+        }
+        Ok(found)
+    }
+
+    /// The checkpoints of `branch`'s ancestry, as (entry, its state bytes).
+    pub fn checkpoints(&self, branch: BranchId) -> Result<Vec<(CheckpointEntry, &'a [u8])>, ReadError> {
+        let ancestry = self.ancestry(branch)?;
+        let mut out = Vec::new();
+        for cp in &self.summary.checkpoints {
+            let on_path = ancestry
+                .iter()
+                .any(|s| s.branch == cp.branch && s.until_seq.is_none_or(|until| cp.seq <= until));
+            let bytes = usize::try_from(cp.offset)
+                .ok()
+                .zip(usize::try_from(cp.offset + cp.len_bytes).ok())
+                .and_then(|(a, b)| self.bytes.get(a..b));
+            if let (true, Some(bytes)) = (on_path, bytes) {
+                out.push((*cp, bytes));
+            }
+        }
+        out.sort_by_key(|(cp, _)| cp.seq);
+        Ok(out)
+    }
+}
+
+/// Decodes a stored event into an [`Event`].
+pub fn to_event(branch: BranchId, stored: StoredRef<'_>) -> Result<Event, ReadError> {
+    let body = decode_body(stored.kind, stored.schema, stored.body).map_err(|source| {
+        FormatError::BadEvent { offset: 0, seq: stored.header.seq, source }
+    })?;
+    let StoredRef { id, parent, header, .. } = stored;
+    let Header { seq, sim_time_secs, causes } = header;
+    Ok(Event { id, parent, branch, header: Header { seq, sim_time_secs, causes }, body })
+}

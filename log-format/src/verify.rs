@@ -1,0 +1,455 @@
+//! `verify` checks every invariant of a recording and reports all that fail; `recover`
+//! keeps the longest valid prefix of a damaged one.
+//!
+//! What is checked: the preamble; the footer and the summary's hash; the data section's
+//! hash; every chunk's framing, hash, events, seq order, time order and chain; the chunk
+//! index against the chunks; each branch's chain across chunks, its first event, its fork
+//! point and its head against the branch table; the statistics against the data.
+#![cfg_attr(
+    not(test),
+    deny(clippy::unwrap_used, clippy::expect_used, clippy::indexing_slicing, clippy::panic)
+)]
+
+use std::collections::BTreeMap;
+use std::fmt;
+
+use crate::event::{decode_body, Body};
+use crate::format::{
+    op, parse_preamble, parse_record, read_summary, BranchEntry, ChunkIndexEntry, ChunkRef,
+    FooterError, FormatError, Statistics,
+};
+use crate::id::{BranchId, EventId};
+use crate::writer::RecordingWriter;
+
+/// One broken invariant.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Problem {
+    /// The magic or header record.
+    Preamble(FormatError),
+    /// The footer or the summary.
+    Footer(FooterError),
+    /// The data section does not hash to what the summary says.
+    DataHash,
+    /// A record or chunk in the data section.
+    Chunk(FormatError),
+    /// A record that does not belong in the data section.
+    StrayRecord {
+        /// Its opcode.
+        op: u8,
+        /// Where it starts.
+        offset: u64,
+    },
+    /// The chunk index disagrees with the chunks.
+    Index(String),
+    /// A branch's chain, first event or fork point.
+    Branch {
+        /// Which branch.
+        branch: BranchId,
+        /// What is wrong.
+        problem: String,
+    },
+    /// The statistics disagree with the data.
+    Statistics(String),
+}
+
+impl fmt::Display for Problem {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Problem::Preamble(e) => write!(f, "preamble: {e}"),
+            Problem::Footer(e) => write!(f, "footer: {e}"),
+            Problem::DataHash => write!(f, "data section does not match the hash in the summary"),
+            Problem::Chunk(e) => write!(f, "{e}"),
+            Problem::StrayRecord { op, offset } => {
+                write!(f, "record {op:#04x} at byte {offset} does not belong before the summary")
+            }
+            Problem::Index(s) => write!(f, "chunk index: {s}"),
+            Problem::Branch { branch, problem } => write!(f, "branch {branch}: {problem}"),
+            Problem::Statistics(s) => write!(f, "statistics: {s}"),
+        }
+    }
+}
+
+/// What `verify` found.
+#[derive(Debug, Clone, Default)]
+pub struct Report {
+    /// Every broken invariant, in the order found.
+    pub problems: Vec<Problem>,
+    /// Events in sound chunks.
+    pub n_events: u64,
+    /// Sound chunks.
+    pub n_chunks: u64,
+    /// Branches in the branch table.
+    pub n_branches: usize,
+}
+
+impl Report {
+    /// Whether the file is sound.
+    pub fn is_clean(&self) -> bool {
+        self.problems.is_empty()
+    }
+}
+
+/// A chunk found while scanning the data section, with what its events said.
+#[derive(Debug, Clone)]
+struct Found {
+    entry: ChunkIndexEntry,
+    parent: EventId,
+    last_id: EventId,
+    n_events: u32,
+    kinds: Vec<u16>,
+    created: Option<crate::event::BranchCreated>,
+    created_id: EventId,
+}
+
+/// Scans records from `start` to `end`, checking each chunk by itself.
+fn scan(bytes: &[u8], start: usize, end: usize, problems: &mut Vec<Problem>, stop_at_error: bool) -> Vec<Found> {
+    let mut at = start;
+    let mut raw = Vec::new();
+    while at < end {
+        let slice = bytes.get(at..end).unwrap_or(&[]);
+        let record = match parse_record(slice, at as u64) {
+            Ok(Some(record)) => record,
+            Ok(None) => break,
+            Err(e) => {
+                problems.push(Problem::Chunk(e));
+                break;
+            }
+        };
+        at += record.len_total() as usize;
+        match record.op {
+            op::CHUNK => match ChunkRef::parse(record) {
+                Ok(chunk) => raw.push(chunk),
+                Err(e) => {
+                    problems.push(Problem::Chunk(e));
+                    if stop_at_error {
+                        break;
+                    }
+                }
+            },
+            op::HEADER | op::DATA_HASH | op::BRANCH | op::CHUNK_INDEX | op::CHECKPOINT
+            | op::STATISTICS | op::FOOTER => {
+                if stop_at_error {
+                    break;
+                }
+                problems.push(Problem::StrayRecord { op: record.op, offset: record.offset });
+            }
+            _ => {} // Unknown kinds are skipped; the data hash covers their bytes.
+        }
+    }
+    // Walking events is the costly part: spread the chunks over the machine's cores.
+    let n_threads = std::thread::available_parallelism().map_or(1, |n| n.get()).clamp(1, 8);
+    let per = raw.len().div_ceil(n_threads).max(1);
+    let walked: Vec<Result<Found, FormatError>> = std::thread::scope(|scope| {
+        let handles: Vec<_> = raw
+            .chunks(per)
+            .map(|part| scope.spawn(move || part.iter().map(walk).collect::<Vec<_>>()))
+            .collect();
+        handles.into_iter().flat_map(|h| h.join().unwrap_or_default()).collect()
+    });
+    let mut out = Vec::with_capacity(walked.len());
+    for item in walked {
+        match item {
+            Ok(found) => out.push(found),
+            Err(e) => {
+                problems.push(Problem::Chunk(e));
+                if stop_at_error {
+                    break;
+                }
+            }
+        }
+    }
+    out
+}
+
+fn walk(chunk: &ChunkRef<'_>) -> Result<Found, FormatError> {
+    let kinds = chunk.verify_events()?;
+    let mut created = None;
+    let mut created_id = EventId::NONE;
+    if let Some(first) = chunk.events().next().transpose()? {
+        if let Ok(Body::BranchCreated(b)) = decode_body(first.kind, first.schema, first.body) {
+            created = Some(b);
+            created_id = first.id;
+        }
+    }
+    let h = chunk.header;
+    Ok(Found {
+        entry: ChunkIndexEntry {
+            offset: chunk.offset,
+            len_bytes: (crate::format::RECORD_PREFIX_LEN
+                + crate::format::CHUNK_HEADER_LEN
+                + chunk.data.len()
+                + crate::format::CHUNK_HASH_LEN) as u64,
+            branch: h.branch,
+            first_seq: h.first_seq,
+            last_seq: h.last_seq(),
+            time_first: h.time_first,
+            time_last: h.time_last,
+            hash: chunk.hash,
+        },
+        parent: h.parent,
+        last_id: h.last_id,
+        n_events: h.n_events,
+        kinds,
+        created,
+        created_id,
+    })
+}
+
+/// The id of the event at `seq` in a chunk found earlier.
+fn id_at(bytes: &[u8], found: &Found, seq: u64) -> Option<(EventId, u64)> {
+    let record = parse_record(bytes.get(found.entry.offset as usize..)?, found.entry.offset).ok()??;
+    let chunk = ChunkRef::parse(record).ok()?;
+    chunk
+        .events()
+        .filter_map(Result::ok)
+        .find(|e| e.header.seq == seq)
+        .map(|e| (e.id, e.header.sim_time_secs))
+}
+
+/// Chains chunks into branches; returns the branch table they imply.
+fn link(bytes: &[u8], found: &[Found], problems: &mut Vec<Problem>) -> Vec<BranchEntry> {
+    let mut by_branch: BTreeMap<BranchId, Vec<&Found>> = BTreeMap::new();
+    let mut order = Vec::new();
+    for f in found {
+        let list = by_branch.entry(f.entry.branch).or_default();
+        if list.is_empty() {
+            order.push(f.entry.branch);
+        }
+        list.push(f);
+    }
+    let mut table = Vec::new();
+    for branch in order {
+        let chunks = by_branch.get(&branch).cloned().unwrap_or_default();
+        let mut bad = |problem: String| problems.push(Problem::Branch { branch, problem });
+        let Some(first) = chunks.first() else { continue };
+        let Some(created) = &first.created else {
+            bad("its first chunk does not open with BranchCreated".into());
+            continue;
+        };
+        if first.created_id != branch.0 {
+            bad(format!("its first event's id is {}, not the branch's id", first.created_id));
+        }
+        match (created.parent_branch, created.fork_seq) {
+            (None, None) => {
+                if first.entry.first_seq != 0 || first.parent != EventId::NONE {
+                    bad("a root branch must start at #0 with no parent".into());
+                }
+            }
+            (Some(parent), Some(fork_seq)) => {
+                let fork_point = by_branch.get(&parent).and_then(|list| {
+                    list.iter()
+                        .find(|c| c.entry.first_seq <= fork_seq && fork_seq <= c.entry.last_seq)
+                        .and_then(|c| id_at(bytes, c, fork_seq))
+                });
+                match fork_point {
+                    None => bad(format!("its fork point {parent} #{fork_seq} is not in the file")),
+                    Some((id, time)) => {
+                        if id != first.parent || first.entry.first_seq != fork_seq + 1 {
+                            bad(format!("it does not continue its fork point {parent} #{fork_seq}"));
+                        }
+                        if first.entry.time_first < time {
+                            bad("its first event is earlier than its fork point".into());
+                        }
+                    }
+                }
+            }
+            _ => bad("its BranchCreated names a parent without a fork point".into()),
+        }
+        for pair in chunks.windows(2) {
+            if let [a, b] = pair {
+                if b.parent != a.last_id || b.entry.first_seq != a.entry.last_seq + 1 {
+                    bad(format!(
+                        "chain broken at #{}: parent is {}, but the previous event is #{} {}",
+                        b.entry.first_seq, b.parent, a.entry.last_seq, a.last_id
+                    ));
+                }
+                if b.entry.time_first < a.entry.time_last {
+                    bad(format!("simulated time runs backwards at #{}", b.entry.first_seq));
+                }
+            }
+        }
+        let last = chunks.last().unwrap_or(first);
+        table.push(BranchEntry {
+            id: branch,
+            parent: created.parent_branch,
+            fork_seq: created.fork_seq,
+            head_id: last.last_id,
+            head_seq: last.entry.last_seq,
+            n_events: chunks.iter().map(|c| u64::from(c.n_events)).sum(),
+            name: created.name.clone(),
+        });
+    }
+    table
+}
+
+fn statistics(found: &[Found]) -> Statistics {
+    let mut stats = Statistics::default();
+    for f in found {
+        if stats.n_chunks == 0 {
+            stats.time_first = f.entry.time_first;
+        }
+        stats.time_first = stats.time_first.min(f.entry.time_first);
+        stats.time_last = stats.time_last.max(f.entry.time_last);
+        stats.n_chunks += 1;
+        stats.n_events += u64::from(f.n_events);
+        for &kind in &f.kinds {
+            stats.count(kind);
+        }
+    }
+    stats
+}
+
+/// Checks every invariant of a recording; reports all that fail.
+pub fn verify(bytes: &[u8]) -> Report {
+    let mut problems = Vec::new();
+    let data_start = match parse_preamble(bytes) {
+        Ok((_, end)) => Some(end),
+        Err(e) => {
+            problems.push(Problem::Preamble(e));
+            None
+        }
+    };
+    let summary = match read_summary(bytes) {
+        Ok(s) => Some(s),
+        Err(e) => {
+            problems.push(Problem::Footer(e));
+            None
+        }
+    };
+    let data_end = summary.as_ref().map_or(bytes.len(), |s| s.offset as usize).min(bytes.len());
+    if let Some(summary) = &summary {
+        let data = bytes.get(..data_end).unwrap_or(&[]);
+        if crate::format::data_hasher().update(data).finalize().as_bytes() != &summary.data_hash {
+            problems.push(Problem::DataHash);
+        }
+    }
+    let Some(data_start) = data_start else {
+        return Report { problems, ..Report::default() };
+    };
+    let found = scan(bytes, data_start, data_end, &mut problems, false);
+    let table = link(bytes, &found, &mut problems);
+    let stats = statistics(&found);
+    if let Some(summary) = &summary {
+        let actual: Vec<ChunkIndexEntry> = found.iter().map(|f| f.entry).collect();
+        if summary.chunks != actual {
+            let first_diff = summary
+                .chunks
+                .iter()
+                .zip(&actual)
+                .find(|(a, b)| a != b)
+                .map(|(a, _)| format!("first difference at the chunk of byte {}", a.offset))
+                .unwrap_or_default();
+            problems.push(Problem::Index(format!(
+                "lists {} chunks, the file holds {} sound ones; {first_diff}",
+                summary.chunks.len(),
+                actual.len()
+            )));
+        }
+        if summary.branches != table {
+            problems.push(Problem::Index(format!(
+                "the branch table ({} branches) does not match the chains in the file ({})",
+                summary.branches.len(),
+                table.len()
+            )));
+        }
+        if summary.statistics != stats {
+            problems.push(Problem::Statistics(format!(
+                "say {} events in {} chunks, the file holds {} in {}",
+                summary.statistics.n_events, summary.statistics.n_chunks, stats.n_events, stats.n_chunks
+            )));
+        }
+        for cp in &summary.checkpoints {
+            let on_branch = table.iter().any(|b| b.id == cp.branch && cp.seq <= b.head_seq);
+            if !on_branch {
+                problems.push(Problem::Index(format!(
+                    "checkpoint at {} #{} is past its branch's events",
+                    cp.branch, cp.seq
+                )));
+            }
+        }
+    }
+    Report { problems, n_events: stats.n_events, n_chunks: stats.n_chunks, n_branches: table.len() }
+}
+
+/// How much `recover` kept.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Outcome {
+    /// The file was sound: the output is the input.
+    Clean,
+    /// A valid prefix was kept; the rest was lost.
+    Prefix,
+    /// Nothing could be kept.
+    Nothing,
+}
+
+/// What `recover` made.
+#[derive(Debug, Clone)]
+pub struct Recovered {
+    /// How much was kept.
+    pub outcome: Outcome,
+    /// The recovered recording (empty for [`Outcome::Nothing`]).
+    pub bytes: Vec<u8>,
+    /// Events kept.
+    pub n_events: u64,
+    /// Chunks kept.
+    pub n_chunks: u64,
+    /// The problems that made recovery necessary.
+    pub problems: Vec<Problem>,
+}
+
+/// Keeps the longest valid prefix of a recording: every chunk from the start that is
+/// sound by itself and continues its branch, up to the first that is not.
+pub fn recover(bytes: &[u8], writer_name: &str) -> Recovered {
+    let report = verify(bytes);
+    if report.is_clean() {
+        return Recovered {
+            outcome: Outcome::Clean,
+            bytes: bytes.to_vec(),
+            n_events: report.n_events,
+            n_chunks: report.n_chunks,
+            problems: Vec::new(),
+        };
+    }
+    let nothing = |problems| Recovered { outcome: Outcome::Nothing, bytes: Vec::new(), n_events: 0, n_chunks: 0, problems };
+    let Ok((_, start)) = parse_preamble(bytes) else {
+        return nothing(report.problems);
+    };
+    let mut ignored = Vec::new();
+    let found = scan(bytes, start, bytes.len(), &mut ignored, true);
+    let Ok(mut writer) = RecordingWriter::new(Vec::new(), writer_name) else {
+        return nothing(report.problems);
+    };
+    let mut kept: Vec<&Found> = Vec::new();
+    for f in &found {
+        // A fork's first chunk must continue a fork point that was kept.
+        if let Some(created) = f.created.as_ref().filter(|_| f.created_id == f.entry.branch.0) {
+            if let (Some(parent), Some(fork_seq)) = (created.parent_branch, created.fork_seq) {
+                let point = kept
+                    .iter()
+                    .find(|c| c.entry.branch == parent && c.entry.first_seq <= fork_seq && fork_seq <= c.entry.last_seq)
+                    .and_then(|c| id_at(bytes, c, fork_seq));
+                if point.map(|(id, _)| id) != Some(f.parent) {
+                    break;
+                }
+            }
+        }
+        let record = bytes.get(f.entry.offset as usize..(f.entry.offset + f.entry.len_bytes) as usize);
+        match record.map(|r| writer.write_chunk(r)) {
+            Some(Ok(())) => kept.push(f),
+            _ => break,
+        }
+    }
+    if kept.is_empty() {
+        return nothing(report.problems);
+    }
+    match writer.finish() {
+        Ok(out) => Recovered {
+            outcome: Outcome::Prefix,
+            bytes: out,
+            n_events: kept.iter().map(|f| u64::from(f.n_events)).sum(),
+            n_chunks: kept.len() as u64,
+            problems: report.problems,
+        },
+        Err(_) => nothing(report.problems),
+    }
+}

@@ -1,0 +1,216 @@
+//! Writes `.hamlet` recordings: preamble, chunks as they come, then the summary and the
+//! footer. The writer refuses any chunk the reader would reject, so a recording it
+//! finishes always verifies.
+
+use std::collections::BTreeMap;
+use std::io::{self, Write};
+
+use crate::event::{decode_body, Body};
+use crate::format::{
+    file_preamble, op, push_record, BranchEntry, ChunkIndexEntry, ChunkRef, FormatError,
+    Statistics, FOOTER_BODY_LEN, MAGIC,
+};
+use crate::id::{BranchId, EventId};
+
+/// Why a chunk was refused or the file could not be written.
+#[derive(Debug, thiserror::Error)]
+pub enum WriteError {
+    /// The output failed.
+    #[error("cannot write the recording")]
+    Io(#[from] io::Error),
+    /// The chunk is malformed.
+    #[error("chunk refused")]
+    Format(#[from] FormatError),
+    /// The chunk does not continue its branch.
+    #[error("chunk refused: {0}")]
+    Refused(String),
+}
+
+/// Writes one recording.
+#[derive(Debug)]
+pub struct RecordingWriter<W: Write> {
+    out: W,
+    offset: u64,
+    data: blake3::Hasher,
+    index: Vec<ChunkIndexEntry>,
+    branches: BTreeMap<BranchId, BranchEntry>,
+    branch_order: Vec<BranchId>,
+    stats: Statistics,
+    checkpoints: Vec<(BranchId, u64, [u8; 32], Vec<u8>)>,
+}
+
+impl<W: Write> RecordingWriter<W> {
+    /// Starts a recording: writes the magic and the header record naming `writer`.
+    pub fn new(mut out: W, writer: &str) -> io::Result<RecordingWriter<W>> {
+        let preamble = file_preamble(writer);
+        out.write_all(&preamble)?;
+        let mut data = crate::format::data_hasher();
+        data.update(&preamble);
+        Ok(RecordingWriter {
+            out,
+            offset: preamble.len() as u64,
+            data,
+            index: Vec::new(),
+            branches: BTreeMap::new(),
+            branch_order: Vec::new(),
+            stats: Statistics::default(),
+            checkpoints: Vec::new(),
+        })
+    }
+
+    /// The branches written so far, in the order they first appeared.
+    pub fn branches(&self) -> impl Iterator<Item = &BranchEntry> {
+        self.branch_order.iter().filter_map(|id| self.branches.get(id))
+    }
+
+    /// Appends a chunk record (as [`crate::format::ChunkBuilder::finish`] or a segment file
+    /// holds it). It must continue its branch's chain, or start a new branch with its
+    /// `BranchCreated` event; a fork's parent branch must already be written up to the
+    /// fork point.
+    pub fn write_chunk(&mut self, record: &[u8]) -> Result<(), WriteError> {
+        let Some(parsed) = crate::format::parse_record(record, self.offset)? else {
+            return Err(WriteError::Refused("empty record".into()));
+        };
+        if parsed.len_total() as usize != record.len() {
+            return Err(WriteError::Refused("bytes after the record".into()));
+        }
+        let chunk = ChunkRef::parse(parsed)?;
+        let kinds = chunk.verify_events()?;
+        let header = chunk.header;
+        match self.branches.get(&header.branch) {
+            Some(entry) => {
+                if header.parent != entry.head_id || header.first_seq != entry.head_seq + 1 {
+                    return Err(WriteError::Refused(format!(
+                        "{}: chunk starts at #{} after {}, but the branch's head is #{} {}",
+                        header.branch, header.first_seq, header.parent, entry.head_seq,
+                        entry.head_id
+                    )));
+                }
+            }
+            None => {
+                let first = chunk.events().next().transpose()?;
+                let Some(first) = first else {
+                    return Err(WriteError::Refused("empty chunk".into()));
+                };
+                let created = match decode_body(first.kind, first.schema, first.body) {
+                    Ok(Body::BranchCreated(created)) => created,
+                    _ => {
+                        return Err(WriteError::Refused(format!(
+                            "{}: a branch's first chunk must open with BranchCreated",
+                            header.branch
+                        )))
+                    }
+                };
+                if first.id != header.branch.0 {
+                    return Err(WriteError::Refused(format!(
+                        "{}: its first event's id is {}",
+                        header.branch, first.id
+                    )));
+                }
+                match (created.parent_branch, created.fork_seq) {
+                    (None, None) if header.first_seq == 0 && header.parent == EventId::NONE => {}
+                    (Some(parent), Some(fork_seq)) if header.first_seq == fork_seq + 1 => {
+                        let known = self.branches.get(&parent).is_some_and(|p| {
+                            p.head_seq >= fork_seq
+                        });
+                        if !known {
+                            return Err(WriteError::Refused(format!(
+                                "{}: forks {parent} at #{fork_seq}, which is not written yet",
+                                header.branch
+                            )));
+                        }
+                    }
+                    _ => {
+                        return Err(WriteError::Refused(format!(
+                            "{}: its BranchCreated does not match where the chunk starts",
+                            header.branch
+                        )))
+                    }
+                }
+                self.branch_order.push(header.branch);
+                self.branches.insert(
+                    header.branch,
+                    BranchEntry {
+                        id: header.branch,
+                        parent: created.parent_branch,
+                        fork_seq: created.fork_seq,
+                        head_id: header.parent,
+                        head_seq: header.first_seq.wrapping_sub(1),
+                        n_events: 0,
+                        name: created.name,
+                    },
+                );
+            }
+        }
+        self.out.write_all(record)?;
+        self.data.update(record);
+        if let Some(entry) = self.branches.get_mut(&header.branch) {
+            entry.head_id = header.last_id;
+            entry.head_seq = header.last_seq();
+            entry.n_events += u64::from(header.n_events);
+        }
+        if self.stats.n_chunks == 0 {
+            self.stats.time_first = header.time_first;
+        }
+        self.stats.time_first = self.stats.time_first.min(header.time_first);
+        self.stats.time_last = self.stats.time_last.max(header.time_last);
+        self.stats.n_chunks += 1;
+        self.stats.n_events += u64::from(header.n_events);
+        for kind in kinds {
+            self.stats.count(kind);
+        }
+        self.index.push(ChunkIndexEntry {
+            offset: self.offset,
+            len_bytes: record.len() as u64,
+            branch: header.branch,
+            first_seq: header.first_seq,
+            last_seq: header.last_seq(),
+            time_first: header.time_first,
+            time_last: header.time_last,
+            hash: chunk.hash,
+        });
+        self.offset += record.len() as u64;
+        Ok(())
+    }
+
+    /// Adds a checkpoint: the engine's folded state after event `seq` of `branch`, with the
+    /// state's hash. Written in the summary; derived data.
+    pub fn add_checkpoint(&mut self, branch: BranchId, seq: u64, state_hash: [u8; 32], state: Vec<u8>) {
+        self.checkpoints.push((branch, seq, state_hash, state));
+    }
+
+    /// Writes the summary and the footer, and returns the output.
+    pub fn finish(mut self) -> io::Result<W> {
+        let summary_offset = self.offset;
+        let mut summary = Vec::new();
+        push_record(&mut summary, op::DATA_HASH, self.data.finalize().as_bytes());
+        for id in &self.branch_order {
+            if let Some(entry) = self.branches.get(id) {
+                push_record(&mut summary, op::BRANCH, &entry.encode());
+            }
+        }
+        let mut index = Vec::with_capacity(self.index.len() * 112);
+        for entry in &self.index {
+            entry.encode_into(&mut index);
+        }
+        push_record(&mut summary, op::CHUNK_INDEX, &index);
+        for (branch, seq, hash, state) in &self.checkpoints {
+            let mut body = Vec::with_capacity(72 + state.len());
+            body.extend_from_slice(&branch.0 .0);
+            body.extend_from_slice(&seq.to_le_bytes());
+            body.extend_from_slice(hash);
+            body.extend_from_slice(state);
+            push_record(&mut summary, op::CHECKPOINT, &body);
+        }
+        push_record(&mut summary, op::STATISTICS, &self.stats.encode());
+        let summary_hash = crate::format::summary_hasher().update(&summary).finalize();
+        let mut footer = Vec::with_capacity(FOOTER_BODY_LEN);
+        footer.extend_from_slice(&summary_offset.to_le_bytes());
+        footer.extend_from_slice(summary_hash.as_bytes());
+        push_record(&mut summary, op::FOOTER, &footer);
+        summary.extend_from_slice(&MAGIC);
+        self.out.write_all(&summary)?;
+        self.out.flush()?;
+        Ok(self.out)
+    }
+}

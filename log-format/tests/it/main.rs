@@ -1,0 +1,6 @@
+//! Integration tests of `hamlet-log`: damage, the sans-IO reader, round trips, and the
+//! format document. One binary, as every crate of Hamlet has.
+
+mod damage;
+mod format_doc;
+mod reading;
