@@ -1,1 +1,19 @@
-//! Hamlet engine.
+//! `hamlet-engine`: a town of generative agents as an event-sourced simulation.
+//!
+//! # Brief overview
+//! * [`store`]: the durable truth (hash-chained segment files, `fdatasync`ed at commit
+//!   points) and the sled index derived from it; fork, import, export.
+//! * [`fold`]: the town as a pure, total function of its events, and its state hash.
+//! * [`history`]: the town at any moment (`state_at`), from the nearest checkpoint.
+//! * [`synth`]: synthetic, town-shaped event streams for benchmarks and tests.
+//! * [`rng`]: `SimRng`, the engine's only randomness, seeded from events.
+//!
+//! The engine never prints: the `hamlet` binary is its only voice.
+#![deny(clippy::print_stdout, clippy::print_stderr)]
+
+pub mod describe;
+pub mod fold;
+pub mod history;
+pub mod rng;
+pub mod store;
+pub mod synth;

@@ -35,7 +35,9 @@ pub const PREFIX_LEN: usize = 4;
 pub struct AgentId(pub u32);
 
 /// A tile of the town's grid.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize, Default)]
+#[derive(
+    Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize, Default,
+)]
 pub struct Tile {
     /// Column, from the west edge.
     pub x: u16,

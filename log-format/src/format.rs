@@ -227,11 +227,8 @@ pub fn parse_record(bytes: &[u8], offset: u64) -> Result<Option<RecordRef<'_>>, 
         return Ok(None);
     }
     let mut cur = Bytes::new(bytes);
-    let truncated = |needed: u64| FormatError::Truncated {
-        offset,
-        needed,
-        available: bytes.len() as u64,
-    };
+    let truncated =
+        |needed: u64| FormatError::Truncated { offset, needed, available: bytes.len() as u64 };
     let (Some(op), Some(len)) = (cur.u8(), cur.u64()) else {
         return Err(truncated(RECORD_PREFIX_LEN as u64));
     };
@@ -386,8 +383,9 @@ impl<'a> ChunkRef<'a> {
             return Err(bad(format!("opcode {:#04x} is not a chunk", record.op)));
         }
         let mut cur = Bytes::new(record.body);
-        let (header, reserved) = ChunkHeader::decode(&mut cur)
-            .ok_or_else(|| bad(format!("body is {} bytes, shorter than its header", record.body.len())))?;
+        let (header, reserved) = ChunkHeader::decode(&mut cur).ok_or_else(|| {
+            bad(format!("body is {} bytes, shorter than its header", record.body.len()))
+        })?;
         let expected = CHUNK_HEADER_LEN as u64 + header.data_len + CHUNK_HASH_LEN as u64;
         if record.body.len() as u64 != expected {
             return Err(bad(format!(
@@ -414,7 +412,8 @@ impl<'a> ChunkRef<'a> {
                 header.time_first, header.time_last
             )));
         }
-        let data = cur.take(header.data_len as usize).ok_or_else(|| bad("data cut short".into()))?;
+        let data =
+            cur.take(header.data_len as usize).ok_or_else(|| bad("data cut short".into()))?;
         let hash = cur.array::<32>().ok_or_else(|| bad("hash cut short".into()))?;
         let head_bytes = record.body.get(..CHUNK_HEADER_LEN).unwrap_or(&[]);
         let computed = chunk_hasher().update(head_bytes).update(data).finalize();
@@ -502,10 +501,8 @@ impl<'a> ChunkEvents<'a> {
         let offset = self.offset;
         let seq = self.header.first_seq + u64::from(self.index);
         let bad = |problem: String| FormatError::BadChunk { offset, problem };
-        let len = self
-            .cur
-            .u32()
-            .ok_or_else(|| bad(format!("data ends before event #{seq}'s length")))?;
+        let len =
+            self.cur.u32().ok_or_else(|| bad(format!("data ends before event #{seq}'s length")))?;
         if len > MAX_EVENT_LEN {
             return Err(bad(format!("event #{seq} claims {len} bytes, over the limit")));
         }
@@ -513,8 +510,8 @@ impl<'a> ChunkEvents<'a> {
             .cur
             .take(len as usize)
             .ok_or_else(|| bad(format!("event #{seq} claims {len} bytes, past the data's end")))?;
-        let (kind, schema, header, body) =
-            decode_header(stored).map_err(|source| FormatError::BadEvent { offset, seq, source })?;
+        let (kind, schema, header, body) = decode_header(stored)
+            .map_err(|source| FormatError::BadEvent { offset, seq, source })?;
         if header.seq != seq {
             return Err(bad(format!("event #{seq} says its seq is {}", header.seq)));
         }
@@ -613,6 +610,10 @@ impl ChunkBuilder {
         self.last_id
     }
 
+    /// The seq the next event pushed must have.
+    pub fn next_seq(&self) -> u64 {
+        self.first_seq + u64::from(self.n_events)
+    }
     /// How many events so far.
     pub fn n_events(&self) -> u32 {
         self.n_events

@@ -152,7 +152,8 @@ impl<'a> Recording<'a> {
 
     /// Reads one chunk named by the index, checking that it is what the index says.
     pub fn chunk(&self, entry: &ChunkIndexEntry) -> Result<ChunkRef<'a>, ReadError> {
-        let problem = |problem: &str| ReadError::Index { offset: entry.offset, problem: problem.into() };
+        let problem =
+            |problem: &str| ReadError::Index { offset: entry.offset, problem: problem.into() };
         let start = usize::try_from(entry.offset).map_err(|_| problem("offset too large"))?;
         let bytes = self.bytes.get(start..).ok_or_else(|| problem("offset past the end"))?;
         let record = parse_record(bytes, entry.offset)?.ok_or_else(|| problem("no record"))?;
@@ -189,8 +190,12 @@ impl<'a> Recording<'a> {
                         chunk
                             .events()
                             .map(move |e| e.map(|e| (entry.branch, e)).map_err(ReadError::from))
-                            .take_while(move |e| e.as_ref().map_or(true, |(_, e)| e.header.seq <= last))
-                            .filter(move |e| e.as_ref().map_or(true, |(_, e)| e.header.seq >= from)),
+                            .take_while(move |e| {
+                                e.as_ref().map_or(true, |(_, e)| e.header.seq <= last)
+                            })
+                            .filter(move |e| {
+                                e.as_ref().map_or(true, |(_, e)| e.header.seq >= from)
+                            }),
                     ),
                     Err(e) => Box::new(std::iter::once(Err(e))),
                 };
@@ -212,7 +217,11 @@ impl<'a> Recording<'a> {
 
     /// The last seq of `branch` whose event's simulated time is at most `sim_time_secs`
     /// (`None` if every event is later). O(log n) chunks, then one chunk's events.
-    pub fn seq_at_time(&self, branch: BranchId, sim_time_secs: u64) -> Result<Option<u64>, ReadError> {
+    pub fn seq_at_time(
+        &self,
+        branch: BranchId,
+        sim_time_secs: u64,
+    ) -> Result<Option<u64>, ReadError> {
         let chunks = self.chunks(branch)?;
         let after = chunks.partition_point(|(c, _)| c.time_first <= sim_time_secs);
         let Some((entry, last)) = after.checked_sub(1).and_then(|i| chunks.get(i)) else {
@@ -230,7 +239,10 @@ impl<'a> Recording<'a> {
     }
 
     /// The checkpoints of `branch`'s ancestry, as (entry, its state bytes).
-    pub fn checkpoints(&self, branch: BranchId) -> Result<Vec<(CheckpointEntry, &'a [u8])>, ReadError> {
+    pub fn checkpoints(
+        &self,
+        branch: BranchId,
+    ) -> Result<Vec<(CheckpointEntry, &'a [u8])>, ReadError> {
         let ancestry = self.ancestry(branch)?;
         let mut out = Vec::new();
         for cp in &self.summary.checkpoints {
@@ -252,9 +264,8 @@ impl<'a> Recording<'a> {
 
 /// Decodes a stored event into an [`Event`].
 pub fn to_event(branch: BranchId, stored: StoredRef<'_>) -> Result<Event, ReadError> {
-    let body = decode_body(stored.kind, stored.schema, stored.body).map_err(|source| {
-        FormatError::BadEvent { offset: 0, seq: stored.header.seq, source }
-    })?;
+    let body = decode_body(stored.kind, stored.schema, stored.body)
+        .map_err(|source| FormatError::BadEvent { offset: 0, seq: stored.header.seq, source })?;
     let StoredRef { id, parent, header, .. } = stored;
     let Header { seq, sim_time_secs, causes } = header;
     Ok(Event { id, parent, branch, header: Header { seq, sim_time_secs, causes }, body })

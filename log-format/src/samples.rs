@@ -37,7 +37,11 @@ pub fn one_body_per_kind() -> Vec<Body> {
             cash_cents: 15_000,
         }),
         Body::ClockStepped(ClockStepped { step: 1 }),
-        Body::Moved(Moved { agent: isabella, from: Tile { x: 12, y: 7 }, to: Tile { x: 13, y: 7 } }),
+        Body::Moved(Moved {
+            agent: isabella,
+            from: Tile { x: 12, y: 7 },
+            to: Tile { x: 13, y: 7 },
+        }),
         Body::Perceived(Perceived {
             agent: isabella,
             percepts: vec![Percept {
@@ -148,7 +152,10 @@ pub fn one_body_per_kind() -> Vec<Body> {
             text: "Klaus! Come to my party on Friday at five?".into(),
             ends: false,
         }),
-        Body::ConversationEnded(ConversationEnded { conversation: id(3), reason: "said goodbye".into() }),
+        Body::ConversationEnded(ConversationEnded {
+            conversation: id(3),
+            reason: "said goodbye".into(),
+        }),
         Body::ReflectionStarted(ReflectionStarted {
             agent: isabella,
             importance_sum: 152,

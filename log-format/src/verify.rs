@@ -102,7 +102,13 @@ struct Found {
 }
 
 /// Scans records from `start` to `end`, checking each chunk by itself.
-fn scan(bytes: &[u8], start: usize, end: usize, problems: &mut Vec<Problem>, stop_at_error: bool) -> Vec<Found> {
+fn scan(
+    bytes: &[u8],
+    start: usize,
+    end: usize,
+    problems: &mut Vec<Problem>,
+    stop_at_error: bool,
+) -> Vec<Found> {
     let mut at = start;
     let mut raw = Vec::new();
     while at < end {
@@ -126,8 +132,13 @@ fn scan(bytes: &[u8], start: usize, end: usize, problems: &mut Vec<Problem>, sto
                     }
                 }
             },
-            op::HEADER | op::DATA_HASH | op::BRANCH | op::CHUNK_INDEX | op::CHECKPOINT
-            | op::STATISTICS | op::FOOTER => {
+            op::HEADER
+            | op::DATA_HASH
+            | op::BRANCH
+            | op::CHUNK_INDEX
+            | op::CHECKPOINT
+            | op::STATISTICS
+            | op::FOOTER => {
                 if stop_at_error {
                     break;
                 }
@@ -197,7 +208,8 @@ fn walk(chunk: &ChunkRef<'_>) -> Result<Found, FormatError> {
 
 /// The id of the event at `seq` in a chunk found earlier.
 fn id_at(bytes: &[u8], found: &Found, seq: u64) -> Option<(EventId, u64)> {
-    let record = parse_record(bytes.get(found.entry.offset as usize..)?, found.entry.offset).ok()??;
+    let record =
+        parse_record(bytes.get(found.entry.offset as usize..)?, found.entry.offset).ok()??;
     let chunk = ChunkRef::parse(record).ok()?;
     chunk
         .events()
@@ -245,7 +257,9 @@ fn link(bytes: &[u8], found: &[Found], problems: &mut Vec<Problem>) -> Vec<Branc
                     None => bad(format!("its fork point {parent} #{fork_seq} is not in the file")),
                     Some((id, time)) => {
                         if id != first.parent || first.entry.first_seq != fork_seq + 1 {
-                            bad(format!("it does not continue its fork point {parent} #{fork_seq}"));
+                            bad(format!(
+                                "it does not continue its fork point {parent} #{fork_seq}"
+                            ));
                         }
                         if first.entry.time_first < time {
                             bad("its first event is earlier than its fork point".into());
@@ -355,7 +369,10 @@ pub fn verify(bytes: &[u8]) -> Report {
         if summary.statistics != stats {
             problems.push(Problem::Statistics(format!(
                 "say {} events in {} chunks, the file holds {} in {}",
-                summary.statistics.n_events, summary.statistics.n_chunks, stats.n_events, stats.n_chunks
+                summary.statistics.n_events,
+                summary.statistics.n_chunks,
+                stats.n_events,
+                stats.n_chunks
             )));
         }
         for cp in &summary.checkpoints {
@@ -410,7 +427,13 @@ pub fn recover(bytes: &[u8], writer_name: &str) -> Recovered {
             problems: Vec::new(),
         };
     }
-    let nothing = |problems| Recovered { outcome: Outcome::Nothing, bytes: Vec::new(), n_events: 0, n_chunks: 0, problems };
+    let nothing = |problems| Recovered {
+        outcome: Outcome::Nothing,
+        bytes: Vec::new(),
+        n_events: 0,
+        n_chunks: 0,
+        problems,
+    };
     let Ok((_, start)) = parse_preamble(bytes) else {
         return nothing(report.problems);
     };
@@ -426,14 +449,19 @@ pub fn recover(bytes: &[u8], writer_name: &str) -> Recovered {
             if let (Some(parent), Some(fork_seq)) = (created.parent_branch, created.fork_seq) {
                 let point = kept
                     .iter()
-                    .find(|c| c.entry.branch == parent && c.entry.first_seq <= fork_seq && fork_seq <= c.entry.last_seq)
+                    .find(|c| {
+                        c.entry.branch == parent
+                            && c.entry.first_seq <= fork_seq
+                            && fork_seq <= c.entry.last_seq
+                    })
                     .and_then(|c| id_at(bytes, c, fork_seq));
                 if point.map(|(id, _)| id) != Some(f.parent) {
                     break;
                 }
             }
         }
-        let record = bytes.get(f.entry.offset as usize..(f.entry.offset + f.entry.len_bytes) as usize);
+        let record =
+            bytes.get(f.entry.offset as usize..(f.entry.offset + f.entry.len_bytes) as usize);
         match record.map(|r| writer.write_chunk(r)) {
             Some(Ok(())) => kept.push(f),
             _ => break,

@@ -82,7 +82,10 @@ impl<W: Write> RecordingWriter<W> {
                 if header.parent != entry.head_id || header.first_seq != entry.head_seq + 1 {
                     return Err(WriteError::Refused(format!(
                         "{}: chunk starts at #{} after {}, but the branch's head is #{} {}",
-                        header.branch, header.first_seq, header.parent, entry.head_seq,
+                        header.branch,
+                        header.first_seq,
+                        header.parent,
+                        entry.head_seq,
                         entry.head_id
                     )));
                 }
@@ -110,9 +113,8 @@ impl<W: Write> RecordingWriter<W> {
                 match (created.parent_branch, created.fork_seq) {
                     (None, None) if header.first_seq == 0 && header.parent == EventId::NONE => {}
                     (Some(parent), Some(fork_seq)) if header.first_seq == fork_seq + 1 => {
-                        let known = self.branches.get(&parent).is_some_and(|p| {
-                            p.head_seq >= fork_seq
-                        });
+                        let known =
+                            self.branches.get(&parent).is_some_and(|p| p.head_seq >= fork_seq);
                         if !known {
                             return Err(WriteError::Refused(format!(
                                 "{}: forks {parent} at #{fork_seq}, which is not written yet",
@@ -175,7 +177,13 @@ impl<W: Write> RecordingWriter<W> {
 
     /// Adds a checkpoint: the engine's folded state after event `seq` of `branch`, with the
     /// state's hash. Written in the summary; derived data.
-    pub fn add_checkpoint(&mut self, branch: BranchId, seq: u64, state_hash: [u8; 32], state: Vec<u8>) {
+    pub fn add_checkpoint(
+        &mut self,
+        branch: BranchId,
+        seq: u64,
+        state_hash: [u8; 32],
+        state: Vec<u8>,
+    ) {
         self.checkpoints.push((branch, seq, state_hash, state));
     }
 

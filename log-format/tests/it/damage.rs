@@ -49,7 +49,11 @@ fn every_truncation_is_reported_and_recover_keeps_complete_chunks() {
             Outcome::Nothing => assert!(recovered.bytes.is_empty()),
             Outcome::Prefix => {
                 let report = verify(&recovered.bytes);
-                assert!(report.is_clean(), "cut at {cut}: recovered file fails: {:?}", report.problems);
+                assert!(
+                    report.is_clean(),
+                    "cut at {cut}: recovered file fails: {:?}",
+                    report.problems
+                );
                 assert!(report.n_events <= full_events);
             }
         }

@@ -1,0 +1,167 @@
+//! The `hamlet` subcommands: arguments, help that teaches, and what each prints.
+
+mod moment;
+mod recording;
+mod store;
+
+use std::path::PathBuf;
+
+use clap::{Args, Parser, Subcommand};
+
+pub use moment::parse_moment;
+
+/// How a command ended, when it did not fail.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Outcome {
+    /// Success.
+    Done,
+    /// `verify` found damage; `recover` could keep nothing.
+    ProblemsFound,
+    /// `recover` kept a valid prefix and lost the rest.
+    PrefixRecovered,
+}
+
+const EXIT_CODES: &str = "\
+Exit status:
+  0  success (verify: the recording is sound)
+  1  verify found problems; recover could keep nothing
+  2  error (bad arguments, unreadable file, …)
+  3  recover kept a valid prefix and lost the rest";
+
+/// Hamlet: a town of generative agents, recorded as an event log you can replay, fork and audit.
+#[derive(Debug, Parser)]
+#[command(name = "hamlet", version, propagate_version = true, after_help = EXIT_CODES)]
+pub struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+enum Command {
+    /// Write a synthetic, town-shaped recording (for benchmarks and for trying the tools)
+    #[command(after_help = "Example:\n  hamlet synth --events 1000000 --out big.hamlet")]
+    Synth(recording::SynthArgs),
+    /// Tell what a recording holds: town, agents, time range, branches, models, size, soundness
+    #[command(after_help = "Example:\n  hamlet inspect town.hamlet")]
+    Inspect(recording::InspectArgs),
+    /// Check every invariant of a recording and report all that fail (exit 0 only if sound)
+    #[command(
+        after_help = "Checks: preamble, footer and summary hash, data hash, every chunk's hash, events, \
+seq order, time order and hash chain, the chunk index, each branch's chain and fork point, \
+the branch table and the statistics.\n\nExample:\n  hamlet verify town.hamlet"
+    )]
+    Verify(recording::VerifyArgs),
+    /// Write the longest valid prefix of a damaged recording to a new file
+    #[command(
+        after_help = "Exit status: 0 nothing was lost (the file was sound), 3 a prefix was kept, \
+1 nothing could be kept.\n\nExample:\n  hamlet recover cut.hamlet --out fixed.hamlet"
+    )]
+    Recover(recording::RecoverArgs),
+    /// Fold a recording to a moment and print the town's state hash and a summary (no LLM)
+    #[command(after_help = "Example:\n  hamlet replay town.hamlet --to 'day0 14:30'")]
+    Replay(recording::ReplayArgs),
+    /// Print events, filtered by branch, time, agent and kind
+    #[command(
+        after_help = "Examples:\n  hamlet log town.hamlet --agent 'Isabella Moreno' --kind DialogueTurn\n  \
+hamlet log --store run/ --branch what-if --from 'day0 08:00' --to 'day0 09:00'"
+    )]
+    Log(recording::LogArgs),
+    /// Import a recording into a store (events byte for byte: the ids stay the same)
+    #[command(after_help = "Example:\n  hamlet import town.hamlet --store run/")]
+    Import(store::ImportArgs),
+    /// Export a branch with its ancestry (or every branch) from a store to a recording
+    #[command(
+        after_help = "Example:\n  hamlet export --store run/ --branch what-if --out what-if.hamlet"
+    )]
+    Export(store::ExportArgs),
+    /// Maintain a store: rebuild its index from the segment files, or check it
+    #[command(subcommand)]
+    Store(store::StoreCommand),
+}
+
+/// Where events come from: a recording file or a store directory.
+#[derive(Debug, Args)]
+pub struct Source {
+    /// A recording file (.hamlet)
+    #[arg(value_name = "FILE", required_unless_present = "store", conflicts_with = "store")]
+    file: Option<PathBuf>,
+    /// A store directory, instead of a file
+    #[arg(long, value_name = "DIR")]
+    store: Option<PathBuf>,
+    /// The branch, by name or id prefix [default: the root branch]
+    #[arg(long)]
+    branch: Option<String>,
+}
+
+/// Runs a parsed command line.
+pub fn run(cli: Cli) -> anyhow::Result<Outcome> {
+    match cli.command {
+        Command::Synth(a) => recording::synth(a),
+        Command::Inspect(a) => recording::inspect(a),
+        Command::Verify(a) => recording::verify(a),
+        Command::Recover(a) => recording::recover(a),
+        Command::Replay(a) => recording::replay(a),
+        Command::Log(a) => recording::log(a),
+        Command::Import(a) => store::import(a),
+        Command::Export(a) => store::export(a),
+        Command::Store(c) => store::store(c),
+    }
+}
+
+/// Whether the error is a closed pipe (`hamlet log … | head`), which is not a failure.
+pub fn is_broken_pipe(err: &anyhow::Error) -> bool {
+    err.chain().any(|e| {
+        e.downcast_ref::<std::io::Error>()
+            .is_some_and(|e| e.kind() == std::io::ErrorKind::BrokenPipe)
+    })
+}
+
+/// What a person can do about an error.
+pub fn hints_for(err: &anyhow::Error) -> Vec<String> {
+    use hamlet_engine::store::StoreError;
+    use hamlet_log::format::FooterError;
+    use hamlet_log::recording::OpenError;
+    let mut out = Vec::new();
+    for cause in err.chain() {
+        if let Some(e) = cause.downcast_ref::<OpenError>() {
+            match e {
+                OpenError::Footer(FooterError::NoEndMagic | FooterError::TooShort { .. }) => out.push(
+                    "the file looks cut short: `hamlet recover FILE --out FIXED` keeps every complete chunk".into(),
+                ),
+                _ => out.push("`hamlet verify FILE` lists every problem; `hamlet recover` keeps what is sound".into()),
+            }
+        }
+        if let Some(e) = cause.downcast_ref::<StoreError>() {
+            match e {
+                StoreError::NotSound { .. } => out.push(
+                    "`hamlet verify FILE` lists the problems; `hamlet recover FILE --out FIXED` keeps the sound prefix".into(),
+                ),
+                StoreError::NoBranch(_) => out.push("`hamlet log --store DIR --kind BranchCreated` lists the branches".into()),
+                StoreError::Corrupt { .. } => out.push(
+                    "export what is readable with `hamlet export`, or restore the segment from a copy".into(),
+                ),
+                StoreError::Poisoned { .. } => out.push("run the command again: reopening the store recovers".into()),
+                StoreError::Index(_) => out.push("`hamlet store rebuild --store DIR` rebuilds the index from the segments".into()),
+                _ => {}
+            }
+        }
+        if let Some(e) = cause.downcast_ref::<std::io::Error>() {
+            if e.kind() == std::io::ErrorKind::NotFound {
+                out.push("check the path; recordings end in .hamlet".into());
+            }
+        }
+    }
+    out.dedup();
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::CommandFactory;
+
+    #[test]
+    fn the_command_line_is_well_formed() {
+        Cli::command().debug_assert();
+    }
+}

@@ -1,0 +1,478 @@
+//! Subcommands over recording files: synth, inspect, verify, recover, replay, log.
+
+use std::io::{BufWriter, Write};
+use std::path::{Path, PathBuf};
+
+use anyhow::{bail, Context};
+use clap::Args;
+use hamlet_engine::describe::{agents_of, sim_time, summary};
+use hamlet_engine::fold::Town;
+use hamlet_engine::history::{state_at_recording, Moment};
+use hamlet_engine::store::Store;
+use hamlet_engine::synth::{write_recording, SynthSpec};
+use hamlet_log::event::{kind_by_name, kind_name, AgentId, Event, KNOWN_KINDS};
+use hamlet_log::verify::Outcome as Recovery;
+use hamlet_log::{BranchId, Recording};
+use indicatif::{ProgressBar, ProgressStyle};
+
+use super::{parse_moment, Outcome, Source};
+
+/// Reads a whole recording, saying which file failed.
+pub fn read_file(path: &Path) -> anyhow::Result<Vec<u8>> {
+    std::fs::read(path).with_context(|| format!("cannot read recording {}", path.display()))
+}
+
+/// Writes a file whole: to a temporary name, synced, then renamed over `path`.
+pub fn write_file(path: &Path, bytes: &[u8]) -> anyhow::Result<()> {
+    let tmp = path.with_extension("hamlet-partial");
+    let write = || -> std::io::Result<()> {
+        let mut file = std::fs::File::create(&tmp)?;
+        file.write_all(bytes)?;
+        file.sync_all()?;
+        std::fs::rename(&tmp, path)?;
+        if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
+            std::fs::File::open(dir)?.sync_all()?;
+        }
+        Ok(())
+    };
+    write().with_context(|| format!("cannot write {}", path.display()))
+}
+
+fn open<'a>(bytes: &'a [u8], path: &Path) -> anyhow::Result<Recording<'a>> {
+    Recording::open(bytes).with_context(|| format!("cannot open recording {}", path.display()))
+}
+
+fn pick_branch(rec: &Recording<'_>, name: Option<&str>) -> anyhow::Result<BranchId> {
+    match name {
+        Some(name) => match rec.find_branch(name) {
+            Some(b) => Ok(b.id),
+            None => bail!(
+                "no branch `{name}` in this recording; it has: {}",
+                rec.branches().iter().map(|b| b.name.as_str()).collect::<Vec<_>>().join(", ")
+            ),
+        },
+        None => rec.root().map(|b| b.id).context("the recording has no root branch"),
+    }
+}
+
+fn bytes_human(n: u64) -> String {
+    match n {
+        n if n >= 1 << 30 => format!("{:.1} GiB", n as f64 / (1u64 << 30) as f64),
+        n if n >= 1 << 20 => format!("{:.1} MiB", n as f64 / (1u64 << 20) as f64),
+        n if n >= 1 << 10 => format!("{:.1} KiB", n as f64 / 1024.0),
+        n => format!("{n} bytes"),
+    }
+}
+
+/// `hamlet synth`.
+#[derive(Debug, Args)]
+pub struct SynthArgs {
+    /// How many events to write (at least)
+    #[arg(long, value_name = "N")]
+    events: u64,
+    /// Where to write the recording
+    #[arg(long, value_name = "FILE")]
+    out: PathBuf,
+    /// How many agents live in the town
+    #[arg(long, default_value_t = 25, value_parser = clap::value_parser!(u32).range(1..=10_000))]
+    agents: u32,
+    /// The seed: the same seed writes the same bytes
+    #[arg(long, default_value_t = 1)]
+    seed: u64,
+    /// Overwrite FILE if it exists
+    #[arg(long)]
+    force: bool,
+}
+
+pub fn synth(a: SynthArgs) -> anyhow::Result<Outcome> {
+    if a.out.exists() && !a.force {
+        bail!("{} exists; pass --force to overwrite it", a.out.display());
+    }
+    let bar = ProgressBar::new(a.events).with_style(
+        ProgressStyle::with_template(
+            "{spinner} writing events {human_pos}/{human_len} {wide_bar} {eta}",
+        )
+        .unwrap_or_else(|_| ProgressStyle::default_bar()),
+    );
+    let spec = SynthSpec { n_events: a.events, n_agents: a.agents, seed: a.seed };
+    let bytes = write_recording(spec, Vec::new(), |n| bar.set_position(n))
+        .context("cannot build the synthetic recording")?;
+    bar.finish_and_clear();
+    write_file(&a.out, &bytes)?;
+    let rec = open(&bytes, &a.out)?;
+    let stats = &rec.summary().statistics;
+    println!(
+        "wrote {}: {} events in {} chunks, {} agents, {} to {} ({}, {:.0} bytes per event)",
+        a.out.display(),
+        stats.n_events,
+        stats.n_chunks,
+        a.agents,
+        sim_time(stats.time_first),
+        sim_time(stats.time_last),
+        bytes_human(bytes.len() as u64),
+        bytes.len() as f64 / stats.n_events.max(1) as f64
+    );
+    Ok(Outcome::Done)
+}
+
+/// `hamlet inspect`.
+#[derive(Debug, Args)]
+pub struct InspectArgs {
+    /// The recording
+    #[arg(value_name = "FILE")]
+    file: PathBuf,
+}
+
+pub fn inspect(a: InspectArgs) -> anyhow::Result<Outcome> {
+    let bytes = read_file(&a.file)?;
+    let report = hamlet_log::verify::verify(&bytes);
+    let rec = open(&bytes, &a.file)?;
+    let mut out = BufWriter::new(std::io::stdout().lock());
+    let stats = &rec.summary().statistics;
+    writeln!(
+        out,
+        "recording    {} ({}, written by {})",
+        a.file.display(),
+        bytes_human(bytes.len() as u64),
+        rec.writer()
+    )?;
+    if report.is_clean() {
+        writeln!(out, "verified     yes: every hash, chain, index and count checks out")?;
+    } else {
+        writeln!(
+            out,
+            "verified     NO: {} problems; the first: {}",
+            report.problems.len(),
+            report.problems[0]
+        )?;
+        writeln!(out, "             run `hamlet verify {}` for all of them", a.file.display())?;
+    }
+    let root = pick_branch(&rec, None)?;
+    let town = state_at_recording(&rec, root, Moment::End).ok();
+    if let Some(town) = &town {
+        let names: Vec<&str> = town.agents.values().map(|a| a.name.as_str()).collect();
+        let shown = names.iter().take(8).copied().collect::<Vec<_>>().join(", ");
+        let more = if names.len() > 8 {
+            format!(", … ({} more)", names.len() - 8)
+        } else {
+            String::new()
+        };
+        writeln!(
+            out,
+            "town         {}",
+            if town.town_name.is_empty() { "(unnamed)" } else { &town.town_name }
+        )?;
+        writeln!(out, "agents       {}: {shown}{more}", names.len())?;
+        let models: Vec<String> =
+            town.llm.models.iter().map(|(m, n)| format!("{m} ({n} calls)")).collect();
+        writeln!(
+            out,
+            "models       {}",
+            if models.is_empty() { "none".into() } else { models.join(", ") }
+        )?;
+        writeln!(
+            out,
+            "LLM          {} calls, {} answers, {} failures, {} prompt + {} completion tokens",
+            town.llm.n_requests,
+            town.llm.n_responses,
+            town.llm.n_failures,
+            town.llm.tokens_prompt,
+            town.llm.tokens_completion
+        )?;
+    }
+    writeln!(out, "time         {} → {}", sim_time(stats.time_first), sim_time(stats.time_last))?;
+    writeln!(
+        out,
+        "events       {} in {} chunks, {:.0} bytes per event all in",
+        stats.n_events,
+        stats.n_chunks,
+        bytes.len() as f64 / stats.n_events.max(1) as f64
+    )?;
+    writeln!(out, "branches     {}", rec.branches().len())?;
+    for b in rec.branches() {
+        let name = |id: BranchId| rec.branch(id).map_or_else(|| id.to_string(), |b| b.name.clone());
+        let origin = match (b.parent, b.fork_seq) {
+            (Some(p), Some(s)) => format!("forks {} at #{s}; ", name(p)),
+            _ => String::new(),
+        };
+        writeln!(
+            out,
+            "  {:<12} {}  {origin}{} events of its own, head #{}",
+            b.name, b.id, b.n_events, b.head_seq
+        )?;
+    }
+    writeln!(out, "checkpoints  {}", rec.summary().checkpoints.len())?;
+    writeln!(out, "by kind")?;
+    for (kind, n) in &stats.kinds {
+        writeln!(out, "  {:<20} {n}", kind_name(*kind))?;
+    }
+    out.flush()?;
+    Ok(Outcome::Done)
+}
+
+/// `hamlet verify`.
+#[derive(Debug, Args)]
+pub struct VerifyArgs {
+    /// The recording
+    #[arg(value_name = "FILE")]
+    file: PathBuf,
+}
+
+pub fn verify(a: VerifyArgs) -> anyhow::Result<Outcome> {
+    let bytes = read_file(&a.file)?;
+    let report = hamlet_log::verify::verify(&bytes);
+    if report.is_clean() {
+        println!(
+            "{}: sound ({} events in {} chunks, {} branches)",
+            a.file.display(),
+            report.n_events,
+            report.n_chunks,
+            report.n_branches
+        );
+        return Ok(Outcome::Done);
+    }
+    println!("{}: {} problems", a.file.display(), report.problems.len());
+    for (i, p) in report.problems.iter().enumerate() {
+        println!("  {}. {p}", i + 1);
+    }
+    println!(
+        "hint: `hamlet recover {} --out FIXED` keeps the longest valid prefix",
+        a.file.display()
+    );
+    Ok(Outcome::ProblemsFound)
+}
+
+/// `hamlet recover`.
+#[derive(Debug, Args)]
+pub struct RecoverArgs {
+    /// The damaged recording (never modified)
+    #[arg(value_name = "FILE")]
+    file: PathBuf,
+    /// Where to write what could be kept
+    #[arg(long, value_name = "FILE")]
+    out: PathBuf,
+}
+
+pub fn recover(a: RecoverArgs) -> anyhow::Result<Outcome> {
+    if a.out == a.file {
+        bail!("--out must differ from the damaged file: recover never modifies its input");
+    }
+    let bytes = read_file(&a.file)?;
+    let recovered =
+        hamlet_log::verify::recover(&bytes, concat!("hamlet recover ", env!("CARGO_PKG_VERSION")));
+    match recovered.outcome {
+        Recovery::Clean => {
+            write_file(&a.out, &recovered.bytes)?;
+            println!("{} is sound: nothing lost; copied to {}", a.file.display(), a.out.display());
+            Ok(Outcome::Done)
+        }
+        Recovery::Prefix => {
+            write_file(&a.out, &recovered.bytes)?;
+            println!(
+                "kept {} events in {} chunks, written to {}; lost what followed",
+                recovered.n_events,
+                recovered.n_chunks,
+                a.out.display()
+            );
+            if let Some(first) = recovered.problems.first() {
+                println!("first problem: {first}");
+            }
+            Ok(Outcome::PrefixRecovered)
+        }
+        Recovery::Nothing => {
+            println!("nothing could be kept from {}", a.file.display());
+            if let Some(first) = recovered.problems.first() {
+                println!("first problem: {first}");
+            }
+            Ok(Outcome::ProblemsFound)
+        }
+    }
+}
+
+/// `hamlet replay`.
+#[derive(Debug, Args)]
+pub struct ReplayArgs {
+    /// The recording
+    #[arg(value_name = "FILE")]
+    file: PathBuf,
+    /// The branch, by name or id prefix [default: the root branch]
+    #[arg(long)]
+    branch: Option<String>,
+    /// Where to stop: `#<seq>`, `day<N> <HH:MM[:SS]>`, `<HH:MM>`, `<seconds>s` or `end`
+    #[arg(long, default_value = "end", value_parser = parse_moment)]
+    to: Moment,
+}
+
+pub fn replay(a: ReplayArgs) -> anyhow::Result<Outcome> {
+    let bytes = read_file(&a.file)?;
+    let rec = open(&bytes, &a.file)?;
+    let branch = pick_branch(&rec, a.branch.as_deref())?;
+    let town = state_at_recording(&rec, branch, a.to).context("cannot fold the recording")?;
+    print_town(&town)?;
+    Ok(Outcome::Done)
+}
+
+fn print_town(town: &Town) -> anyhow::Result<()> {
+    let mut out = BufWriter::new(std::io::stdout().lock());
+    let (seq, id) = town.head.map_or((0, String::from("none")), |(s, id)| (s, id.to_string()));
+    writeln!(out, "state hash   {}", town.state_hash())?;
+    writeln!(
+        out,
+        "at           #{seq} ({id}), {}, step {}",
+        sim_time(town.sim_time_secs),
+        town.step
+    )?;
+    writeln!(out, "branch       {}", town.branch_name)?;
+    writeln!(out, "town         {}", town.town_name)?;
+    writeln!(
+        out,
+        "events       {} folded ({} of unknown kinds, {} anomalies)",
+        town.n_events, town.n_unknown, town.n_anomalies
+    )?;
+    writeln!(
+        out,
+        "LLM          {} calls, {} prompt + {} completion tokens",
+        town.llm.n_requests, town.llm.tokens_prompt, town.llm.tokens_completion
+    )?;
+    writeln!(out, "agents       {}", town.agents.len())?;
+    for (id, agent) in &town.agents {
+        let doing = agent.action.as_ref().map_or_else(
+            || "idle".to_owned(),
+            |a| format!("{} {} at {}", a.emoji, a.description, a.address),
+        );
+        writeln!(
+            out,
+            "  {:>3} {:<20} ({:>3},{:>3})  ${:>7.2}  {:>5} memories  {doing}",
+            id.0,
+            agent.name,
+            agent.tile.x,
+            agent.tile.y,
+            agent.cash_cents as f64 / 100.0,
+            agent.memories.len()
+        )?;
+    }
+    out.flush()?;
+    Ok(())
+}
+
+/// `hamlet log`.
+#[derive(Debug, Args)]
+pub struct LogArgs {
+    #[command(flatten)]
+    source: Source,
+    /// Only events at or after this moment (`day<N> <HH:MM>`, `#<seq>`, …)
+    #[arg(long, value_parser = parse_moment)]
+    from: Option<Moment>,
+    /// Only events at or before this moment
+    #[arg(long, value_parser = parse_moment)]
+    to: Option<Moment>,
+    /// Only events about this agent (name or number)
+    #[arg(long)]
+    agent: Option<String>,
+    /// Only events of these kinds (comma-separated, e.g. Moved,DialogueTurn)
+    #[arg(long, value_delimiter = ',')]
+    kind: Vec<String>,
+    /// Print at most this many events
+    #[arg(long)]
+    limit: Option<u64>,
+}
+
+pub fn log(a: LogArgs) -> anyhow::Result<Outcome> {
+    let kinds: Vec<u16> = a
+        .kind
+        .iter()
+        .map(|k| {
+            kind_by_name(k).with_context(|| {
+                let known: Vec<&str> = KNOWN_KINDS.iter().map(|k| kind_name(*k)).collect();
+                format!("no event kind `{k}`; the kinds are: {}", known.join(", "))
+            })
+        })
+        .collect::<anyhow::Result<_>>()?;
+    let events: Vec<Event> = match (&a.source.file, &a.source.store) {
+        (Some(file), _) => {
+            let bytes = read_file(file)?;
+            let rec = open(&bytes, file)?;
+            let branch = pick_branch(&rec, a.source.branch.as_deref())?;
+            let events: Vec<Event> = rec
+                .events(branch, 0)?
+                .collect::<Result<_, _>>()
+                .context("cannot read the recording's events")?;
+            events
+        }
+        (None, Some(dir)) => {
+            let store =
+                Store::open(dir).with_context(|| format!("cannot open store {}", dir.display()))?;
+            let branch = match &a.source.branch {
+                Some(name) => store.find_branch(name)?,
+                None => store.branches().into_iter().next().context("the store is empty")?,
+            };
+            store.events(branch.id, 0, branch.head_seq)?
+        }
+        (None, None) => bail!("give a recording FILE or --store DIR"),
+    };
+    let mut names = std::collections::BTreeMap::new();
+    for event in &events {
+        if let hamlet_log::Body::AgentJoined(j) = &event.body {
+            names.insert(j.agent, j.name.clone());
+        }
+    }
+    let agent = match &a.agent {
+        Some(who) => Some(
+            names
+                .iter()
+                .find(|(id, name)| name.eq_ignore_ascii_case(who) || id.0.to_string() == *who)
+                .map(|(id, _)| *id)
+                .with_context(|| format!("no agent `{who}` in this history"))?,
+        ),
+        None => None,
+    };
+    let inside = |e: &Event, m: Option<Moment>, after: bool| match m {
+        None | Some(Moment::End) => true,
+        Some(Moment::Seq(s)) => {
+            if after {
+                e.seq() >= s
+            } else {
+                e.seq() <= s
+            }
+        }
+        Some(Moment::Time(t)) => {
+            if after {
+                e.sim_time_secs() >= t
+            } else {
+                e.sim_time_secs() <= t
+            }
+        }
+    };
+    let name_of =
+        |id: AgentId| names.get(&id).cloned().unwrap_or_else(|| format!("agent {}", id.0));
+    let mut out = BufWriter::new(std::io::stdout().lock());
+    let mut shown = 0u64;
+    for event in &events {
+        if !inside(event, a.from, true) || !inside(event, a.to, false) {
+            continue;
+        }
+        if !kinds.is_empty() && !kinds.contains(&event.body.kind()) {
+            continue;
+        }
+        if let Some(agent) = agent {
+            if !agents_of(&event.body).contains(&agent) {
+                continue;
+            }
+        }
+        if a.limit.is_some_and(|l| shown >= l) {
+            break;
+        }
+        writeln!(
+            out,
+            "#{:<8} {}  {}  {:<19} {}",
+            event.seq(),
+            sim_time(event.sim_time_secs()),
+            event.id,
+            kind_name(event.body.kind()),
+            summary(&event.body, &name_of)
+        )?;
+        shown += 1;
+    }
+    out.flush()?;
+    Ok(Outcome::Done)
+}

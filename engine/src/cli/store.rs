@@ -1,0 +1,121 @@
+//! Subcommands over stores: import, export, store rebuild, store check.
+
+use std::path::PathBuf;
+
+use anyhow::Context;
+use clap::{Args, Subcommand};
+use hamlet_engine::history::{checkpoint_store, export_with_checkpoints};
+use hamlet_engine::store::Store;
+
+use super::recording::{read_file, write_file};
+use super::Outcome;
+
+fn open_store(dir: &std::path::Path) -> anyhow::Result<Store> {
+    Store::open(dir).with_context(|| format!("cannot open store {}", dir.display()))
+}
+
+/// `hamlet import`.
+#[derive(Debug, Args)]
+pub struct ImportArgs {
+    /// The recording to import
+    #[arg(value_name = "FILE")]
+    file: PathBuf,
+    /// The store directory (created if missing)
+    #[arg(long, value_name = "DIR")]
+    store: PathBuf,
+}
+
+pub fn import(a: ImportArgs) -> anyhow::Result<Outcome> {
+    let bytes = read_file(&a.file)?;
+    let mut store = open_store(&a.store)?;
+    let n_new = store.import(&bytes).with_context(|| {
+        format!("cannot import {} into {}", a.file.display(), a.store.display())
+    })?;
+    for branch in store.branches() {
+        checkpoint_store(&store, branch.id).context("cannot write checkpoints")?;
+    }
+    store.flush_index()?;
+    println!("imported {n_new} new events into {}", a.store.display());
+    for b in store.branches() {
+        println!("  {:<12} {}  head #{}", b.name, b.id, b.head_seq);
+    }
+    Ok(Outcome::Done)
+}
+
+/// `hamlet export`.
+#[derive(Debug, Args)]
+pub struct ExportArgs {
+    /// The store directory
+    #[arg(long, value_name = "DIR")]
+    store: PathBuf,
+    /// The branch to export with its ancestry [default: every branch]
+    #[arg(long)]
+    branch: Option<String>,
+    /// Where to write the recording
+    #[arg(long, value_name = "FILE")]
+    out: PathBuf,
+}
+
+pub fn export(a: ExportArgs) -> anyhow::Result<Outcome> {
+    let store = open_store(&a.store)?;
+    let branch = a.branch.as_deref().map(|n| store.find_branch(n)).transpose()?.map(|b| b.id);
+    let bytes = export_with_checkpoints(&store, branch, Vec::new()).context("cannot export")?;
+    write_file(&a.out, &bytes)?;
+    println!("wrote {} ({} bytes)", a.out.display(), bytes.len());
+    Ok(Outcome::Done)
+}
+
+/// `hamlet store …`.
+#[derive(Debug, Subcommand)]
+pub enum StoreCommand {
+    /// Rebuild the sled index (and checkpoints) from the segment files
+    #[command(after_help = "The segment files are the truth; the index is derived. Rebuilding \
+cuts a torn tail left by a crash, then re-indexes every chunk.\n\nExample:\n  hamlet store rebuild --store run/")]
+    Rebuild {
+        /// The store directory
+        #[arg(long, value_name = "DIR")]
+        store: PathBuf,
+    },
+    /// Check that the segments are sound and the index agrees with them
+    #[command(after_help = "Example:\n  hamlet store check --store run/")]
+    Check {
+        /// The store directory
+        #[arg(long, value_name = "DIR")]
+        store: PathBuf,
+    },
+}
+
+pub fn store(c: StoreCommand) -> anyhow::Result<Outcome> {
+    match c {
+        StoreCommand::Rebuild { store: dir } => {
+            let mut store = open_store(&dir)?;
+            store.rebuild_index()?;
+            store.clear_checkpoints()?;
+            for branch in store.branches() {
+                checkpoint_store(&store, branch.id).context("cannot write checkpoints")?;
+            }
+            store.flush_index()?;
+            println!("rebuilt the index of {} from its segments", dir.display());
+            for b in store.branches() {
+                println!(
+                    "  {:<12} {}  head #{}  {} events of its own",
+                    b.name, b.id, b.head_seq, b.n_events
+                );
+            }
+            Ok(Outcome::Done)
+        }
+        StoreCommand::Check { store: dir } => {
+            let store = open_store(&dir)?;
+            match store.check_index() {
+                Ok(()) => {
+                    println!("{}: segments sound, index agrees", dir.display());
+                    Ok(Outcome::Done)
+                }
+                Err(problem) => {
+                    println!("{}: {problem}", dir.display());
+                    Ok(Outcome::ProblemsFound)
+                }
+            }
+        }
+    }
+}

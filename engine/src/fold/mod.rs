@@ -1,0 +1,425 @@
+//! The fold: the town as a pure function of its events. `Town::apply` is pure and total —
+//! no IO, no clock, no randomness, no hash-order iteration, and no panic whatever the
+//! event says (an event naming an unknown agent is counted as an anomaly and skipped).
+//!
+//! A [`Town`] encodes canonically (postcard over `BTreeMap`s), so its blake3
+//! [`StateHash`] lets two machines compare states. The same encoding, behind a version
+//! tag, is the checkpoint format: checkpoints are derived data, and one this build cannot
+//! read is ignored (the fold then starts from the beginning).
+
+use std::collections::BTreeMap;
+use std::fmt;
+
+use hamlet_log::event::{Account, AgentId, Body, Event, Intervention, MemoryKind, PlanRef, Tile};
+use hamlet_log::EventId;
+use serde::{Deserialize, Serialize};
+
+const STATE_CONTEXT: &str = "hamlet 2026-11-22 state";
+/// Version of the checkpoint encoding; bump it whenever [`Town`] changes shape.
+pub const CHECKPOINT_VERSION: u16 = 1;
+
+/// The blake3 hash of a canonically encoded [`Town`].
+#[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct StateHash(pub [u8; 32]);
+
+impl fmt::Display for StateHash {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "st_{}", hamlet_log::id::hex(&self.0))
+    }
+}
+
+impl fmt::Debug for StateHash {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        fmt::Display::fmt(self, f)
+    }
+}
+
+/// The whole town after some prefix of a branch.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Town {
+    /// The last event folded.
+    pub head: Option<(u64, EventId)>,
+    /// The name of the branch whose events were folded last.
+    pub branch_name: String,
+    /// Simulated seconds since midnight of day 0.
+    pub sim_time_secs: u64,
+    /// Steps taken.
+    pub step: u64,
+    /// The run's seed.
+    pub seed: Option<u64>,
+    /// Simulated seconds per step.
+    pub seconds_per_step: u32,
+    /// The town's name.
+    pub town_name: String,
+    /// Every agent.
+    pub agents: BTreeMap<AgentId, Agent>,
+    /// Object states by address; absent means idle.
+    pub objects: BTreeMap<String, String>,
+    /// Conversations under way.
+    pub conversations: BTreeMap<EventId, Conversation>,
+    /// Shop tills, in cents.
+    pub shops: BTreeMap<String, i64>,
+    /// Money that entered from outside (wages), in cents.
+    pub world_paid_cents: i64,
+    /// Money that left to outside, in cents.
+    pub world_received_cents: i64,
+    /// Language-model totals.
+    pub llm: LlmTotals,
+    /// Events folded.
+    pub n_events: u64,
+    /// Events of kinds this build does not know.
+    pub n_unknown: u64,
+    /// Events that named something that does not exist (skipped).
+    pub n_anomalies: u64,
+    /// User interventions.
+    pub n_interventions: u64,
+}
+
+/// One agent.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Agent {
+    /// Its name.
+    pub name: String,
+    /// Its seed paragraph.
+    pub persona: String,
+    /// Where it is.
+    pub tile: Tile,
+    /// Cash, in cents.
+    pub cash_cents: i64,
+    /// What it is doing.
+    pub action: Option<Action>,
+    /// Its memory stream, by memory id (the `MemoryAdded` event).
+    pub memories: BTreeMap<EventId, Memory>,
+    /// Its latest plan at each level.
+    pub plans: Vec<EventId>,
+    /// Summed importance since its last reflection.
+    pub importance_since_reflection: u32,
+    /// Reflections made.
+    pub n_reflections: u32,
+    /// The conversation it is in.
+    pub conversation: Option<EventId>,
+    /// Things perceived.
+    pub n_percepts: u64,
+}
+
+/// What an agent is doing.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Action {
+    /// In words.
+    pub description: String,
+    /// For the map.
+    pub emoji: String,
+    /// Where.
+    pub address: String,
+    /// Started at.
+    pub started_secs: u64,
+    /// For how long.
+    pub duration_secs: u32,
+    /// The `ActionStarted` event.
+    pub event: EventId,
+    /// The plan item it carries out.
+    pub plan_item: Option<PlanRef>,
+}
+
+/// A memory's place in a memory stream (its text stays in the log, under its id).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Memory {
+    /// What kind.
+    pub kind: MemoryKind,
+    /// Poignancy 1 to 10.
+    pub importance: u8,
+    /// Created at.
+    pub created_secs: u64,
+    /// Last retrieved at (or created).
+    pub last_accessed_secs: u64,
+}
+
+/// A conversation under way.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Conversation {
+    /// Who talks.
+    pub agents: Vec<AgentId>,
+    /// Turns so far.
+    pub n_turns: u32,
+}
+
+/// Language-model totals.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct LlmTotals {
+    /// Requests sent.
+    pub n_requests: u64,
+    /// Answers received.
+    pub n_responses: u64,
+    /// Failures.
+    pub n_failures: u64,
+    /// Fallbacks used.
+    pub n_fallbacks: u64,
+    /// Prompt tokens.
+    pub tokens_prompt: u64,
+    /// Completion tokens.
+    pub tokens_completion: u64,
+    /// Embedding requests.
+    pub n_embeddings: u64,
+    /// Requests per model.
+    pub models: BTreeMap<String, u64>,
+}
+
+impl Town {
+    /// Folds one more event. Pure and total.
+    pub fn apply(&mut self, event: &Event) {
+        self.head = Some((event.seq(), event.id));
+        self.sim_time_secs = self.sim_time_secs.max(event.sim_time_secs());
+        self.n_events += 1;
+        let now = event.sim_time_secs();
+        let ok = match &event.body {
+            Body::BranchCreated(b) => {
+                self.branch_name.clone_from(&b.name);
+                true
+            }
+            Body::RunConfigured(c) => {
+                self.seed = Some(c.seed);
+                self.seconds_per_step = c.seconds_per_step;
+                true
+            }
+            Body::TownLoaded(t) => {
+                self.town_name.clone_from(&t.name);
+                true
+            }
+            Body::AgentJoined(j) => {
+                let agent = self.agents.entry(j.agent).or_default();
+                agent.name.clone_from(&j.name);
+                agent.persona.clone_from(&j.persona);
+                agent.tile = j.tile;
+                agent.cash_cents = j.cash_cents;
+                true
+            }
+            Body::ClockStepped(c) => {
+                self.step = c.step;
+                true
+            }
+            Body::Moved(m) => self.agent(m.agent).map(|a| a.tile = m.to).is_some(),
+            Body::Perceived(p) => {
+                self.agent(p.agent).map(|a| a.n_percepts += p.percepts.len() as u64).is_some()
+            }
+            Body::MemoryAdded(m) => {
+                let id = event.id;
+                self.agent(m.agent)
+                    .map(|a| {
+                        a.memories.insert(
+                            id,
+                            Memory {
+                                kind: m.kind,
+                                importance: m.importance,
+                                created_secs: now,
+                                last_accessed_secs: now,
+                            },
+                        );
+                        if m.kind == MemoryKind::Reflection {
+                            a.n_reflections += 1;
+                        } else {
+                            a.importance_since_reflection =
+                                a.importance_since_reflection.saturating_add(m.importance.into());
+                        }
+                    })
+                    .is_some()
+            }
+            Body::Retrieved(r) => self
+                .agent(r.agent)
+                .map(|a| {
+                    for hit in &r.hits {
+                        if let Some(memory) = a.memories.get_mut(&hit.memory) {
+                            memory.last_accessed_secs = now;
+                        }
+                    }
+                })
+                .is_some(),
+            Body::LlmRequested(r) => {
+                self.llm.n_requests += 1;
+                match self.llm.models.get_mut(&r.model) {
+                    Some(n) => *n += 1,
+                    None => {
+                        self.llm.models.insert(r.model.clone(), 1);
+                    }
+                }
+                true
+            }
+            Body::LlmResponded(r) => {
+                self.llm.n_responses += 1;
+                self.llm.n_fallbacks += u64::from(r.fallback);
+                self.llm.tokens_prompt += u64::from(r.tokens_prompt);
+                self.llm.tokens_completion += u64::from(r.tokens_completion);
+                true
+            }
+            Body::LlmFailed(_) => {
+                self.llm.n_failures += 1;
+                true
+            }
+            Body::EmbeddingRequested(_) => {
+                self.llm.n_embeddings += 1;
+                true
+            }
+            Body::EmbeddingReturned(_) => true,
+            Body::PlanMade(p) => {
+                let id = event.id;
+                let level = p.level as usize;
+                self.agent(p.agent)
+                    .map(|a| {
+                        a.plans.truncate(level);
+                        a.plans.resize(level, EventId::NONE);
+                        a.plans.push(id);
+                    })
+                    .is_some()
+            }
+            Body::ActionStarted(s) => {
+                let id = event.id;
+                self.agent(s.agent)
+                    .map(|a| {
+                        a.action = Some(Action {
+                            description: s.description.clone(),
+                            emoji: s.emoji.clone(),
+                            address: s.address.clone(),
+                            started_secs: now,
+                            duration_secs: s.duration_secs,
+                            event: id,
+                            plan_item: s.plan_item,
+                        })
+                    })
+                    .is_some()
+            }
+            Body::ConversationStarted(c) => {
+                let known = c.agents.iter().all(|a| self.agents.contains_key(a));
+                if known {
+                    for agent in &c.agents {
+                        if let Some(a) = self.agents.get_mut(agent) {
+                            a.conversation = Some(event.id);
+                        }
+                    }
+                    self.conversations
+                        .insert(event.id, Conversation { agents: c.agents.clone(), n_turns: 0 });
+                }
+                known
+            }
+            Body::DialogueTurn(t) => {
+                self.conversations.get_mut(&t.conversation).map(|c| c.n_turns += 1).is_some()
+            }
+            Body::ConversationEnded(e) => match self.conversations.remove(&e.conversation) {
+                Some(c) => {
+                    for agent in c.agents {
+                        if let Some(a) = self.agents.get_mut(&agent) {
+                            a.conversation = None;
+                        }
+                    }
+                    true
+                }
+                None => false,
+            },
+            Body::ReflectionStarted(r) => {
+                self.agent(r.agent).map(|a| a.importance_since_reflection = 0).is_some()
+            }
+            Body::ObjectStateChanged(o) => {
+                if o.state == "idle" {
+                    self.objects.remove(&o.address);
+                } else {
+                    self.objects.insert(o.address.clone(), o.state.clone());
+                }
+                true
+            }
+            Body::CashMoved(c) => self.move_cash(&c.from, &c.to, c.amount_cents),
+            Body::Intervened(i) => {
+                self.n_interventions += 1;
+                match &i.intervention {
+                    Intervention::EditPersona { agent, persona } => {
+                        self.agent(*agent).map(|a| a.persona.clone_from(persona)).is_some()
+                    }
+                    Intervention::SetObjectState { address, state } => {
+                        self.objects.insert(address.clone(), state.clone());
+                        true
+                    }
+                    _ => true,
+                }
+            }
+            Body::InterviewAnswered(_) | Body::SeedDrawn(_) => true,
+            Body::Unknown { .. } => {
+                self.n_unknown += 1;
+                true
+            }
+        };
+        if !ok {
+            self.n_anomalies += 1;
+        }
+    }
+
+    fn agent(&mut self, id: AgentId) -> Option<&mut Agent> {
+        self.agents.get_mut(&id)
+    }
+
+    fn balance(&mut self, account: &Account) -> Option<&mut i64> {
+        match account {
+            Account::Agent(id) => self.agents.get_mut(id).map(|a| &mut a.cash_cents),
+            Account::Shop(name) => Some(self.shops.entry(name.clone()).or_default()),
+            Account::World => None,
+        }
+    }
+
+    fn move_cash(&mut self, from: &Account, to: &Account, amount: i64) -> bool {
+        let known = |t: &Town, a: &Account| match a {
+            Account::Agent(id) => t.agents.contains_key(id),
+            _ => true,
+        };
+        if amount <= 0 || !known(self, from) || !known(self, to) {
+            return false;
+        }
+        match self.balance(from) {
+            Some(b) => *b = b.saturating_sub(amount),
+            None => self.world_paid_cents = self.world_paid_cents.saturating_add(amount),
+        }
+        match self.balance(to) {
+            Some(b) => *b = b.saturating_add(amount),
+            None => self.world_received_cents = self.world_received_cents.saturating_add(amount),
+        }
+        true
+    }
+
+    /// The canonical encoding (also the checkpoint body).
+    pub fn encode(&self) -> Vec<u8> {
+        postcard::to_allocvec(self).unwrap_or_else(|e| panic!("a town always encodes: {e}"))
+    }
+
+    /// The blake3 hash of the canonical encoding.
+    pub fn state_hash(&self) -> StateHash {
+        let bytes = self.encode();
+        StateHash(
+            *blake3::Hasher::new_derive_key(STATE_CONTEXT).update(&bytes).finalize().as_bytes(),
+        )
+    }
+
+    /// A checkpoint: version tag, then the canonical encoding.
+    pub fn to_checkpoint(&self) -> Vec<u8> {
+        let mut out = CHECKPOINT_VERSION.to_le_bytes().to_vec();
+        out.extend_from_slice(&self.encode());
+        out
+    }
+
+    /// Reads a checkpoint; `None` if this build cannot (then fold from the start).
+    pub fn from_checkpoint(bytes: &[u8]) -> Option<Town> {
+        let (version, body) = (bytes.get(..2)?, bytes.get(2..)?);
+        if version != CHECKPOINT_VERSION.to_le_bytes() {
+            return None;
+        }
+        postcard::from_bytes(body).ok()
+    }
+
+    /// Money held inside the town (agents and shops), in cents.
+    pub fn cash_inside_cents(&self) -> i64 {
+        self.agents.values().map(|a| a.cash_cents).sum::<i64>() + self.shops.values().sum::<i64>()
+    }
+}
+
+/// Folds events from an empty town.
+pub fn fold<'a>(events: impl IntoIterator<Item = &'a Event>) -> Town {
+    let mut town = Town::default();
+    for event in events {
+        town.apply(event);
+    }
+    town
+}

@@ -1,0 +1,167 @@
+//! The town at any moment: `state_at(branch, seq | time)` folds from the nearest
+//! checkpoint, over a store or over a recording. Checkpoints are derived data: deleting
+//! them changes nothing but speed.
+
+use hamlet_log::format::StoredRef;
+use hamlet_log::recording::{to_event, ReadError};
+use hamlet_log::{BranchId, Event, Recording, RecordingWriter};
+
+use crate::fold::Town;
+use crate::store::{Storage, Store, StoreError};
+
+/// Events between checkpoints. A seek folds at most this many events after decoding one
+/// checkpoint (≈ 2 ms at 5 M events/s).
+pub const CHECKPOINT_EVERY: u64 = 8192;
+
+/// A moment on a branch.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Moment {
+    /// After the event at this seq.
+    Seq(u64),
+    /// After the last event at or before this simulated time.
+    Time(u64),
+    /// After the branch's last event.
+    End,
+}
+
+/// Why a state could not be had.
+#[derive(Debug, thiserror::Error)]
+pub enum HistoryError {
+    /// The store failed.
+    #[error(transparent)]
+    Store(#[from] StoreError),
+    /// The recording failed.
+    #[error(transparent)]
+    Read(#[from] ReadError),
+    /// The moment is before the branch's first event.
+    #[error("no event of this branch is at or before that moment")]
+    BeforeStart,
+}
+
+/// The town on `branch` at `moment`, over a store.
+pub fn state_at_store<S: Storage>(
+    store: &Store<S>,
+    branch: BranchId,
+    moment: Moment,
+) -> Result<Town, HistoryError> {
+    let info = store.branch(branch).ok_or_else(|| StoreError::NoBranch(branch.to_string()))?;
+    let seq = match moment {
+        Moment::Seq(s) => s.min(info.head_seq),
+        Moment::End => info.head_seq,
+        Moment::Time(t) => store.seq_at_time(branch, t)?.ok_or(HistoryError::BeforeStart)?,
+    };
+    let (mut town, from) = match store.checkpoint_at(branch, seq)? {
+        Some((at, bytes)) => match Town::from_checkpoint(&bytes) {
+            Some(town) => (town, at + 1),
+            None => (Town::default(), 0),
+        },
+        None => (Town::default(), 0),
+    };
+    if from <= seq {
+        for event in store.events(branch, from, seq)? {
+            town.apply(&event);
+        }
+    }
+    Ok(town)
+}
+
+/// Folds a whole branch of a store, writing a checkpoint every [`CHECKPOINT_EVERY`] events
+/// of the branch's own. Returns the final town.
+pub fn checkpoint_store<S: Storage>(
+    store: &Store<S>,
+    branch: BranchId,
+) -> Result<Town, HistoryError> {
+    let info = store.branch(branch).ok_or_else(|| StoreError::NoBranch(branch.to_string()))?;
+    let own_first = info.fork_seq.map_or(0, |s| s + 1);
+    let mut town = match info.fork_seq {
+        Some(fork_seq) => state_at_store(store, branch, Moment::Seq(fork_seq))?,
+        None => Town::default(),
+    };
+    let mut from = own_first;
+    while from <= info.head_seq {
+        let to = (from + CHECKPOINT_EVERY - 1).min(info.head_seq);
+        for event in store.events(branch, from, to)? {
+            town.apply(&event);
+        }
+        if (to + 1) % CHECKPOINT_EVERY == 0 {
+            store.put_checkpoint(branch, to, &town.to_checkpoint())?;
+        }
+        from = to + 1;
+    }
+    Ok(town)
+}
+
+/// The town on `branch` at `moment`, over a recording (from its nearest checkpoint).
+pub fn state_at_recording(
+    rec: &Recording<'_>,
+    branch: BranchId,
+    moment: Moment,
+) -> Result<Town, HistoryError> {
+    let seq = match moment {
+        Moment::Seq(s) => s,
+        Moment::End => rec.branch(branch).ok_or(ReadError::NoBranch(branch))?.head_seq,
+        Moment::Time(t) => rec.seq_at_time(branch, t)?.ok_or(HistoryError::BeforeStart)?,
+    };
+    let checkpoint = rec
+        .checkpoints(branch)?
+        .into_iter()
+        .rev()
+        .filter(|(cp, _)| cp.seq <= seq)
+        .find_map(|(cp, bytes)| Town::from_checkpoint(bytes).map(|t| (cp.seq, t)));
+    let (mut town, from) = match checkpoint {
+        Some((at, town)) => (town, at + 1),
+        None => (Town::default(), 0),
+    };
+    for item in rec.stored_events(branch, from)? {
+        let (b, stored) = item?;
+        if stored.header.seq > seq {
+            break;
+        }
+        town.apply(&to_event(b, stored)?);
+    }
+    Ok(town)
+}
+
+/// Every event of `branch` (with ancestry) in a recording, decoded.
+pub fn recording_events(rec: &Recording<'_>, branch: BranchId) -> Result<Vec<Event>, ReadError> {
+    rec.events(branch, 0)?.collect()
+}
+
+/// Exports from a store to a recording with checkpoints every [`CHECKPOINT_EVERY`] events
+/// of each branch written.
+pub fn export_with_checkpoints<S: Storage, W: std::io::Write>(
+    store: &Store<S>,
+    branch: Option<BranchId>,
+    out: W,
+) -> Result<W, HistoryError> {
+    let mut writer = RecordingWriter::new(out, concat!("hamlet ", env!("CARGO_PKG_VERSION")))
+        .map_err(|source| StoreError::Io { op: "write", path: "the recording".into(), source })?;
+    store.export_into(branch, &mut writer)?;
+    let entries: Vec<_> = writer.branches().cloned().collect();
+    for entry in entries {
+        let first = entry.fork_seq.map_or(0, |s| s + 1);
+        let mut town = match entry.fork_seq {
+            Some(s) => state_at_store(store, entry.parent.unwrap_or(entry.id), Moment::Seq(s))?,
+            None => Town::default(),
+        };
+        let mut seq = first;
+        while seq <= entry.head_seq {
+            let to = (seq + CHECKPOINT_EVERY - 1).min(entry.head_seq);
+            for event in store.events(entry.id, seq, to)? {
+                town.apply(&event);
+            }
+            if (to + 1) % CHECKPOINT_EVERY == 0 {
+                writer.add_checkpoint(entry.id, to, town.state_hash().0, town.to_checkpoint());
+            }
+            seq = to + 1;
+        }
+    }
+    writer.finish().map_err(|source| {
+        StoreError::Io { op: "write", path: "the recording".into(), source }.into()
+    })
+}
+
+/// Decodes one stored event from a recording.
+pub fn decode(branch: BranchId, stored: StoredRef<'_>) -> Result<Event, ReadError> {
+    to_event(branch, stored)
+}

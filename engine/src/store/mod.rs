@@ -1,0 +1,1156 @@
+//! The store: the durable truth of a town's history, and the index beside it.
+//!
+//! **The truth** is append-only, hash-chained segment files under `segments/`, one series
+//! per branch (`<branch id, 32 hex>-<n, 6 digits>.seg`), each a file preamble followed by
+//! chunk records in the recording format (`log-format/FORMAT.md`). **The index** is a sled
+//! database under `index/`: branch table, sequence and time indexes, LLM answers by request
+//! hash, checkpoints. It is derived: when it is missing, of another version, fails to open
+//! or disagrees with the segment lengths, [`Store::open`] rebuilds it from the segments.
+//!
+//! # Commit points
+//! 1. [`Store::append_durable`]: the batch's chunk records are appended to the branch's
+//!    current segment, then the segment is `fdatasync`ed; only then are ids returned.
+//! 2. A new segment file (a fork, a new branch, a segment roll): created, preamble written,
+//!    file synced, then the `segments/` directory synced, before any event in it is
+//!    acknowledged.
+//! 3. A torn tail found on open (a crash mid-append) is cut back to the last complete chunk
+//!    and the file synced: it held nothing acknowledged.
+//!
+//! After a failed write or sync the store refuses further writes until reopened: the page
+//! cache's contents are then unknown, and acknowledged events must stay a prefix.
+
+mod index;
+pub mod storage;
+
+use std::collections::BTreeMap;
+use std::io;
+use std::path::Path;
+
+use hamlet_log::event::{decode_body, decode_header, Body, BranchCreated, Event, NewEvent};
+use hamlet_log::format::{
+    file_preamble, parse_preamble, parse_record, ChunkBuilder, ChunkRef, FormatError,
+};
+use hamlet_log::verify::verify;
+use hamlet_log::{BranchId, EventId, Recording, RecordingWriter};
+
+use index::Index;
+pub use index::{BranchRow, ChunkLoc, IndexError};
+pub use storage::{FsStorage, Storage};
+
+/// Segment files roll over past this size.
+pub const SEGMENT_TARGET_LEN: u64 = 64 << 20;
+const SEGMENT_DIR: &str = "segments";
+const WRITER_NAME: &str = concat!("hamlet ", env!("CARGO_PKG_VERSION"));
+
+/// What went wrong in the store.
+#[derive(Debug, thiserror::Error)]
+pub enum StoreError {
+    /// A file operation failed.
+    #[error("cannot {op} {path}")]
+    Io {
+        /// What was being done.
+        op: &'static str,
+        /// To which file, relative to the store.
+        path: String,
+        /// Why.
+        #[source]
+        source: io::Error,
+    },
+    /// An earlier write or sync failed.
+    #[error("the store refuses writes after a failed write or sync ({cause}); reopen it")]
+    Poisoned {
+        /// The failure.
+        cause: String,
+    },
+    /// The index failed.
+    #[error(transparent)]
+    Index(#[from] IndexError),
+    /// A segment holds damage that is not a torn tail.
+    #[error("segment {path} is damaged at byte {offset}: {problem}")]
+    Corrupt {
+        /// The segment.
+        path: String,
+        /// Where.
+        offset: u64,
+        /// What.
+        problem: String,
+    },
+    /// No such branch.
+    #[error("no branch `{0}` in this store")]
+    NoBranch(String),
+    /// A branch of that name exists.
+    #[error("a branch named `{0}` exists already")]
+    NameTaken(String),
+    /// A seq past a branch's head.
+    #[error("branch `{name}` holds events #0 to #{head_seq}; #{seq} is past its head")]
+    SeqOutOfRange {
+        /// The branch's name.
+        name: String,
+        /// Its head.
+        head_seq: u64,
+        /// The seq asked for.
+        seq: u64,
+    },
+    /// A recording to import is damaged.
+    #[error("the recording is not sound ({n_problems} problems; first: {first})")]
+    NotSound {
+        /// How many.
+        n_problems: usize,
+        /// The first.
+        first: String,
+    },
+    /// A recording disagrees with what the store holds.
+    #[error("cannot import: {0}")]
+    Conflict(String),
+    /// A recording does not open.
+    #[error(transparent)]
+    Read(#[from] hamlet_log::recording::ReadError),
+}
+
+fn io_err<'a>(op: &'static str, path: &'a str) -> impl FnOnce(io::Error) -> StoreError + 'a {
+    move |source| StoreError::Io { op, path: path.to_owned(), source }
+}
+
+/// A branch as the store knows it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct BranchInfo {
+    /// Its id (its first event's id).
+    pub id: BranchId,
+    /// Its name.
+    pub name: String,
+    /// The branch it forked from.
+    pub parent: Option<BranchId>,
+    /// The last shared seq on the parent.
+    pub fork_seq: Option<u64>,
+    /// Its last event's seq.
+    pub head_seq: u64,
+    /// Its last event's id.
+    pub head_id: EventId,
+    /// Its last event's simulated time.
+    pub head_time: u64,
+    /// Events of its own.
+    pub n_events: u64,
+}
+
+/// The store over some [`Storage`].
+pub struct Store<S: Storage = FsStorage> {
+    storage: S,
+    index: Index,
+    branches: BTreeMap<BranchId, BranchRow>,
+    poisoned: Option<String>,
+    rebuilt: bool,
+}
+
+impl<S: Storage> std::fmt::Debug for Store<S> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Store").field("branches", &self.branches.len()).finish()
+    }
+}
+
+impl Store<FsStorage> {
+    /// Opens the store in `dir` (created if missing), rebuilding its index if needed.
+    pub fn open(dir: &Path) -> Result<Store<FsStorage>, StoreError> {
+        let storage = FsStorage::new(dir).map_err(io_err("create the store directory", "."))?;
+        Store::open_with(storage, &dir.join("index"))
+    }
+}
+
+impl<S: Storage> Store<S> {
+    /// Opens a store over `storage`, with its sled index at `index_dir`.
+    pub fn open_with(mut storage: S, index_dir: &Path) -> Result<Store<S>, StoreError> {
+        storage.create_dir_all(SEGMENT_DIR).map_err(io_err("create", SEGMENT_DIR))?;
+        let (index, fresh) = match Index::open(index_dir) {
+            Ok(found) => found,
+            Err(_) => {
+                // Derived data that fails to open is rebuilt, never trusted or repaired.
+                let _ = std::fs::remove_dir_all(index_dir);
+                Index::open(index_dir)?
+            }
+        };
+        let mut store =
+            Store { storage, index, branches: BTreeMap::new(), poisoned: None, rebuilt: false };
+        let files = store.segment_files()?;
+        let indexed = store.index.segment_lens()?;
+        let current = fresh || files != indexed;
+        if current {
+            store.rebuild_index()?;
+        } else {
+            store.branches = store.index.branches()?.into_iter().collect();
+        }
+        Ok(store)
+    }
+
+    /// Whether opening had to rebuild the index.
+    pub fn was_rebuilt(&self) -> bool {
+        self.rebuilt
+    }
+
+    /// The storage (tests take it back to simulate a crash).
+    pub fn into_storage(self) -> S {
+        self.storage
+    }
+
+    fn segment_files(&self) -> Result<Vec<(String, u64)>, StoreError> {
+        let names = self.storage.list(SEGMENT_DIR).map_err(io_err("list", SEGMENT_DIR))?;
+        let mut out = Vec::new();
+        for name in names.into_iter().filter(|n| parse_segment_name(n).is_some()) {
+            let path = format!("{SEGMENT_DIR}/{name}");
+            out.push((name, self.storage.len(&path).map_err(io_err("stat", &path))?));
+        }
+        Ok(out)
+    }
+
+    /// Rebuilds the index from the segment files, cutting torn tails first.
+    pub fn rebuild_index(&mut self) -> Result<(), StoreError> {
+        let (scanned, repairs) = scan(&self.storage)?;
+        for repair in repairs {
+            match repair {
+                Repair::Cut { path, len } => {
+                    self.storage
+                        .truncate(&path, len)
+                        .map_err(io_err("cut the torn tail of", &path))?;
+                    self.storage.sync(&path).map_err(io_err("sync", &path))?;
+                }
+                Repair::Remove { path } => {
+                    self.storage.remove(&path).map_err(io_err("remove", &path))?;
+                    self.storage.sync_dir(SEGMENT_DIR).map_err(io_err("sync", SEGMENT_DIR))?;
+                }
+            }
+        }
+        self.index.clear()?;
+        self.branches.clear();
+        for (branch, found) in scanned {
+            for (loc, llm) in &found.chunks {
+                self.index.put_chunk(branch, loc)?;
+                for (hash, seq) in llm {
+                    self.index.put_llm(*hash, branch, *seq)?;
+                }
+            }
+            self.index.put_branch(branch, &found.row)?;
+            self.branches.insert(branch, found.row);
+        }
+        for (name, len) in self.segment_files()? {
+            self.index.put_segment_len(&name, len)?;
+        }
+        self.index.flush()?;
+        self.rebuilt = true;
+        Ok(())
+    }
+
+    // ---- reading ----
+
+    /// Every branch, parents before children, then by name.
+    pub fn branches(&self) -> Vec<BranchInfo> {
+        let mut out: Vec<BranchInfo> = Vec::new();
+        let mut left: Vec<(&BranchId, &BranchRow)> = self.branches.iter().collect();
+        left.sort_by(|a, b| (a.1.fork_seq, &a.1.name).cmp(&(b.1.fork_seq, &b.1.name)));
+        while !left.is_empty() {
+            let before = left.len();
+            left.retain(|(id, row)| {
+                let ready = row.parent.is_none_or(|p| out.iter().any(|o| o.id == p));
+                if ready {
+                    out.push(info(**id, row));
+                }
+                !ready
+            });
+            if left.len() == before {
+                // An orphan (its parent is missing): list it anyway.
+                out.extend(left.drain(..).map(|(id, row)| info(*id, row)));
+            }
+        }
+        out
+    }
+
+    /// A branch by id.
+    pub fn branch(&self, id: BranchId) -> Option<BranchInfo> {
+        self.branches.get(&id).map(|row| info(id, row))
+    }
+
+    /// A branch by name, or by a prefix (4+ hex digits) of its id.
+    pub fn find_branch(&self, name: &str) -> Result<BranchInfo, StoreError> {
+        if let Some((id, row)) = self.branches.iter().find(|(_, r)| r.name == name) {
+            return Ok(info(*id, row));
+        }
+        let hex = name.strip_prefix("br_").unwrap_or(name).to_ascii_lowercase();
+        let hits: Vec<_> =
+            self.branches.iter().filter(|(id, _)| id.to_hex().starts_with(&hex)).collect();
+        match hits.as_slice() {
+            [(id, row)] if hex.len() >= 4 => Ok(info(**id, row)),
+            _ => Err(StoreError::NoBranch(name.to_owned())),
+        }
+    }
+
+    /// The stretches of history of `branch`, root first: (branch, last seq taken).
+    pub fn ancestry(&self, branch: BranchId) -> Result<Vec<(BranchId, u64)>, StoreError> {
+        let mut row =
+            self.branches.get(&branch).ok_or_else(|| StoreError::NoBranch(branch.to_string()))?;
+        let mut out = vec![(branch, row.head_seq)];
+        while let (Some(parent), Some(fork_seq)) = (row.parent, row.fork_seq) {
+            row = self
+                .branches
+                .get(&parent)
+                .ok_or_else(|| StoreError::NoBranch(parent.to_string()))?;
+            out.push((parent, fork_seq));
+            if out.len() > self.branches.len() {
+                break;
+            }
+        }
+        out.reverse();
+        Ok(out)
+    }
+
+    fn read_chunk(&self, loc: &ChunkLoc) -> Result<Vec<u8>, StoreError> {
+        let path = format!("{SEGMENT_DIR}/{}", loc.segment);
+        self.storage
+            .read_at(&path, loc.offset, loc.len_bytes as usize)
+            .map_err(io_err("read", &path))
+    }
+
+    /// Calls `f` with the stored bytes of every event of `branch` (with its ancestry) from
+    /// `from` to `to` inclusive, in seq order. `f` returns false to stop.
+    pub fn for_each_stored(
+        &self,
+        branch: BranchId,
+        from: u64,
+        to: u64,
+        mut f: impl FnMut(BranchId, EventId, EventId, &[u8]) -> bool,
+    ) -> Result<(), StoreError> {
+        let mut start = 0u64;
+        for (b, until) in self.ancestry(branch)? {
+            let until = until.min(to);
+            if from <= until {
+                for loc in self.index.chunks_from(b, from.max(start))? {
+                    if loc.first_seq > until {
+                        break;
+                    }
+                    let bytes = self.read_chunk(&loc)?;
+                    let corrupt = |problem: String| StoreError::Corrupt {
+                        path: loc.segment.clone(),
+                        offset: loc.offset,
+                        problem,
+                    };
+                    let record = parse_record(&bytes, loc.offset)
+                        .map_err(|e| corrupt(e.to_string()))?
+                        .ok_or_else(|| corrupt("no record".into()))?;
+                    let chunk = ChunkRef::parse(record).map_err(|e| corrupt(e.to_string()))?;
+                    for event in chunk.events() {
+                        let event = event.map_err(|e| corrupt(e.to_string()))?;
+                        let seq = event.header.seq;
+                        if seq > until {
+                            break;
+                        }
+                        if seq >= from && !f(b, event.id, event.parent, event.stored) {
+                            return Ok(());
+                        }
+                    }
+                }
+            }
+            start = until.saturating_add(1);
+            if until >= to {
+                break;
+            }
+        }
+        Ok(())
+    }
+
+    /// The decoded events of `branch` (with its ancestry) from `from` to `to` inclusive.
+    pub fn events(&self, branch: BranchId, from: u64, to: u64) -> Result<Vec<Event>, StoreError> {
+        let mut out = Vec::new();
+        let mut failure = None;
+        self.for_each_stored(branch, from, to, |b, id, parent, stored| {
+            match decode_header(stored).and_then(|(kind, schema, header, body)| {
+                decode_body(kind, schema, body).map(|body| (header, body))
+            }) {
+                Ok((header, body)) => {
+                    out.push(Event { id, parent, branch: b, header, body });
+                    true
+                }
+                Err(e) => {
+                    failure = Some(e);
+                    false
+                }
+            }
+        })?;
+        match failure {
+            Some(e) => {
+                Err(StoreError::Corrupt { path: String::new(), offset: 0, problem: e.to_string() })
+            }
+            None => Ok(out),
+        }
+    }
+
+    /// The event at `seq` of `branch` (with its ancestry).
+    pub fn event_at(&self, branch: BranchId, seq: u64) -> Result<Event, StoreError> {
+        let info = self.branch(branch).ok_or_else(|| StoreError::NoBranch(branch.to_string()))?;
+        if seq > info.head_seq {
+            return Err(StoreError::SeqOutOfRange {
+                name: info.name,
+                head_seq: info.head_seq,
+                seq,
+            });
+        }
+        self.events(branch, seq, seq)?.pop().ok_or_else(|| StoreError::SeqOutOfRange {
+            name: info.name,
+            head_seq: info.head_seq,
+            seq,
+        })
+    }
+
+    /// The last seq of `branch` (with its ancestry) at or before `sim_time_secs`.
+    pub fn seq_at_time(
+        &self,
+        branch: BranchId,
+        sim_time_secs: u64,
+    ) -> Result<Option<u64>, StoreError> {
+        let mut best = None;
+        for (b, until) in self.ancestry(branch)? {
+            let Some(first) = self.index.chunk_at_time(b, sim_time_secs)? else { continue };
+            let mut found = None;
+            self.for_each_stored(b, first, until, |_, _, _, stored| {
+                let time = decode_header(stored).map(|(_, _, h, _)| (h.seq, h.sim_time_secs));
+                match time {
+                    Ok((seq, t)) if t <= sim_time_secs => {
+                        found = Some(seq);
+                        true
+                    }
+                    _ => false,
+                }
+            })?;
+            if found.is_some() {
+                best = found;
+            }
+        }
+        Ok(best)
+    }
+
+    /// Where the answer to an LLM request is on `branch`'s ancestry: its seq.
+    pub fn llm_answer(
+        &self,
+        request_hash: [u8; 32],
+        branch: BranchId,
+    ) -> Result<Option<u64>, StoreError> {
+        for (b, until) in self.ancestry(branch)?.into_iter().rev() {
+            if let Some(seq) = self.index.llm(request_hash, b)?.filter(|s| *s <= until) {
+                return Ok(Some(seq));
+            }
+        }
+        Ok(None)
+    }
+
+    /// Stores a checkpoint (derived data: a folded state after `seq`).
+    pub fn put_checkpoint(
+        &self,
+        branch: BranchId,
+        seq: u64,
+        state: &[u8],
+    ) -> Result<(), StoreError> {
+        Ok(self.index.put_checkpoint(branch, seq, state)?)
+    }
+
+    /// The latest checkpoint on `branch`'s ancestry at or before `seq`: (seq, state).
+    pub fn checkpoint_at(
+        &self,
+        branch: BranchId,
+        seq: u64,
+    ) -> Result<Option<(u64, Vec<u8>)>, StoreError> {
+        for (b, until) in self.ancestry(branch)?.into_iter().rev() {
+            if let Some(found) = self.index.checkpoint_at(b, seq.min(until))? {
+                return Ok(Some(found));
+            }
+        }
+        Ok(None)
+    }
+
+    /// Every checkpoint (branch, seq).
+    pub fn checkpoints(&self) -> Result<Vec<(BranchId, u64)>, StoreError> {
+        Ok(self.index.checkpoint_keys()?)
+    }
+
+    /// Drops every checkpoint.
+    pub fn clear_checkpoints(&self) -> Result<(), StoreError> {
+        Ok(self.index.clear_checkpoints()?)
+    }
+
+    /// Checks that the segments are sound and the index agrees with them (read-only).
+    pub fn check_index(&self) -> Result<(), String> {
+        let (scanned, repairs) = scan(&self.storage).map_err(|e| e.to_string())?;
+        if !repairs.is_empty() {
+            return Err(format!("segments need repair: {repairs:?}"));
+        }
+        let index_branches: BTreeMap<BranchId, BranchRow> =
+            self.index.branches().map_err(|e| e.to_string())?.into_iter().collect();
+        let scan_branches: BTreeMap<BranchId, BranchRow> =
+            scanned.iter().map(|(id, s)| (*id, s.row.clone())).collect();
+        if index_branches != scan_branches || self.branches != scan_branches {
+            return Err(format!(
+                "branch table differs: index {index_branches:?}, segments {scan_branches:?}"
+            ));
+        }
+        let scan_chunks: Vec<(BranchId, ChunkLoc)> = scanned
+            .iter()
+            .flat_map(|(id, s)| s.chunks.iter().map(move |(loc, _)| (*id, loc.clone())))
+            .collect();
+        let index_chunks = self.index.all_chunks().map_err(|e| e.to_string())?;
+        if index_chunks != scan_chunks {
+            return Err(format!(
+                "sequence index differs: {} entries, segments hold {} chunks",
+                index_chunks.len(),
+                scan_chunks.len()
+            ));
+        }
+        let n_llm: usize =
+            scanned.values().flat_map(|s| s.chunks.iter()).map(|(_, l)| l.len()).sum();
+        let index_llm = self.index.llm_entries().map_err(|e| e.to_string())?.len();
+        if n_llm != index_llm {
+            return Err(format!(
+                "LLM index has {index_llm} entries, segments hold {n_llm} answers"
+            ));
+        }
+        Ok(())
+    }
+
+    // ---- writing ----
+
+    fn check_writable(&self) -> Result<(), StoreError> {
+        match &self.poisoned {
+            Some(cause) => Err(StoreError::Poisoned { cause: cause.clone() }),
+            None => Ok(()),
+        }
+    }
+
+    fn poison<T>(&mut self, err: StoreError) -> Result<T, StoreError> {
+        self.poisoned = Some(err.to_string());
+        Err(err)
+    }
+
+    /// Starts a new root branch (the first event of a town's history) at time 0.
+    pub fn create_root(&mut self, name: &str) -> Result<BranchId, StoreError> {
+        let created = NewEvent::new(
+            0,
+            Body::BranchCreated(BranchCreated {
+                name: name.to_owned(),
+                parent_branch: None,
+                fork_seq: None,
+                nonce: self.branches.len() as u64,
+            }),
+        );
+        self.start_branch(name, &created.encode(0), EventId::NONE)
+    }
+
+    /// Forks `from` after its event `at_seq`: one `BranchCreated` event in a new segment,
+    /// whatever the log's length. The parent is untouched.
+    pub fn fork(
+        &mut self,
+        from: BranchId,
+        at_seq: u64,
+        name: &str,
+    ) -> Result<BranchId, StoreError> {
+        let point = self.event_at(from, at_seq)?;
+        let created = NewEvent::new(
+            point.sim_time_secs(),
+            Body::BranchCreated(BranchCreated {
+                name: name.to_owned(),
+                parent_branch: Some(from),
+                fork_seq: Some(at_seq),
+                nonce: self.branches.len() as u64,
+            }),
+        );
+        self.start_branch(name, &created.encode(at_seq + 1), point.id)
+    }
+
+    fn start_branch(
+        &mut self,
+        name: &str,
+        stored: &[u8],
+        parent: EventId,
+    ) -> Result<BranchId, StoreError> {
+        self.check_writable()?;
+        if name.is_empty() || self.branches.values().any(|r| r.name == name) {
+            return Err(StoreError::NameTaken(name.to_owned()));
+        }
+        let (kind, schema, header, body) =
+            decode_header(stored).unwrap_or_else(|e| panic!("branch event decodes: {e}"));
+        let created = match decode_body(kind, schema, body) {
+            Ok(Body::BranchCreated(b)) => b,
+            _ => panic!("a branch opens with BranchCreated"),
+        };
+        let branch = BranchId(EventId::chain(parent, stored));
+        let mut chunk = ChunkBuilder::new(branch, parent, header.seq);
+        chunk.push(stored);
+        let (_, record) = chunk.finish();
+        let segment = segment_name(branch, 1);
+        if let Err(e) = self.new_segment(&segment) {
+            return self.poison(e);
+        }
+        let row = BranchRow {
+            name: created.name,
+            parent: created.parent_branch,
+            fork_seq: created.fork_seq,
+            nonce: created.nonce,
+            head_seq: header.seq.wrapping_sub(1),
+            head_id: parent,
+            head_time: header.sim_time_secs,
+            n_events: 0,
+            segments: vec![segment],
+        };
+        self.branches.insert(branch, row);
+        self.write_records(branch, vec![record])?;
+        Ok(branch)
+    }
+
+    fn new_segment(&mut self, name: &str) -> Result<(), StoreError> {
+        let path = format!("{SEGMENT_DIR}/{name}");
+        self.storage.create(&path).map_err(io_err("create", &path))?;
+        self.storage.append(&path, &file_preamble(WRITER_NAME)).map_err(io_err("write", &path))?;
+        self.storage.sync(&path).map_err(io_err("sync", &path))?;
+        self.storage.sync_dir(SEGMENT_DIR).map_err(io_err("sync", SEGMENT_DIR))
+    }
+
+    /// Appends events to `branch` and makes them durable: one chunk per
+    /// [`hamlet_log::format::CHUNK_TARGET_EVENTS`], one `fdatasync` for the batch. Returns
+    /// their ids once they are on disk.
+    ///
+    /// # Panics
+    /// On an event the log must never hold: time before the branch's head, a
+    /// `BranchCreated` (use [`Store::fork`]), or an unknown kind.
+    pub fn append_durable(
+        &mut self,
+        branch: BranchId,
+        events: &[NewEvent],
+    ) -> Result<Vec<EventId>, StoreError> {
+        self.check_writable()?;
+        let row =
+            self.branches.get(&branch).ok_or_else(|| StoreError::NoBranch(branch.to_string()))?;
+        let (mut seq, mut time) = (row.head_seq + 1, row.head_time);
+        let mut builder = ChunkBuilder::new(branch, row.head_id, seq);
+        let mut records = Vec::new();
+        let mut ids = Vec::with_capacity(events.len());
+        for event in events {
+            assert!(
+                event.sim_time_secs >= time,
+                "{branch}: event #{seq} at {}s is before the branch's head at {time}s",
+                event.sim_time_secs
+            );
+            assert!(
+                !matches!(event.body, Body::BranchCreated(_) | Body::Unknown { .. }),
+                "{branch}: event #{seq} is a {}, which append never writes",
+                hamlet_log::event::kind_name(event.body.kind())
+            );
+            let stored = event.encode(seq);
+            let id = builder.push(&stored);
+            debug_assert_eq!(decode_header(&stored).map(|h| h.2.seq).ok(), Some(seq));
+            ids.push(id);
+            (seq, time) = (seq + 1, event.sim_time_secs);
+            if builder.is_full() {
+                let next = ChunkBuilder::new(branch, id, builder.next_seq());
+                records.push(std::mem::replace(&mut builder, next).finish().1);
+            }
+        }
+        if builder.n_events() > 0 {
+            records.push(builder.finish().1);
+        }
+        self.write_records(branch, records)?;
+        Ok(ids)
+    }
+
+    /// Appends already stored events (an import): their bytes are kept verbatim, so their
+    /// ids are the same as where they came from.
+    fn append_stored(
+        &mut self,
+        branch: BranchId,
+        stored: &[&[u8]],
+        expected_last: EventId,
+    ) -> Result<(), StoreError> {
+        let row =
+            self.branches.get(&branch).ok_or_else(|| StoreError::NoBranch(branch.to_string()))?;
+        let mut builder = ChunkBuilder::new(branch, row.head_id, row.head_seq + 1);
+        let mut records = Vec::new();
+        let mut last = row.head_id;
+        for bytes in stored {
+            last = builder.push(bytes);
+            if builder.is_full() {
+                let next = ChunkBuilder::new(branch, last, builder.next_seq());
+                records.push(std::mem::replace(&mut builder, next).finish().1);
+            }
+        }
+        assert_eq!(
+            last, expected_last,
+            "{branch}: imported events do not chain to the recording's ids"
+        );
+        if builder.n_events() > 0 {
+            records.push(builder.finish().1);
+        }
+        self.write_records(branch, records)
+    }
+
+    fn write_records(&mut self, branch: BranchId, records: Vec<Vec<u8>>) -> Result<(), StoreError> {
+        if records.is_empty() {
+            return Ok(());
+        }
+        let mut row = self
+            .branches
+            .get(&branch)
+            .cloned()
+            .ok_or_else(|| StoreError::NoBranch(branch.to_string()))?;
+        let mut segment = row.segments.last().cloned().unwrap_or_else(|| segment_name(branch, 1));
+        let mut path = format!("{SEGMENT_DIR}/{segment}");
+        let mut len = match self.storage.len(&path) {
+            Ok(len) => len,
+            Err(e) => return self.poison(io_err("stat", &path)(e)),
+        };
+        let mut locs = Vec::with_capacity(records.len());
+        let mut touched = vec![];
+        for record in &records {
+            if len + record.len() as u64 > SEGMENT_TARGET_LEN
+                && len > file_preamble(WRITER_NAME).len() as u64
+            {
+                // Roll over: the full segment is synced first, so acknowledged stays a prefix.
+                if let Err(e) = self.storage.sync(&path).map_err(io_err("sync", &path)) {
+                    return self.poison(e);
+                }
+                segment = segment_name(branch, row.segments.len() as u32 + 1);
+                if let Err(e) = self.new_segment(&segment) {
+                    return self.poison(e);
+                }
+                row.segments.push(segment.clone());
+                path = format!("{SEGMENT_DIR}/{segment}");
+                len = match self.storage.len(&path) {
+                    Ok(len) => len,
+                    Err(e) => return self.poison(io_err("stat", &path)(e)),
+                };
+            }
+            if let Err(e) = self.storage.append(&path, record) {
+                return self.poison(io_err("append to", &path)(e));
+            }
+            let parsed = parse_record(record, len)
+                .ok()
+                .flatten()
+                .and_then(|r| ChunkRef::parse(r).ok())
+                .unwrap_or_else(|| panic!("{branch}: the store built a chunk it cannot read"));
+            let h = parsed.header;
+            assert_eq!(h.parent, row.head_id, "{branch}: commit out of order");
+            assert_eq!(h.first_seq, row.head_seq.wrapping_add(1), "{branch}: seq gap");
+            row.head_seq = h.last_seq();
+            row.head_id = h.last_id;
+            row.head_time = h.time_last;
+            row.n_events += u64::from(h.n_events);
+            locs.push((
+                ChunkLoc {
+                    segment: segment.clone(),
+                    offset: len,
+                    len_bytes: record.len() as u64,
+                    first_seq: h.first_seq,
+                    last_seq: h.last_seq(),
+                    time_first: h.time_first,
+                    time_last: h.time_last,
+                },
+                llm_answers(&parsed),
+            ));
+            len += record.len() as u64;
+            if touched.last() != Some(&path) {
+                touched.push(path.clone());
+            }
+        }
+        if let Err(e) = self.storage.sync(&path).map_err(io_err("sync", &path)) {
+            return self.poison(e);
+        }
+        // Durable. Now the derived index.
+        for (loc, llm) in &locs {
+            self.index.put_chunk(branch, loc)?;
+            for (hash, seq) in llm {
+                self.index.put_llm(*hash, branch, *seq)?;
+            }
+        }
+        for name in &row.segments {
+            let p = format!("{SEGMENT_DIR}/{name}");
+            if touched.contains(&p) {
+                let l = self.storage.len(&p).map_err(io_err("stat", &p))?;
+                self.index.put_segment_len(name, l)?;
+            }
+        }
+        self.index.put_branch(branch, &row)?;
+        self.branches.insert(branch, row);
+        Ok(())
+    }
+
+    // ---- recordings ----
+
+    /// Writes `branch` with its ancestry (or, with `None`, every branch) to a recording.
+    /// Chunks are cut afresh from the event sequence, so export → import → export gives the
+    /// same bytes. `checkpoint` may add checkpoints: it is called with each branch and the
+    /// stored events written so far, and returns states to add.
+    pub fn export<W: io::Write>(&self, branch: Option<BranchId>, out: W) -> Result<W, StoreError> {
+        let mut writer =
+            RecordingWriter::new(out, WRITER_NAME).map_err(io_err("write", "the recording"))?;
+        self.export_into(branch, &mut writer)?;
+        writer.finish().map_err(io_err("write", "the recording"))
+    }
+
+    /// Like [`Store::export`], into a writer the caller finishes (to add checkpoints).
+    pub fn export_into<W: io::Write>(
+        &self,
+        branch: Option<BranchId>,
+        writer: &mut RecordingWriter<W>,
+    ) -> Result<(), StoreError> {
+        let plan: Vec<(BranchId, u64)> = match branch {
+            Some(b) => self.ancestry(b)?,
+            None => self.branches().iter().map(|b| (b.id, b.head_seq)).collect(),
+        };
+        for (b, until) in plan {
+            let row = self.branches.get(&b).ok_or_else(|| StoreError::NoBranch(b.to_string()))?;
+            let first = row.fork_seq.map_or(0, |s| s + 1);
+            let mut builder: Option<ChunkBuilder> = None;
+            let mut failure = None;
+            let mut prev = None;
+            self.for_each_stored(b, first, until, |_, id, parent, stored| {
+                let current = builder.get_or_insert_with(|| {
+                    let seq = decode_header(stored).map(|h| h.2.seq).unwrap_or(0);
+                    ChunkBuilder::new(b, parent, seq)
+                });
+                current.push(stored);
+                prev = Some(id);
+                if current.is_full() {
+                    if let Some(full) = builder.take() {
+                        if let Err(e) = writer.write_chunk(&full.finish().1) {
+                            failure = Some(e);
+                            return false;
+                        }
+                    }
+                }
+                true
+            })?;
+            if let Some(rest) = builder.take().filter(|c| c.n_events() > 0) {
+                if let Err(e) = writer.write_chunk(&rest.finish().1) {
+                    failure = Some(e);
+                }
+            }
+            if let Some(e) = failure {
+                return Err(StoreError::Conflict(format!("export of {b} refused: {e}")));
+            }
+        }
+        Ok(())
+    }
+
+    /// Imports a recording: every branch it holds, events byte for byte (so ids are the
+    /// same). Events the store already holds are checked, not duplicated. Returns the
+    /// number of new events.
+    pub fn import(&mut self, bytes: &[u8]) -> Result<u64, StoreError> {
+        self.check_writable()?;
+        let report = verify(bytes);
+        if let Some(first) = report.problems.first() {
+            return Err(StoreError::NotSound {
+                n_problems: report.problems.len(),
+                first: first.to_string(),
+            });
+        }
+        let rec = Recording::open(bytes)
+            .map_err(|e| StoreError::NotSound { n_problems: 1, first: e.to_string() })?;
+        let mut n_new = 0;
+        for entry in rec.branches().to_vec() {
+            let own: Vec<_> = rec.own_chunks(entry.id).into_iter().copied().collect();
+            let mut pending: Vec<&[u8]> = Vec::new();
+            let mut last = EventId::NONE;
+            for chunk in &own {
+                let chunk = rec.chunk(chunk)?;
+                for event in chunk.events() {
+                    let event = event.map_err(hamlet_log::recording::ReadError::from)?;
+                    let seq = event.header.seq;
+                    match self.branches.get(&entry.id) {
+                        Some(row) if seq <= row.head_seq => {
+                            let have = self.event_at(entry.id, seq)?;
+                            if have.id != event.id {
+                                return Err(StoreError::Conflict(format!(
+                                    "branch `{}` holds {} at #{seq}, the recording {}",
+                                    entry.name, have.id, event.id
+                                )));
+                            }
+                        }
+                        Some(_) => {
+                            pending.push(event.stored);
+                            last = event.id;
+                        }
+                        None => {
+                            // The branch's first event: its fork point must be here already.
+                            if let (Some(parent), Some(fork_seq)) = (entry.parent, entry.fork_seq) {
+                                let point = self.event_at(parent, fork_seq).map_err(|_| {
+                                    StoreError::Conflict(format!(
+                                        "branch `{}` forks {parent} at #{fork_seq}, which the store does not hold",
+                                        entry.name
+                                    ))
+                                })?;
+                                if point.id != event.parent {
+                                    return Err(StoreError::Conflict(format!(
+                                        "branch `{}` forks from {}, but the store holds {} there",
+                                        entry.name, event.parent, point.id
+                                    )));
+                                }
+                            }
+                            if self.branches.values().any(|r| r.name == entry.name) {
+                                return Err(StoreError::NameTaken(entry.name.clone()));
+                            }
+                            let branch =
+                                self.start_branch(&entry.name, event.stored, event.parent)?;
+                            debug_assert_eq!(branch, entry.id);
+                            n_new += 1;
+                        }
+                    }
+                }
+            }
+            if !pending.is_empty() {
+                n_new += pending.len() as u64;
+                self.append_stored(entry.id, &pending, last)?;
+            }
+        }
+        self.index.flush()?;
+        Ok(n_new)
+    }
+
+    /// Flushes the index's buffers (not needed for durability; the segments are the truth).
+    pub fn flush_index(&self) -> Result<(), StoreError> {
+        Ok(self.index.flush()?)
+    }
+}
+
+fn info(id: BranchId, row: &BranchRow) -> BranchInfo {
+    BranchInfo {
+        id,
+        name: row.name.clone(),
+        parent: row.parent,
+        fork_seq: row.fork_seq,
+        head_seq: row.head_seq,
+        head_id: row.head_id,
+        head_time: row.head_time,
+        n_events: row.n_events,
+    }
+}
+
+fn segment_name(branch: BranchId, n: u32) -> String {
+    format!("{}-{n:06}.seg", &branch.to_hex()[..32])
+}
+
+fn parse_segment_name(name: &str) -> Option<(&str, u32)> {
+    let stem = name.strip_suffix(".seg")?;
+    let (prefix, n) = stem.split_once('-')?;
+    (prefix.len() == 32 && prefix.bytes().all(|b| b.is_ascii_hexdigit())).then_some(())?;
+    Some((prefix, n.parse().ok()?))
+}
+
+/// The LLM answers in a chunk: (request hash, seq).
+fn llm_answers(chunk: &ChunkRef<'_>) -> Vec<([u8; 32], u64)> {
+    const LLM_RESPONDED: u16 = 11;
+    chunk
+        .events()
+        .filter_map(Result::ok)
+        .filter(|e| e.kind == LLM_RESPONDED)
+        .filter_map(|e| match decode_body(e.kind, e.schema, e.body) {
+            Ok(Body::LlmResponded(r)) => Some((r.request_hash, e.header.seq)),
+            _ => None,
+        })
+        .collect()
+}
+
+/// A repair the scan found necessary: what a crash mid-write left behind.
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum Repair {
+    /// Cut a torn tail: the last complete chunk ends at `len`.
+    Cut { path: String, len: u64 },
+    /// Remove a segment whose creation was cut short.
+    Remove { path: String },
+}
+
+/// One branch found by scanning segments.
+#[derive(Debug)]
+struct Scanned {
+    row: BranchRow,
+    /// The id the branch's first chunk continues (its fork point, or none).
+    first_parent: EventId,
+    chunks: Vec<(ChunkLoc, Vec<([u8; 32], u64)>)>,
+}
+
+/// Reads every segment: chunks checked, chains linked, fork points found. Read-only: the
+/// torn tails it finds are returned as repairs.
+fn scan<S: Storage>(storage: &S) -> Result<(BTreeMap<BranchId, Scanned>, Vec<Repair>), StoreError> {
+    let names = storage.list(SEGMENT_DIR).map_err(io_err("list", SEGMENT_DIR))?;
+    let mut by_prefix: BTreeMap<String, Vec<(u32, String)>> = BTreeMap::new();
+    for name in names {
+        if let Some((prefix, n)) = parse_segment_name(&name) {
+            by_prefix.entry(prefix.to_owned()).or_default().push((n, name.clone()));
+        }
+    }
+    let mut out = BTreeMap::new();
+    let mut repairs = Vec::new();
+    for (_, mut segments) in by_prefix {
+        segments.sort();
+        let mut found: Option<(BranchId, Scanned)> = None;
+        let n_segments = segments.len();
+        for (i, (_, name)) in segments.into_iter().enumerate() {
+            scan_segment(storage, &name, i + 1 == n_segments, &mut found, &mut repairs)?;
+        }
+        if let Some((id, scanned)) = found {
+            out.insert(id, scanned);
+        }
+    }
+    // Every fork point must be there, with the id the fork continues.
+    for (id, s) in &out {
+        let (Some(parent), Some(fork_seq)) = (s.row.parent, s.row.fork_seq) else { continue };
+        let point = out.get(&parent).and_then(|p| {
+            let (loc, _) =
+                p.chunks.iter().find(|(l, _)| l.first_seq <= fork_seq && fork_seq <= l.last_seq)?;
+            let path = format!("{SEGMENT_DIR}/{}", loc.segment);
+            let bytes = storage.read_at(&path, loc.offset, loc.len_bytes as usize).ok()?;
+            let chunk = ChunkRef::parse(parse_record(&bytes, loc.offset).ok()??).ok()?;
+            let hit = chunk.events().filter_map(Result::ok).find(|e| e.header.seq == fork_seq);
+            hit.map(|e| e.id)
+        });
+        if point != Some(s.first_parent) {
+            return Err(StoreError::Corrupt {
+                path: format!(
+                    "{SEGMENT_DIR}/{}",
+                    s.row.segments.first().cloned().unwrap_or_default()
+                ),
+                offset: 0,
+                problem: format!(
+                    "branch {id} forks {parent} at #{fork_seq}, which the store does not hold"
+                ),
+            });
+        }
+    }
+    Ok((out, repairs))
+}
+
+fn scan_segment<S: Storage>(
+    storage: &S,
+    name: &str,
+    last_segment: bool,
+    found: &mut Option<(BranchId, Scanned)>,
+    repairs: &mut Vec<Repair>,
+) -> Result<(), StoreError> {
+    let path = format!("{SEGMENT_DIR}/{name}");
+    let bytes = storage.read(&path).map_err(io_err("read", &path))?;
+    let corrupt =
+        |offset: u64, problem: String| StoreError::Corrupt { path: path.clone(), offset, problem };
+    let preamble_len = file_preamble(WRITER_NAME).len();
+    let mut at = match parse_preamble(&bytes) {
+        Ok((_, end)) => end,
+        // A segment whose creation was cut short holds nothing acknowledged.
+        Err(_) if last_segment && bytes.len() <= preamble_len && is_cut_preamble(&bytes) => {
+            repairs.push(Repair::Remove { path: path.clone() });
+            return Ok(());
+        }
+        Err(e) => return Err(corrupt(0, e.to_string())),
+    };
+    let mut n_chunks = 0;
+    loop {
+        let rest = bytes.get(at..).unwrap_or(&[]);
+        let record = match parse_record(rest, at as u64) {
+            Ok(Some(r)) => r,
+            Ok(None) => break,
+            Err(FormatError::Truncated { .. }) if last_segment => {
+                repairs.push(Repair::Cut { path: path.clone(), len: at as u64 });
+                break;
+            }
+            Err(e) => return Err(corrupt(at as u64, e.to_string())),
+        };
+        let end = at + record.len_total() as usize;
+        let chunk = match ChunkRef::parse(record).and_then(|c| c.verify_events().map(|_| c)) {
+            Ok(c) => c,
+            // A damaged last record is a write the crash cut short.
+            Err(_) if last_segment && end == bytes.len() => {
+                repairs.push(Repair::Cut { path: path.clone(), len: at as u64 });
+                break;
+            }
+            Err(e) => return Err(corrupt(at as u64, e.to_string())),
+        };
+        let h = chunk.header;
+        match found {
+            None => {
+                let first = chunk.events().next().and_then(Result::ok);
+                let created =
+                    first.as_ref().and_then(|f| match decode_body(f.kind, f.schema, f.body) {
+                        Ok(Body::BranchCreated(b)) if f.id == h.branch.0 => Some(b),
+                        _ => None,
+                    });
+                let Some(created) = created else {
+                    return Err(corrupt(
+                        at as u64,
+                        "a branch's first chunk must open with its BranchCreated".into(),
+                    ));
+                };
+                let root_ok = created.parent_branch.is_some()
+                    || (h.first_seq == 0 && h.parent == EventId::NONE);
+                let fork_ok = created.fork_seq.is_none_or(|s| h.first_seq == s + 1);
+                if !root_ok || !fork_ok {
+                    return Err(corrupt(
+                        at as u64,
+                        "the BranchCreated does not match where its chunk starts".into(),
+                    ));
+                }
+                *found = Some((
+                    h.branch,
+                    Scanned {
+                        row: BranchRow {
+                            name: created.name,
+                            parent: created.parent_branch,
+                            fork_seq: created.fork_seq,
+                            nonce: created.nonce,
+                            head_seq: h.last_seq(),
+                            head_id: h.last_id,
+                            head_time: h.time_last,
+                            n_events: u64::from(h.n_events),
+                            segments: vec![name.to_owned()],
+                        },
+                        first_parent: h.parent,
+                        chunks: Vec::new(),
+                    },
+                ));
+            }
+            Some((id, s)) => {
+                let row = &mut s.row;
+                if h.branch != *id
+                    || h.parent != row.head_id
+                    || h.first_seq != row.head_seq + 1
+                    || h.time_first < row.head_time
+                {
+                    return Err(corrupt(
+                        at as u64,
+                        format!("chunk does not continue its branch's chain at #{}", h.first_seq),
+                    ));
+                }
+                row.head_seq = h.last_seq();
+                row.head_id = h.last_id;
+                row.head_time = h.time_last;
+                row.n_events += u64::from(h.n_events);
+                if row.segments.last().map(String::as_str) != Some(name) {
+                    row.segments.push(name.to_owned());
+                }
+            }
+        }
+        if let Some((_, s)) = found {
+            s.chunks.push((
+                ChunkLoc {
+                    segment: name.to_owned(),
+                    offset: at as u64,
+                    len_bytes: record.len_total(),
+                    first_seq: h.first_seq,
+                    last_seq: h.last_seq(),
+                    time_first: h.time_first,
+                    time_last: h.time_last,
+                },
+                llm_answers(&chunk),
+            ));
+        }
+        n_chunks += 1;
+        at = end;
+    }
+    if n_chunks == 0 && last_segment {
+        // Created, never written: nothing in it was acknowledged.
+        repairs.push(Repair::Remove { path });
+    }
+    Ok(())
+}
+
+/// Whether `bytes` is a prefix of a segment preamble (a creation cut short).
+fn is_cut_preamble(bytes: &[u8]) -> bool {
+    let preamble = file_preamble(WRITER_NAME);
+    preamble.starts_with(bytes)
+}
