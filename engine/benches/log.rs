@@ -1,1 +1,260 @@
-fn main() {}
+//! Benchmarks of the event log: fold, verify, seek, durable append, fork, and bytes per
+//! event, over a synthetic town-shaped recording of a million events (set
+//! `HAMLET_BENCH_EVENTS` to change it). Run: `cargo bench -p hamlet-engine --bench log`.
+//! Each group prints the machine first; `-- --test` runs everything once, tiny, as CI does.
+
+#![allow(missing_docs, reason = "criterion's macros generate undocumented items")]
+
+use std::hint::black_box;
+use std::process::Command;
+use std::time::{Duration, Instant};
+
+use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion, Throughput};
+use hamlet_engine::fold::Town;
+use hamlet_engine::history::{export_with_checkpoints, state_at_recording, Moment};
+use hamlet_engine::rng::SimRng;
+use hamlet_engine::store::Store;
+use hamlet_engine::synth::{write_recording, SynthSpec};
+use hamlet_log::event::{AgentId, Body, ClockStepped, Moved, NewEvent, Tile};
+use hamlet_log::recording::to_event;
+use hamlet_log::Recording;
+
+fn n_events() -> u64 {
+    let tiny = std::env::args().any(|a| a == "--test");
+    std::env::var("HAMLET_BENCH_EVENTS").ok().and_then(|s| s.parse().ok()).unwrap_or(if tiny {
+        20_000
+    } else {
+        1_000_000
+    })
+}
+
+fn first_line(cmd: &str, args: &[&str]) -> String {
+    Command::new(cmd)
+        .args(args)
+        .output()
+        .ok()
+        .map(|o| String::from_utf8_lossy(&o.stdout).lines().next().unwrap_or("").trim().to_owned())
+        .unwrap_or_default()
+}
+
+fn machine() -> String {
+    let cpuinfo = std::fs::read_to_string("/proc/cpuinfo").unwrap_or_default();
+    let cpu = cpuinfo
+        .lines()
+        .find_map(|l| l.strip_prefix("model name").and_then(|r| r.split(':').nth(1)))
+        .unwrap_or("unknown cpu")
+        .trim()
+        .to_owned();
+    let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+    let mem_kb: u64 = std::fs::read_to_string("/proc/meminfo")
+        .unwrap_or_default()
+        .lines()
+        .find_map(|l| l.strip_prefix("MemTotal:"))
+        .and_then(|r| r.split_whitespace().next()?.parse().ok())
+        .unwrap_or(0);
+    format!(
+        "machine: {cpu}, {cores} cores, {:.1} GiB; {}; commit {}; release",
+        mem_kb as f64 / (1 << 20) as f64,
+        first_line("rustc", &["--version"]),
+        first_line("git", &["rev-parse", "--short", "HEAD"]),
+    )
+}
+
+struct Data {
+    bytes: Vec<u8>,
+    with_checkpoints: Vec<u8>,
+}
+
+fn data() -> &'static Data {
+    static DATA: std::sync::OnceLock<Data> = std::sync::OnceLock::new();
+    DATA.get_or_init(|| {
+        println!("{}", machine());
+        let n = n_events();
+        let bytes =
+            write_recording(SynthSpec { n_events: n, n_agents: 25, seed: 1 }, Vec::new(), |_| {})
+                .expect("synthetic recording");
+        let dir = tempfile::tempdir().expect("tempdir");
+        let mut store = Store::open(dir.path()).expect("store");
+        store.import(&bytes).expect("import");
+        let with_checkpoints = export_with_checkpoints(&store, None, Vec::new()).expect("export");
+        let segments: u64 = std::fs::read_dir(dir.path().join("segments"))
+            .expect("segments")
+            .map(|e| e.expect("entry").metadata().expect("metadata").len())
+            .sum();
+        let rec = Recording::open(&with_checkpoints).expect("open");
+        let stats = &rec.summary().statistics;
+        println!(
+            "size: {} events; {:.1} bytes per event in a recording without checkpoints, {:.1} with \
+             ({} checkpoints); {:.1} bytes per event in store segments",
+            stats.n_events,
+            bytes.len() as f64 / stats.n_events as f64,
+            with_checkpoints.len() as f64 / stats.n_events as f64,
+            rec.summary().checkpoints.len(),
+            segments as f64 / stats.n_events as f64,
+        );
+        Data { bytes, with_checkpoints }
+    })
+}
+
+fn fold(c: &mut Criterion) {
+    let d = data();
+    let rec = Recording::open(&d.bytes).expect("open");
+    let root = rec.root().expect("root").id;
+    let n = rec.summary().statistics.n_events;
+    let mut group = c.benchmark_group("fold");
+    group.sample_size(10).throughput(Throughput::Elements(n));
+    group.bench_function("decode and fold every event, one core", |b| {
+        b.iter(|| {
+            let mut town = Town::default();
+            for item in rec.stored_events(root, 0).expect("events") {
+                let (branch, stored) = item.expect("event");
+                town.apply(&to_event(branch, stored).expect("decode"));
+            }
+            black_box(town.n_events)
+        })
+    });
+    group.finish();
+}
+
+fn verify(c: &mut Criterion) {
+    let d = data();
+    let n = Recording::open(&d.bytes).expect("open").summary().statistics.n_events;
+    let mut group = c.benchmark_group("verify");
+    group.sample_size(10).throughput(Throughput::Elements(n));
+    group.bench_function("every check, all cores", |b| {
+        b.iter(|| assert!(hamlet_log::verify::verify(black_box(&d.bytes)).is_clean()))
+    });
+    group.finish();
+}
+
+fn percentile(sorted: &[Duration], p: f64) -> Duration {
+    sorted[((sorted.len() - 1) as f64 * p).round() as usize]
+}
+
+#[expect(clippy::disallowed_methods, reason = "a benchmark measures wall time")]
+fn seek(c: &mut Criterion) {
+    let d = data();
+    let rec = Recording::open(&d.with_checkpoints).expect("open");
+    let root = rec.root().expect("root").id;
+    let head = rec.branch(root).expect("branch").head_seq;
+    let mut rng = SimRng::stream(5, &["seek"]);
+    let mut warm = Vec::new();
+    for _ in 0..300 {
+        let seq = rng.int_inclusive(0, head);
+        let start = Instant::now();
+        black_box(state_at_recording(&rec, root, Moment::Seq(seq)).expect("seek"));
+        warm.push(start.elapsed());
+    }
+    warm.sort();
+    // Cold: open the file's summary and seek, as a viewer does on its first frame.
+    let mut cold = Vec::new();
+    for _ in 0..30 {
+        let seq = rng.int_inclusive(0, head);
+        let start = Instant::now();
+        let rec = Recording::open(&d.with_checkpoints).expect("open");
+        black_box(state_at_recording(&rec, root, Moment::Seq(seq)).expect("seek"));
+        cold.push(start.elapsed());
+    }
+    cold.sort();
+    println!(
+        "seek: warm p50 {:.2} ms, p99 {:.2} ms, max {:.2} ms over 300 random moments; \
+         cold (open + seek) p50 {:.2} ms, p99 {:.2} ms",
+        percentile(&warm, 0.5).as_secs_f64() * 1e3,
+        percentile(&warm, 0.99).as_secs_f64() * 1e3,
+        warm.last().expect("samples").as_secs_f64() * 1e3,
+        percentile(&cold, 0.5).as_secs_f64() * 1e3,
+        percentile(&cold, 0.99).as_secs_f64() * 1e3,
+    );
+    let mut group = c.benchmark_group("seek");
+    group.sample_size(20);
+    group.bench_function("state at a random seq, from the nearest checkpoint", |b| {
+        b.iter(|| {
+            let seq = rng.int_inclusive(0, head);
+            black_box(state_at_recording(&rec, root, Moment::Seq(seq)).expect("seek"))
+        })
+    });
+    group.finish();
+}
+
+fn small_events(n: usize, time: &mut u64) -> Vec<NewEvent> {
+    (0..n)
+        .map(|i| {
+            if i % 26 == 0 {
+                *time += 10;
+                NewEvent::new(*time, Body::ClockStepped(ClockStepped { step: *time / 10 }))
+            } else {
+                let x = (i % 90) as u16;
+                NewEvent::new(
+                    *time,
+                    Body::Moved(Moved {
+                        agent: AgentId(i as u32 % 25),
+                        from: Tile { x, y: 3 },
+                        to: Tile { x: x + 1, y: 3 },
+                    }),
+                )
+            }
+        })
+        .collect()
+}
+
+fn append(c: &mut Criterion) {
+    let _ = data();
+    let mut group = c.benchmark_group("append");
+    group.sample_size(10);
+    for batch in [100usize, 1000, 5000] {
+        group.throughput(Throughput::Elements(batch as u64));
+        group.bench_with_input(
+            BenchmarkId::new("durable batch (one fdatasync)", batch),
+            &batch,
+            |b, &batch| {
+                let dir = tempfile::tempdir().expect("tempdir");
+                let mut store = Store::open(dir.path()).expect("store");
+                let root = store.create_root("main").expect("root");
+                let mut time = 0;
+                b.iter(|| {
+                    let events = small_events(batch, &mut time);
+                    black_box(store.append_durable(root, &events).expect("append"))
+                })
+            },
+        );
+    }
+    group.finish();
+}
+
+fn fork(c: &mut Criterion) {
+    let d = data();
+    let n = Recording::open(&d.bytes).expect("open").summary().statistics.n_events;
+    let mut group = c.benchmark_group("fork");
+    group.sample_size(10);
+    for len in [n / 100, n / 10, n] {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let mut store = Store::open(dir.path()).expect("store");
+        let root = store.create_root("main").expect("root");
+        let mut time = 0;
+        let mut left = len as usize;
+        while left > 0 {
+            let k = left.min(20_000);
+            store.append_durable(root, &small_events(k, &mut time)).expect("append");
+            left -= k;
+        }
+        let mut i = 0u64;
+        group.bench_with_input(
+            BenchmarkId::new("fork at the middle of a log of", len),
+            &len,
+            |b, &len| {
+                b.iter(|| {
+                    i += 1;
+                    black_box(store.fork(root, len / 2, &format!("f{i}")).expect("fork"))
+                })
+            },
+        );
+    }
+    group.finish();
+}
+
+criterion_group! {
+    name = benches;
+    config = Criterion::default().warm_up_time(Duration::from_secs(1)).measurement_time(Duration::from_secs(4));
+    targets = fold, verify, seek, append, fork
+}
+criterion_main!(benches);

@@ -52,7 +52,7 @@ pub fn state_at_store<S: Storage>(
     };
     let (mut town, from) = match store.checkpoint_at(branch, seq)? {
         Some((at, bytes)) => match Town::from_checkpoint(&bytes) {
-            Some(town) => (town, at + 1),
+            Some(town) => (town, at.saturating_add(1)),
             None => (Town::default(), 0),
         },
         None => (Town::default(), 0),
@@ -109,7 +109,7 @@ pub fn state_at_recording(
         .filter(|(cp, _)| cp.seq <= seq)
         .find_map(|(cp, bytes)| Town::from_checkpoint(bytes).map(|t| (cp.seq, t)));
     let (mut town, from) = match checkpoint {
-        Some((at, town)) => (town, at + 1),
+        Some((at, town)) => (town, at.saturating_add(1)),
         None => (Town::default(), 0),
     };
     for item in rec.stored_events(branch, from)? {

@@ -315,7 +315,7 @@ pub struct ChunkHeader {
 impl ChunkHeader {
     /// The last event's seq.
     pub fn last_seq(&self) -> u64 {
-        self.first_seq + u64::from(self.n_events.saturating_sub(1))
+        self.first_seq.saturating_add(u64::from(self.n_events.saturating_sub(1)))
     }
 
     /// The fixed 136 bytes.
@@ -386,10 +386,10 @@ impl<'a> ChunkRef<'a> {
         let (header, reserved) = ChunkHeader::decode(&mut cur).ok_or_else(|| {
             bad(format!("body is {} bytes, shorter than its header", record.body.len()))
         })?;
-        let expected = CHUNK_HEADER_LEN as u64 + header.data_len + CHUNK_HASH_LEN as u64;
-        if record.body.len() as u64 != expected {
+        let expected = header.data_len.checked_add((CHUNK_HEADER_LEN + CHUNK_HASH_LEN) as u64);
+        if Some(record.body.len() as u64) != expected {
             return Err(bad(format!(
-                "body is {} bytes, but its header says {expected} ({} of data)",
+                "body is {} bytes, but its header says {} of data",
                 record.body.len(),
                 header.data_len
             )));
@@ -405,6 +405,9 @@ impl<'a> ChunkRef<'a> {
                 "holds {} events; a chunk holds 1 to {MAX_CHUNK_EVENTS}",
                 header.n_events
             )));
+        }
+        if header.first_seq.checked_add(u64::from(header.n_events)).is_none() {
+            return Err(bad(format!("seqs from #{} overflow", header.first_seq)));
         }
         if header.time_first > header.time_last {
             return Err(bad(format!(
@@ -499,7 +502,7 @@ pub struct ChunkEvents<'a> {
 impl<'a> ChunkEvents<'a> {
     fn step(&mut self) -> Result<StoredRef<'a>, FormatError> {
         let offset = self.offset;
-        let seq = self.header.first_seq + u64::from(self.index);
+        let seq = self.header.first_seq.saturating_add(u64::from(self.index));
         let bad = |problem: String| FormatError::BadChunk { offset, problem };
         let len =
             self.cur.u32().ok_or_else(|| bad(format!("data ends before event #{seq}'s length")))?;
@@ -974,6 +977,9 @@ fn parse_summary(section: &[u8], start: u64) -> Result<Summary, FormatError> {
                 summary.statistics =
                     Statistics::decode(record.body).ok_or_else(|| bad("malformed statistics"))?;
                 seen_stats = true;
+            }
+            op::HEADER | op::CHUNK | op::FOOTER => {
+                return Err(bad("this record does not belong in the summary"));
             }
             _ => {} // Unknown summary records are skipped; the summary hash covered them.
         }

@@ -51,6 +51,8 @@ pub struct Recording<'a> {
     bytes: &'a [u8],
     writer: String,
     summary: Summary,
+    // Each branch's own chunks (indexes into `summary.chunks`), in seq order.
+    by_branch: std::collections::BTreeMap<BranchId, Vec<usize>>,
 }
 
 /// One stretch of a branch's history: a branch's chunks up to a limit.
@@ -67,7 +69,14 @@ impl<'a> Recording<'a> {
     pub fn open(bytes: &'a [u8]) -> Result<Recording<'a>, OpenError> {
         let (writer, _) = parse_preamble(bytes).map_err(OpenError::Preamble)?;
         let summary = read_summary(bytes)?;
-        Ok(Recording { bytes, writer, summary })
+        let mut by_branch: std::collections::BTreeMap<BranchId, Vec<usize>> = Default::default();
+        for (i, chunk) in summary.chunks.iter().enumerate() {
+            by_branch.entry(chunk.branch).or_default().push(i);
+        }
+        for list in by_branch.values_mut() {
+            list.sort_by_key(|&i| summary.chunks.get(i).map_or(0, |c| c.first_seq));
+        }
+        Ok(Recording { bytes, writer, summary, by_branch })
     }
 
     /// The program that wrote it.
@@ -116,11 +125,14 @@ impl<'a> Recording<'a> {
     pub fn ancestry(&self, branch: BranchId) -> Result<Vec<Segment>, ReadError> {
         let mut out = vec![Segment { branch, until_seq: None }];
         let mut entry = self.branch(branch).ok_or(ReadError::NoBranch(branch))?;
+        let mut limit = u64::MAX;
         while let (Some(parent), Some(fork_seq)) = (entry.parent, entry.fork_seq) {
             if out.len() > self.summary.branches.len() {
                 break;
             }
-            out.push(Segment { branch: parent, until_seq: Some(fork_seq) });
+            // An ancestor is taken only up to the lowest fork point below it.
+            limit = limit.min(fork_seq);
+            out.push(Segment { branch: parent, until_seq: Some(limit) });
             entry = self.branch(parent).ok_or(ReadError::NoBranch(parent))?;
         }
         out.reverse();
@@ -130,9 +142,10 @@ impl<'a> Recording<'a> {
 
     /// The index entries of `branch`'s own chunks, in seq order.
     pub fn own_chunks(&self, branch: BranchId) -> Vec<&ChunkIndexEntry> {
-        let mut out: Vec<_> = self.summary.chunks.iter().filter(|c| c.branch == branch).collect();
-        out.sort_by_key(|c| c.first_seq);
-        out
+        self.by_branch
+            .get(&branch)
+            .map(|list| list.iter().filter_map(|&i| self.summary.chunks.get(i)).collect())
+            .unwrap_or_default()
     }
 
     /// Every chunk that holds events of `branch` or its ancestry, with the last seq to take
@@ -251,7 +264,7 @@ impl<'a> Recording<'a> {
                 .any(|s| s.branch == cp.branch && s.until_seq.is_none_or(|until| cp.seq <= until));
             let bytes = usize::try_from(cp.offset)
                 .ok()
-                .zip(usize::try_from(cp.offset + cp.len_bytes).ok())
+                .zip(cp.offset.checked_add(cp.len_bytes).and_then(|end| usize::try_from(end).ok()))
                 .and_then(|(a, b)| self.bytes.get(a..b));
             if let (true, Some(bytes)) = (on_path, bytes) {
                 out.push((*cp, bytes));

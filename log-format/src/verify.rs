@@ -174,6 +174,13 @@ fn scan(
 
 fn walk(chunk: &ChunkRef<'_>) -> Result<Found, FormatError> {
     let kinds = chunk.verify_events()?;
+    // Every body of a known kind must decode, not just frame: a reader will decode it.
+    for event in chunk.events() {
+        let event = event?;
+        decode_body(event.kind, event.schema, event.body).map_err(|source| {
+            FormatError::BadEvent { offset: chunk.offset, seq: event.header.seq, source }
+        })?;
+    }
     let mut created = None;
     let mut created_id = EventId::NONE;
     if let Some(first) = chunk.events().next().transpose()? {
@@ -256,7 +263,9 @@ fn link(bytes: &[u8], found: &[Found], problems: &mut Vec<Problem>) -> Vec<Branc
                 match fork_point {
                     None => bad(format!("its fork point {parent} #{fork_seq} is not in the file")),
                     Some((id, time)) => {
-                        if id != first.parent || first.entry.first_seq != fork_seq + 1 {
+                        if id != first.parent
+                            || fork_seq.checked_add(1) != Some(first.entry.first_seq)
+                        {
                             bad(format!(
                                 "it does not continue its fork point {parent} #{fork_seq}"
                             ));
@@ -271,7 +280,9 @@ fn link(bytes: &[u8], found: &[Found], problems: &mut Vec<Problem>) -> Vec<Branc
         }
         for pair in chunks.windows(2) {
             if let [a, b] = pair {
-                if b.parent != a.last_id || b.entry.first_seq != a.entry.last_seq + 1 {
+                if b.parent != a.last_id
+                    || a.entry.last_seq.checked_add(1) != Some(b.entry.first_seq)
+                {
                     bad(format!(
                         "chain broken at #{}: parent is {}, but the previous event is #{} {}",
                         b.entry.first_seq, b.parent, a.entry.last_seq, a.last_id

@@ -1,6 +1,8 @@
 //! Writes `.hamlet` recordings: preamble, chunks as they come, then the summary and the
-//! footer. The writer refuses any chunk the reader would reject, so a recording it
-//! finishes always verifies.
+//! footer. The writer refuses a chunk that is malformed or does not continue its branch
+//! (seq, parent id, time); a fork's first chunk must name a fork point among its parent's
+//! own events already written. It cannot check the fork point's id without keeping every
+//! id: callers (the store, `recover`) check that, and `verify` checks everything.
 
 use std::collections::BTreeMap;
 use std::io::{self, Write};
@@ -37,6 +39,7 @@ pub struct RecordingWriter<W: Write> {
     branch_order: Vec<BranchId>,
     stats: Statistics,
     checkpoints: Vec<(BranchId, u64, [u8; 32], Vec<u8>)>,
+    head_times: BTreeMap<BranchId, u64>,
 }
 
 impl<W: Write> RecordingWriter<W> {
@@ -55,6 +58,7 @@ impl<W: Write> RecordingWriter<W> {
             branch_order: Vec::new(),
             stats: Statistics::default(),
             checkpoints: Vec::new(),
+            head_times: BTreeMap::new(),
         })
     }
 
@@ -79,7 +83,16 @@ impl<W: Write> RecordingWriter<W> {
         let header = chunk.header;
         match self.branches.get(&header.branch) {
             Some(entry) => {
-                if header.parent != entry.head_id || header.first_seq != entry.head_seq + 1 {
+                let time = self.head_times.get(&header.branch).copied().unwrap_or(0);
+                if header.time_first < time {
+                    return Err(WriteError::Refused(format!(
+                        "{}: chunk at #{} starts at time {}, before the branch's head at {time}",
+                        header.branch, header.first_seq, header.time_first
+                    )));
+                }
+                if header.parent != entry.head_id
+                    || header.first_seq != entry.head_seq.wrapping_add(1)
+                {
                     return Err(WriteError::Refused(format!(
                         "{}: chunk starts at #{} after {}, but the branch's head is #{} {}",
                         header.branch,
@@ -112,9 +125,15 @@ impl<W: Write> RecordingWriter<W> {
                 }
                 match (created.parent_branch, created.fork_seq) {
                     (None, None) if header.first_seq == 0 && header.parent == EventId::NONE => {}
-                    (Some(parent), Some(fork_seq)) if header.first_seq == fork_seq + 1 => {
-                        let known =
-                            self.branches.get(&parent).is_some_and(|p| p.head_seq >= fork_seq);
+                    (Some(parent), Some(fork_seq))
+                        if fork_seq.checked_add(1) == Some(header.first_seq) =>
+                    {
+                        let own_first =
+                            |p: &BranchEntry| p.fork_seq.map_or(0, |s| s.saturating_add(1));
+                        let known = self
+                            .branches
+                            .get(&parent)
+                            .is_some_and(|p| p.head_seq >= fork_seq && own_first(p) <= fork_seq);
                         if !known {
                             return Err(WriteError::Refused(format!(
                                 "{}: forks {parent} at #{fork_seq}, which is not written yet",
@@ -146,6 +165,7 @@ impl<W: Write> RecordingWriter<W> {
         }
         self.out.write_all(record)?;
         self.data.update(record);
+        self.head_times.insert(header.branch, header.time_last);
         if let Some(entry) = self.branches.get_mut(&header.branch) {
             entry.head_id = header.last_id;
             entry.head_seq = header.last_seq();

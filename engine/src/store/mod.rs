@@ -285,12 +285,15 @@ impl<S: Storage> Store<S> {
         let mut row =
             self.branches.get(&branch).ok_or_else(|| StoreError::NoBranch(branch.to_string()))?;
         let mut out = vec![(branch, row.head_seq)];
+        let mut limit = row.head_seq;
         while let (Some(parent), Some(fork_seq)) = (row.parent, row.fork_seq) {
             row = self
                 .branches
                 .get(&parent)
                 .ok_or_else(|| StoreError::NoBranch(parent.to_string()))?;
-            out.push((parent, fork_seq));
+            // An ancestor is taken only up to the lowest fork point below it.
+            limit = limit.min(fork_seq);
+            out.push((parent, limit));
             if out.len() > self.branches.len() {
                 break;
             }
@@ -546,6 +549,9 @@ impl<S: Storage> Store<S> {
         name: &str,
     ) -> Result<BranchId, StoreError> {
         let point = self.event_at(from, at_seq)?;
+        // The fork's parent is the branch that holds the fork point as one of its own
+        // events: forking `from` inside its ancestor's part of history forks that ancestor.
+        let from = point.branch;
         let created = NewEvent::new(
             point.sim_time_secs(),
             Body::BranchCreated(BranchCreated {

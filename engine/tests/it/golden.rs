@@ -1,0 +1,72 @@
+//! Goal: every recording ever written stays readable, folding to the same state forever.
+//! Method: an add-only corpus, one recording per schema version under
+//! `log-format/tests/golden/`, verified and folded with pinned state hashes. Never rewrite
+//! a file there; a new schema version adds a new file and a new pin.
+
+use hamlet_engine::history::{state_at_recording, Moment};
+use hamlet_log::Recording;
+
+fn corpus_dir() -> std::path::PathBuf {
+    std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../log-format/tests/golden")
+}
+
+/// (file, branch, state hash at its end). Add lines; never change one.
+const PINNED: &[(&str, &str, &str)] = &[
+    (
+        "schema-v1.hamlet",
+        "main",
+        "st_6fb8c31de9b7464262023e83fca3cb3c494f4cdb0e31b296ce55edb938a55ac3",
+    ),
+    (
+        "schema-v1.hamlet",
+        "what-if",
+        "st_c88523e1471d3259689e10352486f3c15c4917791f0f733c4bb58b08a5363442",
+    ),
+    (
+        "schema-v1-town.hamlet",
+        "main",
+        "st_a374762161c425b8ea70f82137425a6ab92a75528400c1772f9e39dfba2af1b3",
+    ),
+];
+
+#[test]
+fn the_golden_corpus_reads_and_folds_to_its_pinned_states() {
+    for (file, branch, pinned) in PINNED {
+        let path = corpus_dir().join(file);
+        let bytes = std::fs::read(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+        let report = hamlet_log::verify::verify(&bytes);
+        assert!(report.is_clean(), "{file}: {:?}", report.problems);
+        let rec = Recording::open(&bytes).unwrap();
+        let id = rec.find_branch(branch).unwrap().id;
+        let town = state_at_recording(&rec, id, Moment::End).unwrap();
+        assert_eq!(town.state_hash().to_string(), *pinned, "{file} branch {branch}");
+        assert_eq!(town.n_unknown, 0, "{file}: every kind is known to this build");
+    }
+}
+
+/// Writes a corpus file that does not exist yet. Run once per schema version:
+/// `cargo test -p hamlet-engine --test it golden::write_missing_corpus -- --ignored`.
+#[test]
+#[ignore = "writes the golden corpus; run by hand once per schema version"]
+fn write_missing_corpus() {
+    let dir = corpus_dir();
+    std::fs::create_dir_all(&dir).unwrap();
+    let files: [(&str, Vec<u8>); 2] = [
+        ("schema-v1.hamlet", hamlet_log::samples::small_recording()),
+        (
+            "schema-v1-town.hamlet",
+            hamlet_engine::synth::write_recording(
+                hamlet_engine::synth::SynthSpec { n_events: 600, n_agents: 4, seed: 11 },
+                Vec::new(),
+                |_| {},
+            )
+            .unwrap(),
+        ),
+    ];
+    for (name, bytes) in files {
+        let path = dir.join(name);
+        if !path.exists() {
+            std::fs::write(&path, bytes).unwrap();
+        }
+    }
+}

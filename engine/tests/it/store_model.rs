@@ -1,0 +1,157 @@
+//! Goal: the store agrees with a plain model after any sequence of operations.
+//! Method: proptest draws appends, forks, reopens, index deletions, export/import round
+//! trips and checks, run on the real store and on a `Vec` of ids per branch.
+
+use hamlet_engine::rng::SimRng;
+use hamlet_engine::store::Store;
+use hamlet_log::verify::verify;
+use hamlet_log::{BranchId, EventId};
+use proptest::prelude::*;
+
+use crate::support::batch;
+
+#[derive(Debug, Clone)]
+enum Op {
+    Append { branch: usize, n: usize },
+    Fork { branch: usize, at_per_mille: u64 },
+    Reopen,
+    DropIndex,
+    ExportImport,
+    Check,
+}
+
+fn op() -> impl Strategy<Value = Op> {
+    prop_oneof![
+        4 => (0..4usize, 1..40usize).prop_map(|(branch, n)| Op::Append { branch, n }),
+        2 => (0..4usize, 0..1000u64).prop_map(|(branch, at_per_mille)| Op::Fork { branch, at_per_mille }),
+        1 => Just(Op::Reopen),
+        1 => Just(Op::DropIndex),
+        1 => Just(Op::ExportImport),
+        1 => Just(Op::Check),
+    ]
+}
+
+/// A branch as the model knows it: every id from the root, and each event's time.
+struct ModelBranch {
+    id: BranchId,
+    ids: Vec<EventId>,
+    times: Vec<u64>,
+}
+
+fn assert_agrees(store: &Store, model: &[ModelBranch]) {
+    assert_eq!(store.branches().len(), model.len(), "branch count");
+    for b in model {
+        let info = store.branch(b.id).expect("branch in store");
+        assert_eq!(info.head_seq + 1, b.ids.len() as u64, "head of {}", info.name);
+        let ids: Vec<EventId> =
+            store.events(b.id, 0, info.head_seq).unwrap().iter().map(|e| e.id).collect();
+        assert_eq!(ids, b.ids, "ids of {}", info.name);
+    }
+}
+
+fn run(ops: Vec<Op>) {
+    let dir = tempfile::tempdir().unwrap();
+    let mut store = Store::open(dir.path()).unwrap();
+    let root = store.create_root("main").unwrap();
+    let mut model = vec![ModelBranch { id: root, ids: vec![root.0], times: vec![0] }];
+    let mut rng = SimRng::stream(7, &["model"]);
+    for op in ops {
+        match op {
+            Op::Append { branch, n } => {
+                let len = model.len();
+                let b = &mut model[branch % len];
+                let mut time = *b.times.last().unwrap();
+                let events = batch(&mut rng, &mut time, n);
+                let ids = store.append_durable(b.id, &events).unwrap();
+                b.times.extend(events.iter().map(|e| e.sim_time_secs));
+                b.ids.extend(ids);
+            }
+            Op::Fork { branch, at_per_mille } => {
+                let parent = &model[branch % model.len()];
+                let at = (parent.ids.len() as u64 - 1) * at_per_mille / 1000;
+                let name = format!("fork-{}", model.len());
+                let id = store.fork(parent.id, at, &name).unwrap();
+                let keep = at as usize + 1;
+                let mut ids = parent.ids[..keep].to_vec();
+                let mut times = parent.times[..keep].to_vec();
+                ids.push(id.0);
+                times.push(parent.times[at as usize]);
+                model.push(ModelBranch { id, ids, times });
+            }
+            Op::Reopen => {
+                drop(store);
+                store = Store::open(dir.path()).unwrap();
+            }
+            Op::DropIndex => {
+                drop(store);
+                std::fs::remove_dir_all(dir.path().join("index")).unwrap();
+                store = Store::open(dir.path()).unwrap();
+                assert!(store.was_rebuilt());
+            }
+            Op::ExportImport => {
+                let bytes = store.export(None, Vec::new()).unwrap();
+                let report = verify(&bytes);
+                assert!(report.is_clean(), "{:?}", report.problems);
+                let other = tempfile::tempdir().unwrap();
+                let mut copy = Store::open(other.path()).unwrap();
+                copy.import(&bytes).unwrap();
+                assert_agrees(&copy, &model);
+                assert_eq!(
+                    copy.export(None, Vec::new()).unwrap(),
+                    bytes,
+                    "export → import → export"
+                );
+                // Importing again adds nothing and changes nothing.
+                assert_eq!(copy.import(&bytes).unwrap(), 0);
+            }
+            Op::Check => store.check_index().unwrap(),
+        }
+        assert_agrees(&store, &model);
+    }
+    store.check_index().unwrap();
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 24, ..ProptestConfig::default() })]
+    #[test]
+    fn the_store_agrees_with_a_model(ops in proptest::collection::vec(op(), 1..14)) {
+        run(ops);
+    }
+}
+
+#[test]
+fn a_fork_costs_one_event_whatever_the_log_length() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut store = Store::open(dir.path()).unwrap();
+    let root = store.create_root("main").unwrap();
+    let mut rng = SimRng::stream(1, &[]);
+    let mut time = 0;
+    store.append_durable(root, &batch(&mut rng, &mut time, 5000)).unwrap();
+    let before = std::fs::read_dir(dir.path().join("segments")).unwrap().count();
+    let fork = store.fork(root, 2500, "what-if").unwrap();
+    let info = store.branch(fork).unwrap();
+    assert_eq!((info.n_events, info.head_seq, info.fork_seq), (1, 2501, Some(2500)));
+    let seg = std::fs::read_dir(dir.path().join("segments")).unwrap().count();
+    assert_eq!(seg, before + 1, "a fork adds one small segment");
+    let sizes: Vec<u64> = std::fs::read_dir(dir.path().join("segments"))
+        .unwrap()
+        .map(|e| e.unwrap().metadata().unwrap().len())
+        .collect();
+    assert!(sizes.iter().any(|&s| s < 512), "the fork's segment holds one event: {sizes:?}");
+    // The parent is untouched and still verifies.
+    assert_eq!(store.branch(root).unwrap().head_seq, 5000);
+    let bytes = store.export(Some(root), Vec::new()).unwrap();
+    assert!(verify(&bytes).is_clean());
+}
+
+#[test]
+fn names_are_unique_and_seqs_are_checked() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut store = Store::open(dir.path()).unwrap();
+    let root = store.create_root("main").unwrap();
+    assert!(store.fork(root, 0, "main").is_err());
+    assert!(store.fork(root, 5, "later").is_err());
+    let fork = store.fork(root, 0, "later").unwrap();
+    assert_eq!(store.find_branch("later").unwrap().id, fork);
+    assert_eq!(store.find_branch(&fork.to_hex()[..8]).unwrap().id, fork);
+}
