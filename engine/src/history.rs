@@ -9,9 +9,33 @@ use hamlet_log::{BranchId, Event, Recording, RecordingWriter};
 use crate::fold::Town;
 use crate::store::{Storage, Store, StoreError};
 
-/// Events between checkpoints. A seek folds at most this many events after decoding one
-/// checkpoint (≈ 2 ms at 5 M events/s).
+/// The fewest events between checkpoints. A seek folds at most the gap between two
+/// checkpoints after decoding one.
 pub const CHECKPOINT_EVERY: u64 = 8192;
+/// Checkpoint bytes allowed per event, amortised: a new checkpoint is written only when
+/// the events since the last one, times this, reach the size of the last one. A town's
+/// state grows with its memory streams, so fixed spacing would make checkpoints grow
+/// quadratically with the log; this keeps them a bounded share of a recording.
+pub const CHECKPOINT_BYTES_PER_EVENT: u64 = 48;
+
+/// Decides where checkpoints go as a branch is folded in blocks of [`CHECKPOINT_EVERY`].
+#[derive(Debug, Default)]
+struct Spacing {
+    since: u64,
+    last_len: u64,
+}
+
+impl Spacing {
+    /// After `n` more events: should a checkpoint be written now?
+    fn due(&mut self, n: u64) -> bool {
+        self.since += n;
+        self.since >= CHECKPOINT_EVERY && self.since * CHECKPOINT_BYTES_PER_EVENT >= self.last_len
+    }
+    fn written(&mut self, len: usize) {
+        self.since = 0;
+        self.last_len = len as u64;
+    }
+}
 
 /// A moment on a branch.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -65,8 +89,8 @@ pub fn state_at_store<S: Storage>(
     Ok(town)
 }
 
-/// Folds a whole branch of a store, writing a checkpoint every [`CHECKPOINT_EVERY`] events
-/// of the branch's own. Returns the final town.
+/// Folds a whole branch of a store, writing checkpoints among its own events, spaced as
+/// [`CHECKPOINT_EVERY`] and [`CHECKPOINT_BYTES_PER_EVENT`] say. Returns the final town.
 pub fn checkpoint_store<S: Storage>(
     store: &Store<S>,
     branch: BranchId,
@@ -78,13 +102,16 @@ pub fn checkpoint_store<S: Storage>(
         None => Town::default(),
     };
     let mut from = own_first;
+    let mut spacing = Spacing::default();
     while from <= info.head_seq {
         let to = (from + CHECKPOINT_EVERY - 1).min(info.head_seq);
         for event in store.events(branch, from, to)? {
             town.apply(&event);
         }
-        if (to + 1) % CHECKPOINT_EVERY == 0 {
-            store.put_checkpoint(branch, to, &town.to_checkpoint())?;
+        if spacing.due(to + 1 - from) && to < info.head_seq {
+            let state = town.to_checkpoint();
+            store.put_checkpoint(branch, to, &state)?;
+            spacing.written(state.len());
         }
         from = to + 1;
     }
@@ -127,8 +154,8 @@ pub fn recording_events(rec: &Recording<'_>, branch: BranchId) -> Result<Vec<Eve
     rec.events(branch, 0)?.collect()
 }
 
-/// Exports from a store to a recording with checkpoints every [`CHECKPOINT_EVERY`] events
-/// of each branch written.
+/// Exports from a store to a recording, with checkpoints among each written branch's own
+/// events, spaced as [`CHECKPOINT_EVERY`] and [`CHECKPOINT_BYTES_PER_EVENT`] say.
 pub fn export_with_checkpoints<S: Storage, W: std::io::Write>(
     store: &Store<S>,
     branch: Option<BranchId>,
@@ -145,13 +172,18 @@ pub fn export_with_checkpoints<S: Storage, W: std::io::Write>(
             None => Town::default(),
         };
         let mut seq = first;
+        let mut spacing = Spacing::default();
         while seq <= entry.head_seq {
             let to = (seq + CHECKPOINT_EVERY - 1).min(entry.head_seq);
             for event in store.events(entry.id, seq, to)? {
                 town.apply(&event);
             }
-            if (to + 1) % CHECKPOINT_EVERY == 0 {
-                writer.add_checkpoint(entry.id, to, town.state_hash().0, town.to_checkpoint());
+            if spacing.due(to + 1 - seq) && to < entry.head_seq {
+                let state = town.to_checkpoint();
+                writer.add_checkpoint(entry.id, to, town.state_hash().0, &state).map_err(
+                    |source| StoreError::Io { op: "write", path: "the recording".into(), source },
+                )?;
+                spacing.written(state.len());
             }
             seq = to + 1;
         }

@@ -23,13 +23,15 @@ pub mod op {
     pub const HEADER: u8 = 0x01;
     /// A run of consecutive events of one branch.
     pub const CHUNK: u8 = 0x02;
+    /// A folded state (derived data, opaque to this crate), indexed by the summary.
+    pub const CHECKPOINT_STATE: u8 = 0x03;
     /// First summary record: the hash of every byte before the summary.
     pub const DATA_HASH: u8 = 0x10;
     /// One branch of the branch table.
     pub const BRANCH: u8 = 0x11;
     /// The chunk index: one fixed-size entry per chunk.
     pub const CHUNK_INDEX: u8 = 0x12;
-    /// A folded state at some event (derived data, opaque to this crate).
+    /// Where one checkpoint's state record is, and its hash.
     pub const CHECKPOINT: u8 = 0x13;
     /// Counts of events by kind, and the time range.
     pub const STATISTICS: u8 = 0x14;
@@ -63,6 +65,17 @@ pub const CHUNK_TARGET_EVENTS: usize = 2048;
 const CHUNK_CONTEXT: &str = "hamlet 2026-11-22 chunk";
 const DATA_CONTEXT: &str = "hamlet 2026-11-22 data section";
 const SUMMARY_CONTEXT: &str = "hamlet 2026-11-22 summary";
+const CHECKPOINT_CONTEXT: &str = "hamlet 2026-11-22 checkpoint";
+
+/// Bytes of one checkpoint index entry.
+pub const CHECKPOINT_ENTRY_LEN: usize = 120;
+/// Bytes ahead of each stored event in a chunk: its length and its id.
+pub const EVENT_PREFIX_LEN: usize = 4 + 32;
+
+/// The hash of a checkpoint's state bytes.
+pub fn checkpoint_hash(state: &[u8]) -> [u8; 32] {
+    *blake3::Hasher::new_derive_key(CHECKPOINT_CONTEXT).update(state).finalize().as_bytes()
+}
 
 /// A hasher for a chunk's header and data.
 pub fn chunk_hasher() -> blake3::Hasher {
@@ -433,6 +446,9 @@ impl<'a> ChunkRef<'a> {
     /// The chunk's events in order: stored bytes with their ids, chained from the header's
     /// parent. The iterator checks framing, seq order and time order, and stops at the
     /// first problem.
+    ///
+    /// Ids are read as stored: the chunk's hash, checked when it was parsed, vouches for
+    /// them. [`ChunkRef::events_checked`] recomputes the chain instead.
     pub fn events(&self) -> ChunkEvents<'a> {
         ChunkEvents {
             cur: Bytes::new(self.data),
@@ -442,7 +458,14 @@ impl<'a> ChunkRef<'a> {
             last_time: self.header.time_first,
             failed: false,
             offset: self.offset,
+            check_chain: false,
         }
+    }
+
+    /// Like [`ChunkRef::events`], but each id is recomputed from its parent and stored
+    /// bytes and must equal the stored one.
+    pub fn events_checked(&self) -> ChunkEvents<'a> {
+        ChunkEvents { check_chain: true, ..self.events() }
     }
 
     /// Walks every event: framing, header decoding, seq and time order, and that the chain
@@ -450,7 +473,7 @@ impl<'a> ChunkRef<'a> {
     pub fn verify_events(&self) -> Result<Vec<u16>, FormatError> {
         let mut kinds = Vec::with_capacity(self.header.n_events as usize);
         let mut last = self.header.parent;
-        for item in self.events() {
+        for item in self.events_checked() {
             let event = item?;
             kinds.push(event.kind);
             last = event.id;
@@ -497,6 +520,7 @@ pub struct ChunkEvents<'a> {
     last_time: u64,
     failed: bool,
     offset: u64,
+    check_chain: bool,
 }
 
 impl<'a> ChunkEvents<'a> {
@@ -509,6 +533,7 @@ impl<'a> ChunkEvents<'a> {
         if len > MAX_EVENT_LEN {
             return Err(bad(format!("event #{seq} claims {len} bytes, over the limit")));
         }
+        let id = self.cur.id().ok_or_else(|| bad(format!("data ends inside event #{seq}'s id")))?;
         let stored = self
             .cur
             .take(len as usize)
@@ -531,7 +556,14 @@ impl<'a> ChunkEvents<'a> {
             )));
         }
         self.last_time = header.sim_time_secs;
-        let id = EventId::chain(self.parent, stored);
+        if self.check_chain {
+            let chained = EventId::chain(self.parent, stored);
+            if chained != id {
+                return Err(bad(format!(
+                    "event #{seq} is stored as {id}, but its bytes chain to {chained}"
+                )));
+            }
+        }
         let parent = std::mem::replace(&mut self.parent, id);
         self.index += 1;
         if self.index == self.header.n_events {
@@ -542,6 +574,12 @@ impl<'a> ChunkEvents<'a> {
                 return Err(bad(format!(
                     "last event's time {} is not the header's {}",
                     header.sim_time_secs, self.header.time_last
+                )));
+            }
+            if id != self.header.last_id {
+                return Err(bad(format!(
+                    "last event is {id}, but the header's last id is {}",
+                    self.header.last_id
                 )));
             }
         }
@@ -574,6 +612,7 @@ pub struct ChunkBuilder {
     data: Vec<u8>,
 }
 
+#[allow(clippy::panic, reason = "the write path asserts hard: a bad event must never be written")]
 impl ChunkBuilder {
     /// An empty chunk continuing `branch` after the event `parent`, starting at `first_seq`.
     pub fn new(branch: BranchId, parent: EventId, first_seq: u64) -> ChunkBuilder {
@@ -606,9 +645,10 @@ impl ChunkBuilder {
         }
         assert!(stored.len() <= MAX_EVENT_LEN as usize, "event #{seq} is too long");
         self.time_last = header.sim_time_secs;
-        self.data.extend_from_slice(&(stored.len() as u32).to_le_bytes());
-        self.data.extend_from_slice(stored);
         self.last_id = EventId::chain(self.last_id, stored);
+        self.data.extend_from_slice(&(stored.len() as u32).to_le_bytes());
+        self.data.extend_from_slice(&self.last_id.0);
+        self.data.extend_from_slice(stored);
         self.n_events += 1;
         self.last_id
     }
@@ -763,7 +803,8 @@ impl BranchEntry {
     }
 }
 
-/// A checkpoint's place in the file; its state bytes stay where they are.
+/// A checkpoint's place in the file: its state bytes are the body of a
+/// [`op::CHECKPOINT_STATE`] record in the data section.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct CheckpointEntry {
     /// The branch.
@@ -772,10 +813,39 @@ pub struct CheckpointEntry {
     pub seq: u64,
     /// The state's hash, as the engine computes it.
     pub state_hash: [u8; 32],
-    /// Absolute offset of the state bytes.
+    /// Absolute offset of the state bytes (the record's body).
     pub offset: u64,
     /// Their length.
     pub len_bytes: u64,
+    /// [`checkpoint_hash`] of the state bytes.
+    pub hash: [u8; 32],
+}
+
+impl CheckpointEntry {
+    /// Appends the fixed 120 bytes.
+    pub fn encode_into(&self, out: &mut Vec<u8>) {
+        out.extend_from_slice(&self.branch.0 .0);
+        out.extend_from_slice(&self.seq.to_le_bytes());
+        out.extend_from_slice(&self.state_hash);
+        out.extend_from_slice(&self.offset.to_le_bytes());
+        out.extend_from_slice(&self.len_bytes.to_le_bytes());
+        out.extend_from_slice(&self.hash);
+    }
+
+    fn decode(body: &[u8]) -> Option<CheckpointEntry> {
+        if body.len() != CHECKPOINT_ENTRY_LEN {
+            return None;
+        }
+        let mut cur = Bytes::new(body);
+        Some(CheckpointEntry {
+            branch: BranchId(cur.id()?),
+            seq: cur.u64()?,
+            state_hash: cur.array()?,
+            offset: cur.u64()?,
+            len_bytes: cur.u64()?,
+            hash: cur.array()?,
+        })
+    }
 }
 
 /// Counts of the events in a file.
@@ -957,28 +1027,19 @@ fn parse_summary(section: &[u8], start: u64) -> Result<Summary, FormatError> {
                 }
             }
             op::CHECKPOINT => {
-                let mut cur = Bytes::new(record.body);
-                let (Some(branch), Some(seq), Some(state_hash)) =
-                    (cur.id(), cur.u64(), cur.array::<32>())
-                else {
-                    return Err(bad("shorter than 72 bytes"));
-                };
-                let offset = record.offset + RECORD_PREFIX_LEN as u64 + 72;
-                let len_bytes = cur.remaining() as u64;
-                summary.checkpoints.push(CheckpointEntry {
-                    branch: BranchId(branch),
-                    seq,
-                    state_hash,
-                    offset,
-                    len_bytes,
-                });
+                let entry = CheckpointEntry::decode(record.body)
+                    .ok_or_else(|| bad("body is not 120 bytes"))?;
+                if entry.offset.checked_add(entry.len_bytes).is_none_or(|end| end > start) {
+                    return Err(bad("checkpoint lies outside the data section"));
+                }
+                summary.checkpoints.push(entry);
             }
             op::STATISTICS => {
                 summary.statistics =
                     Statistics::decode(record.body).ok_or_else(|| bad("malformed statistics"))?;
                 seen_stats = true;
             }
-            op::HEADER | op::CHUNK | op::FOOTER => {
+            op::HEADER | op::CHUNK | op::CHECKPOINT_STATE | op::FOOTER => {
                 return Err(bad("this record does not belong in the summary"));
             }
             _ => {} // Unknown summary records are skipped; the summary hash covered them.

@@ -266,7 +266,8 @@ impl<'a> Recording<'a> {
                 .ok()
                 .zip(cp.offset.checked_add(cp.len_bytes).and_then(|end| usize::try_from(end).ok()))
                 .and_then(|(a, b)| self.bytes.get(a..b));
-            if let (true, Some(bytes)) = (on_path, bytes) {
+            let sound = bytes.is_some_and(|b| crate::format::checkpoint_hash(b) == cp.hash);
+            if let (true, true, Some(bytes)) = (on_path, sound, bytes) {
                 out.push((*cp, bytes));
             }
         }

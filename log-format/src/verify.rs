@@ -108,6 +108,7 @@ fn scan(
     end: usize,
     problems: &mut Vec<Problem>,
     stop_at_error: bool,
+    states: &mut Vec<(u64, u64)>,
 ) -> Vec<Found> {
     let mut at = start;
     let mut raw = Vec::new();
@@ -144,6 +145,12 @@ fn scan(
                 }
                 problems.push(Problem::StrayRecord { op: record.op, offset: record.offset });
             }
+            op::CHECKPOINT_STATE => {
+                states.push((
+                    record.offset + crate::format::RECORD_PREFIX_LEN as u64,
+                    record.body.len() as u64,
+                ));
+            }
             _ => {} // Unknown kinds are skipped; the data hash covers their bytes.
         }
     }
@@ -173,21 +180,23 @@ fn scan(
 }
 
 fn walk(chunk: &ChunkRef<'_>) -> Result<Found, FormatError> {
-    let kinds = chunk.verify_events()?;
-    // Every body of a known kind must decode, not just frame: a reader will decode it.
-    for event in chunk.events() {
-        let event = event?;
-        decode_body(event.kind, event.schema, event.body).map_err(|source| {
-            FormatError::BadEvent { offset: chunk.offset, seq: event.header.seq, source }
-        })?;
-    }
+    // One pass: the chain is recomputed, and every body of a known kind must decode, not
+    // just frame, since a reader will decode it.
+    let mut kinds = Vec::with_capacity(chunk.header.n_events as usize);
     let mut created = None;
     let mut created_id = EventId::NONE;
-    if let Some(first) = chunk.events().next().transpose()? {
-        if let Ok(Body::BranchCreated(b)) = decode_body(first.kind, first.schema, first.body) {
-            created = Some(b);
-            created_id = first.id;
+    for event in chunk.events_checked() {
+        let event = event?;
+        let body = decode_body(event.kind, event.schema, event.body).map_err(|source| {
+            FormatError::BadEvent { offset: chunk.offset, seq: event.header.seq, source }
+        })?;
+        if kinds.is_empty() {
+            if let Body::BranchCreated(b) = body {
+                created = Some(b);
+                created_id = event.id;
+            }
         }
+        kinds.push(event.kind);
     }
     let h = chunk.header;
     Ok(Found {
@@ -351,7 +360,8 @@ pub fn verify(bytes: &[u8]) -> Report {
     let Some(data_start) = data_start else {
         return Report { problems, ..Report::default() };
     };
-    let found = scan(bytes, data_start, data_end, &mut problems, false);
+    let mut states = Vec::new();
+    let found = scan(bytes, data_start, data_end, &mut problems, false, &mut states);
     let table = link(bytes, &found, &mut problems);
     let stats = statistics(&found);
     if let Some(summary) = &summary {
@@ -387,11 +397,25 @@ pub fn verify(bytes: &[u8]) -> Report {
             )));
         }
         for cp in &summary.checkpoints {
-            let on_branch = table.iter().any(|b| b.id == cp.branch && cp.seq <= b.head_seq);
+            let on_branch = table.iter().any(|b| {
+                b.id == cp.branch && cp.seq <= b.head_seq && b.fork_seq.is_none_or(|f| cp.seq > f)
+            });
             if !on_branch {
                 problems.push(Problem::Index(format!(
-                    "checkpoint at {} #{} is past its branch's events",
+                    "checkpoint at {} #{} is not among its branch's own events",
                     cp.branch, cp.seq
+                )));
+            }
+            let body = usize::try_from(cp.offset)
+                .ok()
+                .zip(cp.offset.checked_add(cp.len_bytes).and_then(|e| usize::try_from(e).ok()))
+                .and_then(|(a, b)| bytes.get(a..b));
+            let sound = states.contains(&(cp.offset, cp.len_bytes))
+                && body.is_some_and(|b| crate::format::checkpoint_hash(b) == cp.hash);
+            if !sound {
+                problems.push(Problem::Index(format!(
+                    "checkpoint at {} #{} does not match its state record at byte {}",
+                    cp.branch, cp.seq, cp.offset
                 )));
             }
         }
@@ -449,7 +473,7 @@ pub fn recover(bytes: &[u8], writer_name: &str) -> Recovered {
         return nothing(report.problems);
     };
     let mut ignored = Vec::new();
-    let found = scan(bytes, start, bytes.len(), &mut ignored, true);
+    let found = scan(bytes, start, bytes.len(), &mut ignored, true, &mut Vec::new());
     let Ok(mut writer) = RecordingWriter::new(Vec::new(), writer_name) else {
         return nothing(report.problems);
     };
@@ -466,7 +490,9 @@ pub fn recover(bytes: &[u8], writer_name: &str) -> Recovered {
                             && fork_seq <= c.entry.last_seq
                     })
                     .and_then(|c| id_at(bytes, c, fork_seq));
-                if point.map(|(id, _)| id) != Some(f.parent) {
+                let sound =
+                    point.is_some_and(|(id, time)| id == f.parent && f.entry.time_first >= time);
+                if !sound {
                     break;
                 }
             }

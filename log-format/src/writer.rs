@@ -38,7 +38,7 @@ pub struct RecordingWriter<W: Write> {
     branches: BTreeMap<BranchId, BranchEntry>,
     branch_order: Vec<BranchId>,
     stats: Statistics,
-    checkpoints: Vec<(BranchId, u64, [u8; 32], Vec<u8>)>,
+    checkpoints: Vec<crate::format::CheckpointEntry>,
     head_times: BTreeMap<BranchId, u64>,
 }
 
@@ -195,16 +195,30 @@ impl<W: Write> RecordingWriter<W> {
         Ok(())
     }
 
-    /// Adds a checkpoint: the engine's folded state after event `seq` of `branch`, with the
-    /// state's hash. Written in the summary; derived data.
+    /// Writes a checkpoint: the engine's folded state after event `seq` of `branch`, with
+    /// the state's hash. A record of the data section, indexed by the summary; derived
+    /// data, which readers may ignore.
     pub fn add_checkpoint(
         &mut self,
         branch: BranchId,
         seq: u64,
         state_hash: [u8; 32],
-        state: Vec<u8>,
-    ) {
-        self.checkpoints.push((branch, seq, state_hash, state));
+        state: &[u8],
+    ) -> io::Result<()> {
+        let mut record = Vec::with_capacity(crate::format::RECORD_PREFIX_LEN + state.len());
+        push_record(&mut record, op::CHECKPOINT_STATE, state);
+        self.out.write_all(&record)?;
+        self.data.update(&record);
+        self.checkpoints.push(crate::format::CheckpointEntry {
+            branch,
+            seq,
+            state_hash,
+            offset: self.offset + crate::format::RECORD_PREFIX_LEN as u64,
+            len_bytes: state.len() as u64,
+            hash: crate::format::checkpoint_hash(state),
+        });
+        self.offset += record.len() as u64;
+        Ok(())
     }
 
     /// Writes the summary and the footer, and returns the output.
@@ -222,12 +236,9 @@ impl<W: Write> RecordingWriter<W> {
             entry.encode_into(&mut index);
         }
         push_record(&mut summary, op::CHUNK_INDEX, &index);
-        for (branch, seq, hash, state) in &self.checkpoints {
-            let mut body = Vec::with_capacity(72 + state.len());
-            body.extend_from_slice(&branch.0 .0);
-            body.extend_from_slice(&seq.to_le_bytes());
-            body.extend_from_slice(hash);
-            body.extend_from_slice(state);
+        for entry in &self.checkpoints {
+            let mut body = Vec::with_capacity(crate::format::CHECKPOINT_ENTRY_LEN);
+            entry.encode_into(&mut body);
             push_record(&mut summary, op::CHECKPOINT, &body);
         }
         push_record(&mut summary, op::STATISTICS, &self.stats.encode());

@@ -964,13 +964,16 @@ enum Repair {
     Remove { path: String },
 }
 
+/// The LLM answers in a chunk: (request hash, seq).
+type LlmAnswers = Vec<([u8; 32], u64)>;
+
 /// One branch found by scanning segments.
 #[derive(Debug)]
 struct Scanned {
     row: BranchRow,
     /// The id the branch's first chunk continues (its fork point, or none).
     first_parent: EventId,
-    chunks: Vec<(ChunkLoc, Vec<([u8; 32], u64)>)>,
+    chunks: Vec<(ChunkLoc, LlmAnswers)>,
 }
 
 /// Reads every segment: chunks checked, chains linked, fork points found. Read-only: the
@@ -1082,10 +1085,13 @@ fn scan_segment<S: Storage>(
                         "a branch's first chunk must open with its BranchCreated".into(),
                     ));
                 };
-                let root_ok = created.parent_branch.is_some()
-                    || (h.first_seq == 0 && h.parent == EventId::NONE);
-                let fork_ok = created.fork_seq.is_none_or(|s| h.first_seq == s + 1);
-                if !root_ok || !fork_ok {
+                let root_ok = created.parent_branch.is_none()
+                    && created.fork_seq.is_none()
+                    && h.first_seq == 0
+                    && h.parent == EventId::NONE;
+                let fork_ok = created.parent_branch.is_some()
+                    && created.fork_seq.and_then(|s| s.checked_add(1)) == Some(h.first_seq);
+                if !(root_ok || fork_ok) {
                     return Err(corrupt(
                         at as u64,
                         "the BranchCreated does not match where its chunk starts".into(),
