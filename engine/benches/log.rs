@@ -16,7 +16,6 @@ use hamlet_engine::rng::SimRng;
 use hamlet_engine::store::Store;
 use hamlet_engine::synth::{write_recording, SynthSpec};
 use hamlet_log::event::{AgentId, Body, ClockStepped, Moved, NewEvent, Tile};
-use hamlet_log::recording::to_event;
 use hamlet_log::Recording;
 
 fn n_events() -> u64 {
@@ -98,7 +97,10 @@ fn data() -> &'static Data {
 
 fn fold(c: &mut Criterion) {
     let d = data();
-    let rec = Recording::open(&d.bytes).expect("open");
+    // Verified once at open, as the viewer and `hamlet replay` do: reads then trust the
+    // chunk hashes verify checked.
+    let (rec, report) = Recording::open_verified(&d.bytes).expect("open");
+    assert!(report.is_clean());
     let root = rec.root().expect("root").id;
     let n = rec.summary().statistics.n_events;
     let mut group = c.benchmark_group("fold");
@@ -107,8 +109,7 @@ fn fold(c: &mut Criterion) {
         b.iter(|| {
             let mut town = Town::default();
             for item in rec.stored_events(root, 0).expect("events") {
-                let (branch, stored) = item.expect("event");
-                town.apply(&to_event(branch, stored).expect("decode"));
+                town.apply_stored(&item.expect("event").1);
             }
             black_box(town.n_events)
         })
@@ -134,7 +135,7 @@ fn percentile(sorted: &[Duration], p: f64) -> Duration {
 #[expect(clippy::disallowed_methods, reason = "a benchmark measures wall time")]
 fn seek(c: &mut Criterion) {
     let d = data();
-    let rec = Recording::open(&d.with_checkpoints).expect("open");
+    let (rec, _) = Recording::open_verified(&d.with_checkpoints).expect("open");
     let root = rec.root().expect("root").id;
     let head = rec.branch(root).expect("branch").head_seq;
     let mut rng = SimRng::stream(5, &["seek"]);
@@ -146,7 +147,8 @@ fn seek(c: &mut Criterion) {
         warm.push(start.elapsed());
     }
     warm.sort();
-    // Cold: open the file's summary and seek, as a viewer does on its first frame.
+    // Cold: open the file's summary and seek, with no verification and every chunk
+    // hashed as it is read.
     let mut cold = Vec::new();
     for _ in 0..30 {
         let seq = rng.int_inclusive(0, head);

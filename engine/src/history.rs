@@ -62,6 +62,20 @@ pub enum HistoryError {
     BeforeStart,
 }
 
+/// Folds events `from..=to` of `branch` (with its ancestry) into `town`, from their bytes.
+fn fold_store<S: Storage>(
+    store: &Store<S>,
+    branch: BranchId,
+    from: u64,
+    to: u64,
+    town: &mut Town,
+) -> Result<(), StoreError> {
+    store.for_each_stored(branch, from, to, |_, event| {
+        town.apply_stored(event);
+        true
+    })
+}
+
 /// The town on `branch` at `moment`, over a store.
 pub fn state_at_store<S: Storage>(
     store: &Store<S>,
@@ -82,9 +96,7 @@ pub fn state_at_store<S: Storage>(
         None => (Town::default(), 0),
     };
     if from <= seq {
-        for event in store.events(branch, from, seq)? {
-            town.apply(&event);
-        }
+        fold_store(store, branch, from, seq, &mut town)?;
     }
     Ok(town)
 }
@@ -105,9 +117,7 @@ pub fn checkpoint_store<S: Storage>(
     let mut spacing = Spacing::default();
     while from <= info.head_seq {
         let to = (from + CHECKPOINT_EVERY - 1).min(info.head_seq);
-        for event in store.events(branch, from, to)? {
-            town.apply(&event);
-        }
+        fold_store(store, branch, from, to, &mut town)?;
         if spacing.due(to + 1 - from) && to < info.head_seq {
             let state = town.to_checkpoint();
             store.put_checkpoint(branch, to, &state)?;
@@ -140,11 +150,11 @@ pub fn state_at_recording(
         None => (Town::default(), 0),
     };
     for item in rec.stored_events(branch, from)? {
-        let (b, stored) = item?;
+        let (_, stored) = item?;
         if stored.header.seq > seq {
             break;
         }
-        town.apply(&to_event(b, stored)?);
+        town.apply_stored(&stored);
     }
     Ok(town)
 }
@@ -175,9 +185,7 @@ pub fn export_with_checkpoints<S: Storage, W: std::io::Write>(
         let mut spacing = Spacing::default();
         while seq <= entry.head_seq {
             let to = (seq + CHECKPOINT_EVERY - 1).min(entry.head_seq);
-            for event in store.events(entry.id, seq, to)? {
-                town.apply(&event);
-            }
+            fold_store(store, entry.id, seq, to, &mut town)?;
             if spacing.due(to + 1 - seq) && to < entry.head_seq {
                 let state = town.to_checkpoint();
                 writer.add_checkpoint(entry.id, to, town.state_hash().0, &state).map_err(

@@ -53,6 +53,8 @@ pub struct Recording<'a> {
     summary: Summary,
     // Each branch's own chunks (indexes into `summary.chunks`), in seq order.
     by_branch: std::collections::BTreeMap<BranchId, Vec<usize>>,
+    // `verify` found these bytes sound: chunk hashes need not be recomputed on read.
+    verified: bool,
 }
 
 /// One stretch of a branch's history: a branch's chunks up to a limit.
@@ -76,7 +78,24 @@ impl<'a> Recording<'a> {
         for list in by_branch.values_mut() {
             list.sort_by_key(|&i| summary.chunks.get(i).map_or(0, |c| c.first_seq));
         }
-        Ok(Recording { bytes, writer, summary, by_branch })
+        Ok(Recording { bytes, writer, summary, by_branch, verified: false })
+    }
+
+    /// Verifies the bytes, then opens them; reads then skip re-hashing each chunk (the
+    /// verification checked every hash). The report says what, if anything, is wrong; the
+    /// recording is read as verified only when it is clean.
+    pub fn open_verified(
+        bytes: &'a [u8],
+    ) -> Result<(Recording<'a>, crate::verify::Report), OpenError> {
+        let report = crate::verify::verify(bytes);
+        let mut rec = Recording::open(bytes)?;
+        rec.verified = report.is_clean();
+        Ok((rec, report))
+    }
+
+    /// Whether reads skip re-hashing chunks because `verify` found the bytes sound.
+    pub fn is_verified(&self) -> bool {
+        self.verified
     }
 
     /// The program that wrote it.
@@ -173,7 +192,11 @@ impl<'a> Recording<'a> {
         if record.len_total() != entry.len_bytes {
             return Err(problem("record length differs"));
         }
-        let chunk = ChunkRef::parse(record)?;
+        let chunk = if self.verified {
+            ChunkRef::parse_verified(record)?
+        } else {
+            ChunkRef::parse(record)?
+        };
         let h = &chunk.header;
         if h.branch != entry.branch
             || h.first_seq != entry.first_seq
@@ -192,28 +215,12 @@ impl<'a> Recording<'a> {
         &self,
         branch: BranchId,
         from: u64,
-    ) -> Result<impl Iterator<Item = Result<(BranchId, StoredRef<'a>), ReadError>> + '_, ReadError>
-    {
+    ) -> Result<BranchEvents<'_, 'a>, ReadError> {
         let chunks = self.chunks(branch)?;
         let start = chunks.partition_point(|(_, last)| *last < from);
-        Ok(chunks.into_iter().skip(start).flat_map(move |(entry, last)| {
-            let items: Box<dyn Iterator<Item = Result<(BranchId, StoredRef<'a>), ReadError>>> =
-                match self.chunk(&entry) {
-                    Ok(chunk) => Box::new(
-                        chunk
-                            .events()
-                            .map(move |e| e.map(|e| (entry.branch, e)).map_err(ReadError::from))
-                            .take_while(move |e| {
-                                e.as_ref().map_or(true, |(_, e)| e.header.seq <= last)
-                            })
-                            .filter(move |e| {
-                                e.as_ref().map_or(true, |(_, e)| e.header.seq >= from)
-                            }),
-                    ),
-                    Err(e) => Box::new(std::iter::once(Err(e))),
-                };
-            items
-        }))
+        let mut chunks = chunks.into_iter();
+        chunks.by_ref().take(start).for_each(drop);
+        Ok(BranchEvents { rec: self, chunks, current: None, from, failed: false })
     }
 
     /// The decoded events of `branch` with its ancestry, in seq order, from seq `from`.
@@ -273,6 +280,49 @@ impl<'a> Recording<'a> {
         }
         out.sort_by_key(|(cp, _)| cp.seq);
         Ok(out)
+    }
+}
+
+/// The stored events of a branch with its ancestry; see [`Recording::stored_events`].
+#[derive(Debug)]
+pub struct BranchEvents<'r, 'a> {
+    rec: &'r Recording<'a>,
+    chunks: std::vec::IntoIter<(ChunkIndexEntry, u64)>,
+    current: Option<(crate::format::ChunkEvents<'a>, BranchId, u64)>,
+    from: u64,
+    failed: bool,
+}
+
+impl<'a> Iterator for BranchEvents<'_, 'a> {
+    type Item = Result<(BranchId, StoredRef<'a>), ReadError>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        if self.failed {
+            return None;
+        }
+        loop {
+            if let Some((events, branch, last)) = &mut self.current {
+                match events.next() {
+                    Some(Ok(e)) if e.header.seq > *last => self.current = None,
+                    Some(Ok(e)) if e.header.seq < self.from => continue,
+                    Some(Ok(e)) => return Some(Ok((*branch, e))),
+                    Some(Err(e)) => {
+                        self.failed = true;
+                        return Some(Err(e.into()));
+                    }
+                    None => self.current = None,
+                }
+                continue;
+            }
+            let (entry, last) = self.chunks.next()?;
+            match self.rec.chunk(&entry) {
+                Ok(chunk) => self.current = Some((chunk.events(), entry.branch, last)),
+                Err(e) => {
+                    self.failed = true;
+                    return Some(Err(e));
+                }
+            }
+        }
     }
 }
 

@@ -42,6 +42,29 @@ fn open<'a>(bytes: &'a [u8], path: &Path) -> anyhow::Result<Recording<'a>> {
     Recording::open(bytes).with_context(|| format!("cannot open recording {}", path.display()))
 }
 
+/// Verifies and opens a recording; reads then trust the hashes verify checked. A file
+/// that is not sound is still read (every chunk hashed as it is read), with a warning.
+fn open_verified<'a>(
+    bytes: &'a [u8],
+    path: &Path,
+) -> anyhow::Result<(Recording<'a>, hamlet_log::verify::Report)> {
+    Recording::open_verified(bytes)
+        .with_context(|| format!("cannot open recording {}", path.display()))
+}
+
+fn warn_unsound(report: &hamlet_log::verify::Report, path: &Path) {
+    if let Some(first) = report.problems.first() {
+        #[expect(clippy::print_stderr, reason = "a warning for the person at the terminal")]
+        {
+            eprintln!(
+                "warning: {} is not sound ({} problems; first: {first}); reading what can be read",
+                path.display(),
+                report.problems.len()
+            );
+        }
+    }
+}
+
 fn pick_branch(rec: &Recording<'_>, name: Option<&str>) -> anyhow::Result<BranchId> {
     match name {
         Some(name) => match rec.find_branch(name) {
@@ -125,8 +148,7 @@ pub struct InspectArgs {
 
 pub fn inspect(a: InspectArgs) -> anyhow::Result<Outcome> {
     let bytes = read_file(&a.file)?;
-    let report = hamlet_log::verify::verify(&bytes);
-    let rec = open(&bytes, &a.file)?;
+    let (rec, report) = open_verified(&bytes, &a.file)?;
     let mut out = BufWriter::new(std::io::stdout().lock());
     let stats = &rec.summary().statistics;
     writeln!(
@@ -305,7 +327,8 @@ pub struct ReplayArgs {
 
 pub fn replay(a: ReplayArgs) -> anyhow::Result<Outcome> {
     let bytes = read_file(&a.file)?;
-    let rec = open(&bytes, &a.file)?;
+    let (rec, report) = open_verified(&bytes, &a.file)?;
+    warn_unsound(&report, &a.file);
     let branch = pick_branch(&rec, a.branch.as_deref())?;
     let town = state_at_recording(&rec, branch, a.to).context("cannot fold the recording")?;
     print_town(&town)?;
@@ -391,7 +414,8 @@ pub fn log(a: LogArgs) -> anyhow::Result<Outcome> {
     let events: Vec<Event> = match (&a.source.file, &a.source.store) {
         (Some(file), _) => {
             let bytes = read_file(file)?;
-            let rec = open(&bytes, file)?;
+            let (rec, report) = open_verified(&bytes, file)?;
+            warn_unsound(&report, file);
             let branch = pick_branch(&rec, a.source.branch.as_deref())?;
             let events: Vec<Event> = rec
                 .events(branch, 0)?

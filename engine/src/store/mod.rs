@@ -28,7 +28,7 @@ use std::path::Path;
 
 use hamlet_log::event::{decode_body, decode_header, Body, BranchCreated, Event, NewEvent};
 use hamlet_log::format::{
-    file_preamble, parse_preamble, parse_record, ChunkBuilder, ChunkRef, FormatError,
+    file_preamble, parse_preamble, parse_record, ChunkBuilder, ChunkRef, FormatError, StoredRef,
 };
 use hamlet_log::verify::verify;
 use hamlet_log::{BranchId, EventId, Recording, RecordingWriter};
@@ -316,7 +316,7 @@ impl<S: Storage> Store<S> {
         branch: BranchId,
         from: u64,
         to: u64,
-        mut f: impl FnMut(BranchId, EventId, EventId, &[u8]) -> bool,
+        mut f: impl FnMut(BranchId, &StoredRef<'_>) -> bool,
     ) -> Result<(), StoreError> {
         let mut start = 0u64;
         for (b, until) in self.ancestry(branch)? {
@@ -342,7 +342,7 @@ impl<S: Storage> Store<S> {
                         if seq > until {
                             break;
                         }
-                        if seq >= from && !f(b, event.id, event.parent, event.stored) {
+                        if seq >= from && !f(b, &event) {
                             return Ok(());
                         }
                     }
@@ -360,11 +360,10 @@ impl<S: Storage> Store<S> {
     pub fn events(&self, branch: BranchId, from: u64, to: u64) -> Result<Vec<Event>, StoreError> {
         let mut out = Vec::new();
         let mut failure = None;
-        self.for_each_stored(branch, from, to, |b, id, parent, stored| {
-            match decode_header(stored).and_then(|(kind, schema, header, body)| {
-                decode_body(kind, schema, body).map(|body| (header, body))
-            }) {
-                Ok((header, body)) => {
+        self.for_each_stored(branch, from, to, |b, event| {
+            match decode_body(event.kind, event.schema, event.body) {
+                Ok(body) => {
+                    let (id, parent, header) = (event.id, event.parent, event.header.clone());
                     out.push(Event { id, parent, branch: b, header, body });
                     true
                 }
@@ -409,14 +408,12 @@ impl<S: Storage> Store<S> {
         for (b, until) in self.ancestry(branch)? {
             let Some(first) = self.index.chunk_at_time(b, sim_time_secs)? else { continue };
             let mut found = None;
-            self.for_each_stored(b, first, until, |_, _, _, stored| {
-                let time = decode_header(stored).map(|(_, _, h, _)| (h.seq, h.sim_time_secs));
-                match time {
-                    Ok((seq, t)) if t <= sim_time_secs => {
-                        found = Some(seq);
-                        true
-                    }
-                    _ => false,
+            self.for_each_stored(b, first, until, |_, event| {
+                if event.header.sim_time_secs <= sim_time_secs {
+                    found = Some(event.header.seq);
+                    true
+                } else {
+                    false
                 }
             })?;
             if found.is_some() {
@@ -808,13 +805,11 @@ impl<S: Storage> Store<S> {
             let mut builder: Option<ChunkBuilder> = None;
             let mut failure = None;
             let mut prev = None;
-            self.for_each_stored(b, first, until, |_, id, parent, stored| {
-                let current = builder.get_or_insert_with(|| {
-                    let seq = decode_header(stored).map(|h| h.2.seq).unwrap_or(0);
-                    ChunkBuilder::new(b, parent, seq)
-                });
-                current.push(stored);
-                prev = Some(id);
+            self.for_each_stored(b, first, until, |_, event| {
+                let current = builder
+                    .get_or_insert_with(|| ChunkBuilder::new(b, event.parent, event.header.seq));
+                current.push(event.stored);
+                prev = Some(event.id);
                 if current.is_full() {
                     if let Some(full) = builder.take() {
                         if let Err(e) = writer.write_chunk(&full.finish().1) {

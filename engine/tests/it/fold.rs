@@ -55,6 +55,8 @@ fn state_at_from_checkpoints_equals_a_full_fold_at_random_moments() {
     let exported = export_with_checkpoints(&store, None, Vec::new()).unwrap();
     let rec = Recording::open(&exported).unwrap();
     assert_eq!(rec.summary().checkpoints.len(), 3);
+    let (verified, report) = Recording::open_verified(&exported).unwrap();
+    assert!(report.is_clean() && verified.is_verified());
     let mut rng = hamlet_engine::rng::SimRng::stream(9, &[]);
     for _ in 0..25 {
         let seq = rng.int_inclusive(0, events.len() as u64 - 1);

@@ -1,0 +1,441 @@
+//! What one event changes in the town, borrowed from the event: the fold's input.
+//!
+//! Two roads lead here, and a test holds them equal. [`from_body`] takes a decoded
+//! [`Body`]. [`from_stored`] reads the stored bytes directly through *views*: borrowed
+//! structs whose fields mirror, in order, a prefix of the real body's fields. postcard is
+//! sequential, so a view decodes just that prefix — a `MemoryAdded` never touches its
+//! embedding, a `Perceived` reads only how many percepts it holds, and strings the fold
+//! skips are borrowed as bytes, neither copied nor validated. This is what makes seeking
+//! fast. Views exist for schema 1; other schemas go through [`from_body`] after upcasting.
+
+use hamlet_log::event::{
+    Account, AgentId, Body, Intervention, MemoryKind, PlanLevel, PlanRef, Tile,
+};
+use hamlet_log::EventId;
+use serde::Deserialize;
+
+/// An account, borrowed.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Deserialize)]
+pub enum AccountRef<'a> {
+    /// An agent's purse.
+    Agent(AgentId),
+    /// A shop's till.
+    Shop(&'a str),
+    /// Outside the town.
+    World,
+}
+
+/// What one event changes. Fields are named as in the bodies they come from.
+#[derive(Clone, Debug, PartialEq)]
+#[allow(missing_docs, reason = "each field is the body field of the same name")]
+pub enum Change<'a> {
+    /// A branch begins.
+    Branch { name: &'a str },
+    /// The run is configured.
+    Config { seed: u64, seconds_per_step: u32 },
+    /// The town is loaded.
+    Town { name: &'a str },
+    /// An agent joins.
+    Joined { agent: AgentId, name: &'a str, persona: &'a str, tile: Tile, cash_cents: i64 },
+    /// The clock steps.
+    Step { step: u64 },
+    /// An agent moves.
+    Moved { agent: AgentId, to: Tile },
+    /// An agent perceives `n` things.
+    Perceived { agent: AgentId, n: u64 },
+    /// A memory enters a stream (its id is the event's).
+    Memory { agent: AgentId, kind: MemoryKind, importance: u8 },
+    /// A retrieval touches memories.
+    Retrieved { agent: AgentId, memories: Vec<EventId> },
+    /// A model call is sent.
+    LlmRequest { model: &'a str },
+    /// A model answers.
+    LlmResponse { fallback: bool, tokens_prompt: u32, tokens_completion: u32 },
+    /// A model call fails.
+    LlmFailure,
+    /// An embedding call is sent.
+    EmbeddingRequest,
+    /// A plan is made (its id is the event's).
+    Plan { agent: AgentId, level: PlanLevel },
+    /// An action starts (its id is the event's).
+    Action {
+        agent: AgentId,
+        description: &'a str,
+        emoji: &'a str,
+        address: &'a str,
+        duration_secs: u32,
+        plan_item: Option<PlanRef>,
+    },
+    /// A conversation starts (its id is the event's).
+    ConversationStarted { agents: Vec<AgentId> },
+    /// A turn of a conversation.
+    Turn { conversation: EventId },
+    /// A conversation ends.
+    ConversationEnded { conversation: EventId },
+    /// An agent reflects.
+    Reflection { agent: AgentId },
+    /// An object's state changes.
+    Object { address: &'a str, state: &'a str },
+    /// Money moves.
+    Cash { from: AccountRef<'a>, to: AccountRef<'a>, amount_cents: i64 },
+    /// The user edits a persona.
+    EditPersona { agent: AgentId, persona: &'a str },
+    /// The user sets an object's state.
+    SetObject { address: &'a str, state: &'a str },
+    /// Another intervention.
+    Intervened,
+    /// Nothing the fold keeps.
+    Nothing,
+    /// A kind (or schema) this build does not know.
+    Unknown,
+}
+
+fn account(a: &Account) -> AccountRef<'_> {
+    match a {
+        Account::Agent(id) => AccountRef::Agent(*id),
+        Account::Shop(s) => AccountRef::Shop(s),
+        Account::World => AccountRef::World,
+    }
+}
+
+/// The change a decoded body makes.
+pub fn from_body(body: &Body) -> Change<'_> {
+    match body {
+        Body::BranchCreated(b) => Change::Branch { name: &b.name },
+        Body::RunConfigured(c) => {
+            Change::Config { seed: c.seed, seconds_per_step: c.seconds_per_step }
+        }
+        Body::TownLoaded(t) => Change::Town { name: &t.name },
+        Body::AgentJoined(j) => Change::Joined {
+            agent: j.agent,
+            name: &j.name,
+            persona: &j.persona,
+            tile: j.tile,
+            cash_cents: j.cash_cents,
+        },
+        Body::ClockStepped(c) => Change::Step { step: c.step },
+        Body::Moved(m) => Change::Moved { agent: m.agent, to: m.to },
+        Body::Perceived(p) => Change::Perceived { agent: p.agent, n: p.percepts.len() as u64 },
+        Body::MemoryAdded(m) => {
+            Change::Memory { agent: m.agent, kind: m.kind, importance: m.importance }
+        }
+        Body::Retrieved(r) => Change::Retrieved {
+            agent: r.agent,
+            memories: r.hits.iter().map(|h| h.memory).collect(),
+        },
+        Body::LlmRequested(r) => Change::LlmRequest { model: &r.model },
+        Body::LlmResponded(r) => Change::LlmResponse {
+            fallback: r.fallback,
+            tokens_prompt: r.tokens_prompt,
+            tokens_completion: r.tokens_completion,
+        },
+        Body::LlmFailed(_) => Change::LlmFailure,
+        Body::EmbeddingRequested(_) => Change::EmbeddingRequest,
+        Body::PlanMade(p) => Change::Plan { agent: p.agent, level: p.level },
+        Body::ActionStarted(a) => Change::Action {
+            agent: a.agent,
+            description: &a.description,
+            emoji: &a.emoji,
+            address: &a.address,
+            duration_secs: a.duration_secs,
+            plan_item: a.plan_item,
+        },
+        Body::ConversationStarted(c) => Change::ConversationStarted { agents: c.agents.clone() },
+        Body::DialogueTurn(t) => Change::Turn { conversation: t.conversation },
+        Body::ConversationEnded(e) => Change::ConversationEnded { conversation: e.conversation },
+        Body::ReflectionStarted(r) => Change::Reflection { agent: r.agent },
+        Body::ObjectStateChanged(o) => Change::Object { address: &o.address, state: &o.state },
+        Body::CashMoved(c) => Change::Cash {
+            from: account(&c.from),
+            to: account(&c.to),
+            amount_cents: c.amount_cents,
+        },
+        Body::Intervened(i) => match &i.intervention {
+            Intervention::EditPersona { agent, persona } => {
+                Change::EditPersona { agent: *agent, persona }
+            }
+            Intervention::SetObjectState { address, state } => Change::SetObject { address, state },
+            _ => Change::Intervened,
+        },
+        Body::EmbeddingReturned(_) | Body::InterviewAnswered(_) | Body::SeedDrawn(_) => {
+            Change::Nothing
+        }
+        Body::Unknown { .. } => Change::Unknown,
+    }
+}
+
+// Views of schema 1: each mirrors, in order, a prefix of its body's fields. Skipped
+// strings are `&[u8]` (the same wire form as a string, without the UTF-8 check).
+mod v1 {
+    use super::*;
+
+    #[derive(Deserialize)]
+    pub struct BranchCreated<'a> {
+        #[serde(borrow)]
+        pub name: &'a str,
+    }
+    #[derive(Deserialize)]
+    pub struct RunConfigured<'a> {
+        pub _engine_version: &'a [u8],
+        pub seed: u64,
+        pub seconds_per_step: u32,
+    }
+    #[derive(Deserialize)]
+    pub struct TownLoaded<'a> {
+        pub name: &'a str,
+    }
+    #[derive(Deserialize)]
+    pub struct AgentJoined<'a> {
+        pub agent: AgentId,
+        pub name: &'a str,
+        pub persona: &'a str,
+        #[serde(borrow)]
+        pub _traits: Vec<(&'a [u8], &'a [u8])>,
+        pub tile: Tile,
+        pub cash_cents: i64,
+    }
+    #[derive(Deserialize)]
+    pub struct ClockStepped {
+        pub step: u64,
+    }
+    #[derive(Deserialize)]
+    pub struct Moved {
+        pub agent: AgentId,
+        pub _from: Tile,
+        pub to: Tile,
+    }
+    #[derive(Deserialize)]
+    pub struct Perceived {
+        pub agent: AgentId,
+        pub n_percepts: u64,
+    }
+    #[derive(Deserialize)]
+    pub struct MemoryAdded<'a> {
+        pub agent: AgentId,
+        pub kind: MemoryKind,
+        pub _description: &'a [u8],
+        pub importance: u8,
+    }
+    #[derive(Deserialize)]
+    pub struct Hit {
+        pub memory: EventId,
+        pub _scores: [f32; 4],
+    }
+    #[derive(Deserialize)]
+    pub struct Retrieved<'a> {
+        pub agent: AgentId,
+        pub _query: &'a [u8],
+        pub _weights: [f32; 3],
+        pub _decay: f32,
+        pub hits: Vec<Hit>,
+    }
+    #[derive(Deserialize)]
+    pub struct LlmRequested<'a> {
+        pub _request_hash: [u8; 32],
+        pub _purpose: &'a [u8],
+        pub _agent: Option<AgentId>,
+        pub _backend: &'a [u8],
+        pub _server: &'a [u8],
+        pub model: &'a str,
+    }
+    #[derive(Deserialize)]
+    pub struct LlmResponded<'a> {
+        pub _request_hash: [u8; 32],
+        pub _text: &'a [u8],
+        pub _parsed: Option<&'a [u8]>,
+        pub fallback: bool,
+        pub tokens_prompt: u32,
+        pub tokens_completion: u32,
+    }
+    #[derive(Deserialize)]
+    pub struct PlanMade {
+        pub agent: AgentId,
+        pub level: PlanLevel,
+    }
+    #[derive(Deserialize)]
+    pub struct ActionStarted<'a> {
+        pub agent: AgentId,
+        pub description: &'a str,
+        pub emoji: &'a str,
+        pub address: &'a str,
+        pub duration_secs: u32,
+        pub plan_item: Option<PlanRef>,
+    }
+    #[derive(Deserialize)]
+    pub struct ConversationStarted {
+        pub agents: Vec<AgentId>,
+    }
+    #[derive(Deserialize)]
+    pub struct ConversationRef {
+        pub conversation: EventId,
+    }
+    #[derive(Deserialize)]
+    pub struct AgentOnly {
+        pub agent: AgentId,
+    }
+    #[derive(Deserialize)]
+    pub struct ObjectStateChanged<'a> {
+        pub address: &'a str,
+        pub state: &'a str,
+    }
+    #[derive(Deserialize)]
+    pub struct CashMoved<'a> {
+        #[serde(borrow)]
+        pub from: AccountRef<'a>,
+        #[serde(borrow)]
+        pub to: AccountRef<'a>,
+        pub amount_cents: i64,
+    }
+    /// `Intervention`'s variants, in order.
+    #[derive(Deserialize)]
+    pub enum Intervention<'a> {
+        InnerVoice { _agent: AgentId, _text: &'a [u8] },
+        Interview { _agent: AgentId, _question: &'a [u8], _remember: bool },
+        EditPersona { agent: AgentId, persona: &'a str },
+        AddBuilding { _template: &'a [u8], _name: &'a [u8], _origin: Tile },
+        SetObjectState { address: &'a str, state: &'a str },
+        AddAgent { _name: &'a [u8], _persona: &'a [u8] },
+    }
+}
+
+fn view<'a, T: Deserialize<'a>>(bytes: &'a [u8]) -> Option<T> {
+    postcard::take_from_bytes(bytes).ok().map(|(value, _)| value)
+}
+
+/// The change stored body bytes make, read through the views; `None` when this build has
+/// no view for the kind and schema (or the bytes do not decode): decode the body instead.
+pub fn from_stored(kind: u16, schema: u16, body: &[u8]) -> Option<Change<'_>> {
+    if schema != 1 {
+        return None;
+    }
+    Some(match kind {
+        1 => Change::Branch { name: view::<v1::BranchCreated>(body)?.name },
+        2 => {
+            let c = view::<v1::RunConfigured>(body)?;
+            Change::Config { seed: c.seed, seconds_per_step: c.seconds_per_step }
+        }
+        3 => Change::Town { name: view::<v1::TownLoaded>(body)?.name },
+        4 => {
+            let j = view::<v1::AgentJoined>(body)?;
+            Change::Joined {
+                agent: j.agent,
+                name: j.name,
+                persona: j.persona,
+                tile: j.tile,
+                cash_cents: j.cash_cents,
+            }
+        }
+        5 => Change::Step { step: view::<v1::ClockStepped>(body)?.step },
+        6 => {
+            let m = view::<v1::Moved>(body)?;
+            Change::Moved { agent: m.agent, to: m.to }
+        }
+        7 => {
+            let p = view::<v1::Perceived>(body)?;
+            Change::Perceived { agent: p.agent, n: p.n_percepts }
+        }
+        8 => {
+            let m = view::<v1::MemoryAdded>(body)?;
+            Change::Memory { agent: m.agent, kind: m.kind, importance: m.importance }
+        }
+        9 => {
+            let r = view::<v1::Retrieved>(body)?;
+            Change::Retrieved {
+                agent: r.agent,
+                memories: r.hits.into_iter().map(|h| h.memory).collect(),
+            }
+        }
+        10 => Change::LlmRequest { model: view::<v1::LlmRequested>(body)?.model },
+        11 => {
+            let r = view::<v1::LlmResponded>(body)?;
+            Change::LlmResponse {
+                fallback: r.fallback,
+                tokens_prompt: r.tokens_prompt,
+                tokens_completion: r.tokens_completion,
+            }
+        }
+        12 => Change::LlmFailure,
+        13 => Change::EmbeddingRequest,
+        14 | 24 | 25 => Change::Nothing,
+        15 => {
+            let p = view::<v1::PlanMade>(body)?;
+            Change::Plan { agent: p.agent, level: p.level }
+        }
+        16 => {
+            let a = view::<v1::ActionStarted>(body)?;
+            Change::Action {
+                agent: a.agent,
+                description: a.description,
+                emoji: a.emoji,
+                address: a.address,
+                duration_secs: a.duration_secs,
+                plan_item: a.plan_item,
+            }
+        }
+        17 => Change::ConversationStarted { agents: view::<v1::ConversationStarted>(body)?.agents },
+        18 => Change::Turn { conversation: view::<v1::ConversationRef>(body)?.conversation },
+        19 => Change::ConversationEnded {
+            conversation: view::<v1::ConversationRef>(body)?.conversation,
+        },
+        20 => Change::Reflection { agent: view::<v1::AgentOnly>(body)?.agent },
+        21 => {
+            let o = view::<v1::ObjectStateChanged>(body)?;
+            Change::Object { address: o.address, state: o.state }
+        }
+        22 => {
+            let c = view::<v1::CashMoved>(body)?;
+            Change::Cash { from: c.from, to: c.to, amount_cents: c.amount_cents }
+        }
+        23 => match view::<v1::Intervention>(body)? {
+            v1::Intervention::EditPersona { agent, persona } => {
+                Change::EditPersona { agent, persona }
+            }
+            v1::Intervention::SetObjectState { address, state } => {
+                Change::SetObject { address, state }
+            }
+            _ => Change::Intervened,
+        },
+        _ => return None,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use hamlet_log::event::{decode_stored, KNOWN_KINDS};
+    use hamlet_log::samples::{one_body_per_kind, stored_samples};
+
+    /// The views read what the full decoding reads, for every kind.
+    #[test]
+    fn views_agree_with_decoded_bodies() {
+        assert_eq!(stored_samples().len(), KNOWN_KINDS.len());
+        for stored in stored_samples() {
+            let (_, body) = decode_stored(&stored).unwrap();
+            let (kind, schema, _, bytes) = hamlet_log::event::decode_header(&stored).unwrap();
+            let viewed = from_stored(kind, schema, bytes)
+                .unwrap_or_else(|| panic!("no view of kind {kind}"));
+            assert_eq!(viewed, from_body(&body), "kind {kind}");
+        }
+        // Every variant of the nested enums too.
+        use hamlet_log::event::{Intervened, NewEvent};
+        let interventions = [
+            Intervention::InnerVoice { agent: AgentId(1), text: "a".into() },
+            Intervention::Interview { agent: AgentId(1), question: "q".into(), remember: true },
+            Intervention::EditPersona { agent: AgentId(2), persona: "p".into() },
+            Intervention::AddBuilding {
+                template: "t".into(),
+                name: "n".into(),
+                origin: Tile { x: 1, y: 2 },
+            },
+            Intervention::SetObjectState { address: "a".into(), state: "s".into() },
+            Intervention::AddAgent { name: "n".into(), persona: "p".into() },
+        ];
+        for intervention in interventions {
+            let body = Body::Intervened(Intervened { intervention });
+            let stored = NewEvent::new(0, body.clone()).encode(0);
+            let (kind, schema, _, bytes) = hamlet_log::event::decode_header(&stored).unwrap();
+            assert_eq!(from_stored(kind, schema, bytes).unwrap(), from_body(&body));
+        }
+        let _ = one_body_per_kind();
+    }
+}
