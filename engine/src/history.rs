@@ -16,7 +16,7 @@ pub const CHECKPOINT_EVERY: u64 = 8192;
 /// the events since the last one, times this, reach the size of the last one. A town's
 /// state grows with its memory streams, so fixed spacing would make checkpoints grow
 /// quadratically with the log; this keeps them a bounded share of a recording.
-pub const CHECKPOINT_BYTES_PER_EVENT: u64 = 48;
+pub const CHECKPOINT_BYTES_PER_EVENT: u64 = 80;
 
 /// Decides where checkpoints go as a branch is folded in blocks of [`CHECKPOINT_EVERY`].
 #[derive(Debug, Default)]
@@ -139,12 +139,12 @@ pub fn state_at_recording(
         Moment::End => rec.branch(branch).ok_or(ReadError::NoBranch(branch))?.head_seq,
         Moment::Time(t) => rec.seq_at_time(branch, t)?.ok_or(HistoryError::BeforeStart)?,
     };
-    let checkpoint = rec
-        .checkpoints(branch)?
-        .into_iter()
-        .rev()
-        .filter(|(cp, _)| cp.seq <= seq)
-        .find_map(|(cp, bytes)| Town::from_checkpoint(bytes).map(|t| (cp.seq, t)));
+    let checkpoint = rec.checkpoints(branch)?.into_iter().filter(|(cp, _)| cp.seq <= seq).find_map(
+        |(cp, bytes)| {
+            let bytes = rec.checkpoint_bytes(&cp, bytes)?;
+            Town::from_checkpoint(bytes).map(|t| (cp.seq, t))
+        },
+    );
     let (mut town, from) = match checkpoint {
         Some((at, town)) => (town, at.saturating_add(1)),
         None => (Town::default(), 0),

@@ -258,7 +258,8 @@ impl<'a> Recording<'a> {
         Ok(found)
     }
 
-    /// The checkpoints of `branch`'s ancestry, as (entry, its state bytes).
+    /// The checkpoints on `branch`'s ancestry, latest first, with their state bytes. Not
+    /// yet checked against their hashes: see [`Recording::checkpoint_bytes`].
     pub fn checkpoints(
         &self,
         branch: BranchId,
@@ -273,13 +274,22 @@ impl<'a> Recording<'a> {
                 .ok()
                 .zip(cp.offset.checked_add(cp.len_bytes).and_then(|end| usize::try_from(end).ok()))
                 .and_then(|(a, b)| self.bytes.get(a..b));
-            let sound = bytes.is_some_and(|b| crate::format::checkpoint_hash(b) == cp.hash);
-            if let (true, true, Some(bytes)) = (on_path, sound, bytes) {
+            if let (true, Some(bytes)) = (on_path, bytes) {
                 out.push((*cp, bytes));
             }
         }
-        out.sort_by_key(|(cp, _)| cp.seq);
+        out.sort_by_key(|(cp, _)| std::cmp::Reverse(cp.seq));
         Ok(out)
+    }
+
+    /// A checkpoint's state bytes if they match its hash (always, in a verified recording,
+    /// where `verify` already checked them). Only the checkpoint a seek uses is hashed.
+    pub fn checkpoint_bytes<'b>(
+        &self,
+        entry: &CheckpointEntry,
+        bytes: &'b [u8],
+    ) -> Option<&'b [u8]> {
+        (self.verified || crate::format::checkpoint_hash(bytes) == entry.hash).then_some(bytes)
     }
 }
 

@@ -93,6 +93,7 @@ pub struct Agent {
     /// What it is doing.
     pub action: Option<Action>,
     /// Its memory stream, by memory id (the `MemoryAdded` event).
+    #[serde(deserialize_with = "sorted_map")]
     pub memories: BTreeMap<EventId, Memory>,
     /// Its latest plan at each level.
     pub plans: Vec<EventId>,
@@ -437,6 +438,22 @@ impl Town {
     pub fn cash_inside_cents(&self) -> i64 {
         self.agents.values().map(|a| a.cash_cents).sum::<i64>() + self.shops.values().sum::<i64>()
     }
+}
+
+/// Reads a map written in key order (as a `BTreeMap` serializes) in one bulk build rather
+/// than one insert per key: postcard writes a map exactly as a sequence of pairs. This is
+/// most of a checkpoint's decoding time, and so of a seek's.
+fn sorted_map<'de, D, K, V>(deserializer: D) -> Result<BTreeMap<K, V>, D::Error>
+where
+    D: serde::Deserializer<'de>,
+    K: Ord + Deserialize<'de>,
+    V: Deserialize<'de>,
+{
+    let pairs = Vec::<(K, V)>::deserialize(deserializer)?;
+    if !pairs.windows(2).all(|w| w[0].0 < w[1].0) {
+        return Err(serde::de::Error::custom("map keys are not in strictly increasing order"));
+    }
+    Ok(pairs.into_iter().collect())
 }
 
 /// Sets `slot` to `text`, reusing its allocation.
