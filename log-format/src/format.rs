@@ -9,7 +9,7 @@
     deny(clippy::unwrap_used, clippy::expect_used, clippy::indexing_slicing, clippy::panic)
 )]
 
-use crate::event::{decode_header, DecodeError, Header};
+use crate::event::{parse_header, DecodeError, HeaderRef};
 use crate::id::{BranchId, EventId};
 
 /// The first and last 8 bytes of a recording; the first 8 of a segment file.
@@ -515,8 +515,8 @@ pub struct StoredRef<'a> {
     pub kind: u16,
     /// The schema version.
     pub schema: u16,
-    /// The decoded header.
-    pub header: Header,
+    /// The header, borrowed.
+    pub header: HeaderRef<'a>,
     /// The stored bytes (prefix, header, body).
     pub stored: &'a [u8],
     /// The body's bytes.
@@ -551,8 +551,8 @@ impl<'a> ChunkEvents<'a> {
             .cur
             .take(len as usize)
             .ok_or_else(|| bad(format!("event #{seq} claims {len} bytes, past the data's end")))?;
-        let (kind, schema, header, body) = decode_header(stored)
-            .map_err(|source| FormatError::BadEvent { offset, seq, source })?;
+        let (kind, schema, header, body) =
+            parse_header(stored).map_err(|source| FormatError::BadEvent { offset, seq, source })?;
         if header.seq != seq {
             return Err(bad(format!("event #{seq} says its seq is {}", header.seq)));
         }
@@ -648,7 +648,7 @@ impl ChunkBuilder {
     /// build a chunk that the reader would reject.
     pub fn push(&mut self, stored: &[u8]) -> EventId {
         let (_, _, header, _) =
-            decode_header(stored).unwrap_or_else(|e| panic!("pushing an undecodable event: {e}"));
+            parse_header(stored).unwrap_or_else(|e| panic!("pushing an undecodable event: {e}"));
         let seq = self.first_seq + u64::from(self.n_events);
         assert_eq!(header.seq, seq, "{}: event out of order in chunk", self.branch);
         if self.n_events == 0 {

@@ -8,7 +8,7 @@
     deny(clippy::unwrap_used, clippy::expect_used, clippy::indexing_slicing, clippy::panic)
 )]
 
-use crate::event::{decode_body, Event, Header};
+use crate::event::{decode_body, Event};
 use crate::format::{
     parse_preamble, parse_record, read_summary, BranchEntry, CheckpointEntry, ChunkIndexEntry,
     ChunkRef, FooterError, FormatError, StoredRef, Summary,
@@ -340,7 +340,11 @@ impl<'a> Iterator for BranchEvents<'_, 'a> {
 pub fn to_event(branch: BranchId, stored: StoredRef<'_>) -> Result<Event, ReadError> {
     let body = decode_body(stored.kind, stored.schema, stored.body)
         .map_err(|source| FormatError::BadEvent { offset: 0, seq: stored.header.seq, source })?;
-    let StoredRef { id, parent, header, .. } = stored;
-    let Header { seq, sim_time_secs, causes } = header;
-    Ok(Event { id, parent, branch, header: Header { seq, sim_time_secs, causes }, body })
+    Ok(Event {
+        id: stored.id,
+        parent: stored.parent,
+        branch,
+        header: stored.header.to_header(),
+        body,
+    })
 }

@@ -124,15 +124,7 @@ fn scan(
         };
         at += record.len_total() as usize;
         match record.op {
-            op::CHUNK => match ChunkRef::parse(record) {
-                Ok(chunk) => raw.push(chunk),
-                Err(e) => {
-                    problems.push(Problem::Chunk(e));
-                    if stop_at_error {
-                        break;
-                    }
-                }
-            },
+            op::CHUNK => raw.push(record),
             op::HEADER
             | op::DATA_HASH
             | op::BRANCH
@@ -160,7 +152,13 @@ fn scan(
     let walked: Vec<Result<Found, FormatError>> = std::thread::scope(|scope| {
         let handles: Vec<_> = raw
             .chunks(per)
-            .map(|part| scope.spawn(move || part.iter().map(walk).collect::<Vec<_>>()))
+            .map(|part| {
+                scope.spawn(move || {
+                    part.iter()
+                        .map(|r| ChunkRef::parse(*r).and_then(|c| walk(&c)))
+                        .collect::<Vec<_>>()
+                })
+            })
             .collect();
         handles.into_iter().flat_map(|h| h.join().unwrap_or_default()).collect()
     });
@@ -351,17 +349,25 @@ pub fn verify(bytes: &[u8]) -> Report {
         }
     };
     let data_end = summary.as_ref().map_or(bytes.len(), |s| s.offset as usize).min(bytes.len());
-    if let Some(summary) = &summary {
-        let data = bytes.get(..data_end).unwrap_or(&[]);
-        if crate::format::data_hasher().update(data).finalize().as_bytes() != &summary.data_hash {
-            problems.push(Problem::DataHash);
-        }
-    }
     let Some(data_start) = data_start else {
         return Report { problems, ..Report::default() };
     };
     let mut states = Vec::new();
-    let found = scan(bytes, data_start, data_end, &mut problems, false, &mut states);
+    let n_before = problems.len();
+    // The data section's hash runs on its own thread while the chunks are walked.
+    let (found, data_hash) = std::thread::scope(|scope| {
+        let hashing = scope.spawn(|| {
+            let data = bytes.get(..data_end).unwrap_or(&[]);
+            *crate::format::data_hasher().update(data).finalize().as_bytes()
+        });
+        let found = scan(bytes, data_start, data_end, &mut problems, false, &mut states);
+        (found, hashing.join().ok())
+    });
+    if let Some(summary) = &summary {
+        if data_hash != Some(summary.data_hash) {
+            problems.insert(n_before, Problem::DataHash);
+        }
+    }
     let table = link(bytes, &found, &mut problems);
     let stats = statistics(&found);
     if let Some(summary) = &summary {

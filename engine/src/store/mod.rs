@@ -363,7 +363,7 @@ impl<S: Storage> Store<S> {
         self.for_each_stored(branch, from, to, |b, event| {
             match decode_body(event.kind, event.schema, event.body) {
                 Ok(body) => {
-                    let (id, parent, header) = (event.id, event.parent, event.header.clone());
+                    let (id, parent, header) = (event.id, event.parent, event.header.to_header());
                     out.push(Event { id, parent, branch: b, header, body });
                     true
                 }
