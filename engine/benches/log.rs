@@ -108,9 +108,11 @@ fn fold(c: &mut Criterion) {
     group.bench_function("decode and fold every event, one core", |b| {
         b.iter(|| {
             let mut town = Town::default();
-            for item in rec.stored_events(root, 0).expect("events") {
-                town.apply_stored(&item.expect("event").1);
-            }
+            rec.for_each_stored(root, 0, u64::MAX, |_, event| {
+                town.apply_stored(event);
+                true
+            })
+            .expect("events");
             black_box(town.n_events)
         })
     });

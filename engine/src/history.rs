@@ -149,12 +149,11 @@ pub fn state_at_recording(
         Some((at, town)) => (town, at.saturating_add(1)),
         None => (Town::default(), 0),
     };
-    for item in rec.stored_events(branch, from)? {
-        let (_, stored) = item?;
-        if stored.header.seq > seq {
-            break;
-        }
-        town.apply_stored(&stored);
+    if from <= seq {
+        rec.for_each_stored(branch, from, seq, |_, event| {
+            town.apply_stored(event);
+            true
+        })?;
     }
     Ok(town)
 }

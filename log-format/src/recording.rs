@@ -223,6 +223,36 @@ impl<'a> Recording<'a> {
         Ok(BranchEvents { rec: self, chunks, current: None, from, failed: false })
     }
 
+    /// Calls `f` with every stored event of `branch` (with its ancestry) from `from` to
+    /// `to` inclusive, in seq order, until `f` returns false. The event is lent, not moved:
+    /// on a fold's hot path this is measurably faster than [`Recording::stored_events`].
+    pub fn for_each_stored(
+        &self,
+        branch: BranchId,
+        from: u64,
+        to: u64,
+        mut f: impl FnMut(BranchId, &StoredRef<'a>) -> bool,
+    ) -> Result<(), ReadError> {
+        let chunks = self.chunks(branch)?;
+        let start = chunks.partition_point(|(_, last)| *last < from);
+        for (entry, last) in chunks.get(start..).unwrap_or(&[]) {
+            if entry.first_seq > to {
+                break;
+            }
+            let last = (*last).min(to);
+            for event in self.chunk(entry)?.events() {
+                let event = event?;
+                if event.header.seq > last {
+                    break;
+                }
+                if event.header.seq >= from && !f(entry.branch, &event) {
+                    return Ok(());
+                }
+            }
+        }
+        Ok(())
+    }
+
     /// The decoded events of `branch` with its ancestry, in seq order, from seq `from`.
     pub fn events(
         &self,

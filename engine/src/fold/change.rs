@@ -14,6 +14,106 @@ use hamlet_log::event::{
 use hamlet_log::EventId;
 use serde::Deserialize;
 
+/// A list of memory ids: borrowed from the stored bytes (each id at a fixed stride), or
+/// owned. Equal when they hold the same ids.
+#[derive(Clone, Debug)]
+pub enum Ids<'a> {
+    /// `bytes` holds ids at every `stride` bytes.
+    Raw {
+        /// The bytes.
+        bytes: &'a [u8],
+        /// Bytes from one id to the next.
+        stride: usize,
+    },
+    /// Decoded ids.
+    Owned(Vec<EventId>),
+}
+
+impl Ids<'_> {
+    /// The ids, in order.
+    pub fn iter(&self) -> impl Iterator<Item = EventId> + '_ {
+        let (raw, owned) = match self {
+            Ids::Raw { bytes, stride } => (Some(bytes.chunks_exact(*stride)), None),
+            Ids::Owned(ids) => (None, Some(ids.iter().copied())),
+        };
+        raw.into_iter()
+            .flatten()
+            .filter_map(|c| c.get(..32).and_then(|id| id.try_into().ok()).map(EventId))
+            .chain(owned.into_iter().flatten())
+    }
+}
+
+impl PartialEq for Ids<'_> {
+    fn eq(&self, other: &Self) -> bool {
+        self.iter().eq(other.iter())
+    }
+}
+
+/// A cursor reading postcard by hand, under postcard's rules, for the hottest views.
+struct Postcard<'a> {
+    bytes: &'a [u8],
+    pos: usize,
+}
+
+impl<'a> Postcard<'a> {
+    /// A varint of a `bits`-bit integer: at most ⌈bits/7⌉ bytes, the last holding only the
+    /// bits that fit (postcard's `varint_max` and `max_of_last_byte`).
+    fn varint(&mut self, bits: u32) -> Option<u64> {
+        let max_len = bits.div_ceil(7);
+        let last_max = (1u16 << (bits % 7)).wrapping_sub(1);
+        let mut out = 0u64;
+        for i in 0..max_len {
+            let byte = *self.bytes.get(self.pos)?;
+            self.pos += 1;
+            out |= u64::from(byte & 0x7f) << (7 * i);
+            if byte & 0x80 == 0 {
+                let fits = i + 1 < max_len || u16::from(byte) <= last_max;
+                return fits.then_some(out);
+            }
+        }
+        None
+    }
+    fn u16(&mut self) -> Option<u16> {
+        self.varint(16).map(|v| v as u16)
+    }
+    fn agent(&mut self) -> Option<AgentId> {
+        self.varint(32).map(|v| AgentId(v as u32))
+    }
+    fn tile(&mut self) -> Option<Tile> {
+        Some(Tile { x: self.u16()?, y: self.u16()? })
+    }
+    fn take(&mut self, n: usize) -> Option<&'a [u8]> {
+        let end = self.pos.checked_add(n)?;
+        let out = self.bytes.get(self.pos..end)?;
+        self.pos = end;
+        Some(out)
+    }
+    fn bytes(&mut self) -> Option<&'a [u8]> {
+        let n = usize::try_from(self.varint(64)?).ok()?;
+        self.take(n)
+    }
+}
+
+/// `Moved`: agent, from, to.
+fn moved(body: &[u8]) -> Option<Change<'_>> {
+    let mut p = Postcard { bytes: body, pos: 0 };
+    let agent = p.agent()?;
+    let _from = p.tile()?;
+    Some(Change::Moved { agent, to: p.tile()? })
+}
+
+/// `Retrieved`: agent, query, weights (3 × f32), decay (f32), then the hits, each a 32-byte
+/// id and 4 × f32 (48 bytes).
+fn retrieved(body: &[u8]) -> Option<Change<'_>> {
+    let mut p = Postcard { bytes: body, pos: 0 };
+    let agent = p.agent()?;
+    let _query = p.bytes()?;
+    let _weights_and_decay = p.take(16)?;
+    let n = usize::try_from(p.varint(64)?).ok()?;
+    let bytes = p.take(n.checked_mul(48)?)?;
+    Some(Change::Retrieved { agent, memories: Ids::Raw { bytes, stride: 48 } })
+}
+
 /// An account, borrowed.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Deserialize)]
 pub enum AccountRef<'a> {
@@ -46,7 +146,7 @@ pub enum Change<'a> {
     /// A memory enters a stream (its id is the event's).
     Memory { agent: AgentId, kind: MemoryKind, importance: u8 },
     /// A retrieval touches memories.
-    Retrieved { agent: AgentId, memories: Vec<EventId> },
+    Retrieved { agent: AgentId, memories: Ids<'a> },
     /// A model call is sent.
     LlmRequest { model: &'a str },
     /// A model answers.
@@ -121,7 +221,7 @@ pub fn from_body(body: &Body) -> Change<'_> {
         }
         Body::Retrieved(r) => Change::Retrieved {
             agent: r.agent,
-            memories: r.hits.iter().map(|h| h.memory).collect(),
+            memories: Ids::Owned(r.hits.iter().map(|h| h.memory).collect()),
         },
         Body::LlmRequested(r) => Change::LlmRequest { model: &r.model },
         Body::LlmResponded(r) => Change::LlmResponse {
@@ -199,12 +299,6 @@ mod v1 {
         pub step: u64,
     }
     #[derive(Deserialize)]
-    pub struct Moved {
-        pub agent: AgentId,
-        pub _from: Tile,
-        pub to: Tile,
-    }
-    #[derive(Deserialize)]
     pub struct Perceived {
         pub agent: AgentId,
         pub n_percepts: u64,
@@ -215,19 +309,6 @@ mod v1 {
         pub kind: MemoryKind,
         pub _description: &'a [u8],
         pub importance: u8,
-    }
-    #[derive(Deserialize)]
-    pub struct Hit {
-        pub memory: EventId,
-        pub _scores: [f32; 4],
-    }
-    #[derive(Deserialize)]
-    pub struct Retrieved<'a> {
-        pub agent: AgentId,
-        pub _query: &'a [u8],
-        pub _weights: [f32; 3],
-        pub _decay: f32,
-        pub hits: Vec<Hit>,
     }
     #[derive(Deserialize)]
     pub struct LlmRequested<'a> {
@@ -326,10 +407,7 @@ pub fn from_stored(kind: u16, schema: u16, body: &[u8]) -> Option<Change<'_>> {
             }
         }
         5 => Change::Step { step: view::<v1::ClockStepped>(body)?.step },
-        6 => {
-            let m = view::<v1::Moved>(body)?;
-            Change::Moved { agent: m.agent, to: m.to }
-        }
+        6 => moved(body)?,
         7 => {
             let p = view::<v1::Perceived>(body)?;
             Change::Perceived { agent: p.agent, n: p.n_percepts }
@@ -338,13 +416,7 @@ pub fn from_stored(kind: u16, schema: u16, body: &[u8]) -> Option<Change<'_>> {
             let m = view::<v1::MemoryAdded>(body)?;
             Change::Memory { agent: m.agent, kind: m.kind, importance: m.importance }
         }
-        9 => {
-            let r = view::<v1::Retrieved>(body)?;
-            Change::Retrieved {
-                agent: r.agent,
-                memories: r.hits.into_iter().map(|h| h.memory).collect(),
-            }
-        }
+        9 => retrieved(body)?,
         10 => Change::LlmRequest { model: view::<v1::LlmRequested>(body)?.model },
         11 => {
             let r = view::<v1::LlmResponded>(body)?;
@@ -406,6 +478,72 @@ mod tests {
     use hamlet_log::samples::{one_body_per_kind, stored_samples};
 
     /// The views read what the full decoding reads, for every kind.
+    use proptest::prelude::*;
+
+    proptest! {
+        /// The hand-read views read what postcard reads, for any values, and refuse
+        /// rather than misread bytes cut short.
+        #[test]
+        fn hand_read_views_agree_with_postcard(
+            agent in any::<u32>(), x in any::<u16>(), y in any::<u16>(),
+            query in ".{0,40}", n_hits in 0..40usize, seed in any::<u8>(),
+        ) {
+            use hamlet_log::event::{Moved, RetrievalHit, Retrieved};
+            let bodies = [
+                Body::Moved(Moved { agent: AgentId(agent), from: Tile { x: y, y: x }, to: Tile { x, y } }),
+                Body::Retrieved(Retrieved {
+                    agent: AgentId(agent),
+                    query,
+                    weights: [0.5, 3.0, 2.0],
+                    decay: 0.995,
+                    hits: (0..n_hits)
+                        .map(|i| RetrievalHit {
+                            memory: EventId([seed.wrapping_add(i as u8); 32]),
+                            recency: 0.1, importance: 0.2, relevance: 0.3, score: 0.6,
+                        })
+                        .collect(),
+                }),
+            ];
+            for body in bodies {
+                let stored = hamlet_log::event::NewEvent::new(0, body.clone()).encode(0);
+                let (kind, schema, _, bytes) = hamlet_log::event::parse_header(&stored).unwrap();
+                prop_assert_eq!(from_stored(kind, schema, bytes).unwrap(), from_body(&body));
+                for cut in 0..bytes.len() {
+                    prop_assert!(from_stored(kind, schema, &bytes[..cut]).is_none(), "cut at {}", cut);
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn postcard_varint_rules_are_mirrored() {
+        for value in [0u64, 1, 127, 128, 300, u64::from(u16::MAX), u64::from(u32::MAX), u64::MAX] {
+            let cases = [
+                (16, postcard::to_allocvec(&(value as u16)).unwrap(), value as u16 as u64),
+                (32, postcard::to_allocvec(&(value as u32)).unwrap(), value as u32 as u64),
+                (64, postcard::to_allocvec(&value).unwrap(), value),
+            ];
+            for (bits, bytes, expected) in cases {
+                assert_eq!(Postcard { bytes: &bytes, pos: 0 }.varint(bits), Some(expected));
+            }
+        }
+        // Just past the largest value of each width: postcard refuses, and so must we.
+        for (bits, bytes) in
+            [(16u32, vec![0xff, 0xff, 0x04]), (32, vec![0xff, 0xff, 0xff, 0xff, 0x10])]
+        {
+            let theirs = if bits == 16 {
+                postcard::from_bytes::<u16>(&bytes).is_err()
+            } else {
+                postcard::from_bytes::<u32>(&bytes).is_err()
+            };
+            assert!(theirs);
+            assert_eq!(Postcard { bytes: &bytes, pos: 0 }.varint(bits), None, "{bits} bits");
+        }
+        let too_long = [0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x02];
+        assert!(postcard::from_bytes::<u64>(&too_long).is_err());
+        assert_eq!(Postcard { bytes: &too_long, pos: 0 }.varint(64), None);
+    }
+
     #[test]
     fn views_agree_with_decoded_bodies() {
         assert_eq!(stored_samples().len(), KNOWN_KINDS.len());

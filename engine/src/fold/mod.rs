@@ -249,7 +249,7 @@ impl Town {
             Change::Retrieved { agent, memories } => self
                 .agent(agent)
                 .map(|a| {
-                    for memory in memories {
+                    for memory in memories.iter() {
                         if let Some(memory) = a.memories.get_mut(&memory) {
                             memory.last_accessed_secs = now;
                         }
