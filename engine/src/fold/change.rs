@@ -58,9 +58,9 @@ struct Postcard<'a> {
 impl<'a> Postcard<'a> {
     /// A varint of a `bits`-bit integer: at most ⌈bits/7⌉ bytes, the last holding only the
     /// bits that fit (postcard's `varint_max` and `max_of_last_byte`).
-    fn varint(&mut self, bits: u32) -> Option<u64> {
-        let max_len = bits.div_ceil(7);
-        let last_max = (1u16 << (bits % 7)).wrapping_sub(1);
+    fn varint<const BITS: u32>(&mut self) -> Option<u64> {
+        let max_len = const { BITS.div_ceil(7) };
+        let last_max = const { (1u16 << (BITS % 7)).wrapping_sub(1) };
         let mut out = 0u64;
         for i in 0..max_len {
             let byte = *self.bytes.get(self.pos)?;
@@ -74,10 +74,10 @@ impl<'a> Postcard<'a> {
         None
     }
     fn u16(&mut self) -> Option<u16> {
-        self.varint(16).map(|v| v as u16)
+        self.varint::<16>().map(|v| v as u16)
     }
     fn agent(&mut self) -> Option<AgentId> {
-        self.varint(32).map(|v| AgentId(v as u32))
+        self.varint::<32>().map(|v| AgentId(v as u32))
     }
     fn tile(&mut self) -> Option<Tile> {
         Some(Tile { x: self.u16()?, y: self.u16()? })
@@ -89,17 +89,23 @@ impl<'a> Postcard<'a> {
         Some(out)
     }
     fn bytes(&mut self) -> Option<&'a [u8]> {
-        let n = usize::try_from(self.varint(64)?).ok()?;
+        let n = usize::try_from(self.varint::<64>()?).ok()?;
         self.take(n)
     }
 }
 
 /// `Moved`: agent, from, to.
 fn moved(body: &[u8]) -> Option<Change<'_>> {
+    moved_fields(body).map(|(agent, to)| Change::Moved { agent, to })
+}
+
+/// The agent and destination of a schema-1 `Moved` body: the fold's hottest read.
+#[inline]
+pub fn moved_fields(body: &[u8]) -> Option<(AgentId, Tile)> {
     let mut p = Postcard { bytes: body, pos: 0 };
     let agent = p.agent()?;
     let _from = p.tile()?;
-    Some(Change::Moved { agent, to: p.tile()? })
+    Some((agent, p.tile()?))
 }
 
 /// `Retrieved`: agent, query, weights (3 × f32), decay (f32), then the hits, each a 32-byte
@@ -109,7 +115,7 @@ fn retrieved(body: &[u8]) -> Option<Change<'_>> {
     let agent = p.agent()?;
     let _query = p.bytes()?;
     let _weights_and_decay = p.take(16)?;
-    let n = usize::try_from(p.varint(64)?).ok()?;
+    let n = usize::try_from(p.varint::<64>()?).ok()?;
     let bytes = p.take(n.checked_mul(48)?)?;
     Some(Change::Retrieved { agent, memories: Ids::Raw { bytes, stride: 48 } })
 }
@@ -515,6 +521,15 @@ mod tests {
         }
     }
 
+    fn varint_of(bits: u32, bytes: &[u8]) -> Option<u64> {
+        let mut p = Postcard { bytes, pos: 0 };
+        match bits {
+            16 => p.varint::<16>(),
+            32 => p.varint::<32>(),
+            _ => p.varint::<64>(),
+        }
+    }
+
     #[test]
     fn postcard_varint_rules_are_mirrored() {
         for value in [0u64, 1, 127, 128, 300, u64::from(u16::MAX), u64::from(u32::MAX), u64::MAX] {
@@ -524,7 +539,7 @@ mod tests {
                 (64, postcard::to_allocvec(&value).unwrap(), value),
             ];
             for (bits, bytes, expected) in cases {
-                assert_eq!(Postcard { bytes: &bytes, pos: 0 }.varint(bits), Some(expected));
+                assert_eq!(varint_of(bits, &bytes), Some(expected));
             }
         }
         // Just past the largest value of each width: postcard refuses, and so must we.
@@ -537,11 +552,11 @@ mod tests {
                 postcard::from_bytes::<u32>(&bytes).is_err()
             };
             assert!(theirs);
-            assert_eq!(Postcard { bytes: &bytes, pos: 0 }.varint(bits), None, "{bits} bits");
+            assert_eq!(varint_of(bits, &bytes), None, "{bits} bits");
         }
         let too_long = [0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x02];
         assert!(postcard::from_bytes::<u64>(&too_long).is_err());
-        assert_eq!(Postcard { bytes: &too_long, pos: 0 }.varint(64), None);
+        assert_eq!(varint_of(64, &too_long), None);
     }
 
     #[test]

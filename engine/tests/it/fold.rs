@@ -136,3 +136,57 @@ fn the_fold_is_total_on_nonsense() {
     assert_eq!(town.n_unknown, 1);
     assert_eq!(town.cash_inside_cents(), 0);
 }
+
+#[test]
+fn both_roads_fold_nonsense_alike() {
+    use hamlet_log::event::*;
+    use hamlet_log::format::ChunkBuilder;
+    use hamlet_log::{EventId, RecordingWriter};
+    let ghost = AgentId(99);
+    let created = NewEvent::new(
+        0,
+        Body::BranchCreated(BranchCreated {
+            name: "main".into(),
+            parent_branch: None,
+            fork_seq: None,
+            nonce: 0,
+        }),
+    );
+    let (branch, mut chunk) = ChunkBuilder::new_branch(&created, EventId::NONE, 0);
+    let bodies = [
+        Body::Moved(Moved { agent: ghost, from: Tile::default(), to: Tile { x: 3, y: 4 } }),
+        Body::CashMoved(CashMoved {
+            from: Account::Agent(ghost),
+            to: Account::World,
+            amount_cents: 5,
+            reason: String::new(),
+        }),
+        Body::DialogueTurn(DialogueTurn {
+            conversation: EventId::NONE,
+            speaker: ghost,
+            text: String::new(),
+            ends: true,
+        }),
+        Body::AgentJoined(AgentJoined {
+            agent: AgentId(1),
+            name: "A".into(),
+            persona: String::new(),
+            traits: vec![],
+            tile: Tile::default(),
+            cash_cents: 0,
+        }),
+        Body::Moved(Moved { agent: AgentId(1), from: Tile::default(), to: Tile { x: 1, y: 2 } }),
+    ];
+    for body in bodies {
+        chunk.push(&NewEvent::new(10, body).encode(chunk.next_seq()));
+    }
+    let mut writer = RecordingWriter::new(Vec::new(), "test").unwrap();
+    writer.write_chunk(&chunk.finish().1).unwrap();
+    let bytes = writer.finish().unwrap();
+    let rec = Recording::open(&bytes).unwrap();
+    let events: Vec<Event> = rec.events(branch, 0).unwrap().map(Result::unwrap).collect();
+    let from_bytes = state_at_recording(&rec, branch, Moment::End).unwrap();
+    assert_eq!(from_bytes, fold(&events));
+    assert_eq!(from_bytes.n_anomalies, 3);
+    assert_eq!(from_bytes.agents[&AgentId(1)].tile, Tile { x: 1, y: 2 });
+}
