@@ -908,13 +908,18 @@ impl Statistics {
 
     /// Counts one event of `kind` (kinds stay sorted).
     pub fn count(&mut self, kind: u16) {
+        self.count_n(kind, 1);
+    }
+
+    /// Counts `n` events of `kind` (kinds stay sorted).
+    pub fn count_n(&mut self, kind: u16, n: u64) {
         match self.kinds.binary_search_by_key(&kind, |(k, _)| *k) {
             Ok(i) => {
-                if let Some((_, n)) = self.kinds.get_mut(i) {
-                    *n += 1;
+                if let Some((_, count)) = self.kinds.get_mut(i) {
+                    *count += n;
                 }
             }
-            Err(i) => self.kinds.insert(i, (kind, 1)),
+            Err(i) => self.kinds.insert(i, (kind, n)),
         }
     }
 }

@@ -233,20 +233,23 @@ impl<'a> Recording<'a> {
         to: u64,
         mut f: impl FnMut(BranchId, &StoredRef<'a>) -> bool,
     ) -> Result<(), ReadError> {
-        let chunks = self.chunks(branch)?;
-        let start = chunks.partition_point(|(_, last)| *last < from);
-        for (entry, last) in chunks.get(start..).unwrap_or(&[]) {
-            if entry.first_seq > to {
-                break;
-            }
-            let last = (*last).min(to);
-            for event in self.chunk(entry)?.events() {
-                let event = event?;
-                if event.header.seq > last {
+        for segment in self.ancestry(branch)? {
+            let list = self.own_list(segment.branch);
+            let limit = segment.until_seq.unwrap_or(u64::MAX).min(to);
+            // The first chunk that ends at or after `from`: O(log n).
+            let start = list.partition_point(|&i| self.entry(i).is_some_and(|c| c.last_seq < from));
+            for entry in list.get(start..).unwrap_or(&[]).iter().filter_map(|&i| self.entry(i)) {
+                if entry.first_seq > limit {
                     break;
                 }
-                if event.header.seq >= from && !f(entry.branch, &event) {
-                    return Ok(());
+                for event in self.chunk(entry)?.events() {
+                    let event = event?;
+                    if event.header.seq > limit {
+                        break;
+                    }
+                    if event.header.seq >= from && !f(entry.branch, &event) {
+                        return Ok(());
+                    }
                 }
             }
         }
@@ -272,20 +275,43 @@ impl<'a> Recording<'a> {
         branch: BranchId,
         sim_time_secs: u64,
     ) -> Result<Option<u64>, ReadError> {
-        let chunks = self.chunks(branch)?;
-        let after = chunks.partition_point(|(c, _)| c.time_first <= sim_time_secs);
-        let Some((entry, last)) = after.checked_sub(1).and_then(|i| chunks.get(i)) else {
-            return Ok(None);
-        };
-        let mut found = None;
-        for event in self.chunk(entry)?.events() {
-            let event = event?;
-            if event.header.seq > *last || event.header.sim_time_secs > sim_time_secs {
-                break;
+        // Simulated time never runs backwards along a branch's history, ancestry included:
+        // search the latest stretch first, then earlier ones.
+        for segment in self.ancestry(branch)?.into_iter().rev() {
+            let list = self.own_list(segment.branch);
+            let until = segment.until_seq.unwrap_or(u64::MAX);
+            let n_in =
+                list.partition_point(|&i| self.entry(i).is_some_and(|c| c.first_seq <= until));
+            let before = list
+                .get(..n_in)
+                .unwrap_or(&[])
+                .partition_point(|&i| self.entry(i).is_some_and(|c| c.time_first <= sim_time_secs));
+            let Some(entry) =
+                before.checked_sub(1).and_then(|k| list.get(k)).and_then(|&i| self.entry(i))
+            else {
+                continue;
+            };
+            let mut found = None;
+            for event in self.chunk(entry)?.events() {
+                let event = event?;
+                if event.header.seq > until || event.header.sim_time_secs > sim_time_secs {
+                    break;
+                }
+                found = Some(event.header.seq);
             }
-            found = Some(event.header.seq);
+            if found.is_some() {
+                return Ok(found);
+            }
         }
-        Ok(found)
+        Ok(None)
+    }
+
+    fn own_list(&self, branch: BranchId) -> &[usize] {
+        self.by_branch.get(&branch).map_or(&[], Vec::as_slice)
+    }
+
+    fn entry(&self, index: usize) -> Option<&ChunkIndexEntry> {
+        self.summary.chunks.get(index)
     }
 
     /// The checkpoints on `branch`'s ancestry, latest first, with their state bytes. Not

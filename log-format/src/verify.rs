@@ -96,7 +96,8 @@ struct Found {
     parent: EventId,
     last_id: EventId,
     n_events: u32,
-    kinds: Vec<u16>,
+    /// Events per kind, sorted by kind.
+    kinds: Vec<(u16, u64)>,
     created: Option<crate::event::BranchCreated>,
     created_id: EventId,
 }
@@ -180,7 +181,9 @@ fn scan(
 fn walk(chunk: &ChunkRef<'_>) -> Result<Found, FormatError> {
     // One pass: the chain is recomputed, and every body of a known kind must decode, not
     // just frame, since a reader will decode it.
-    let mut kinds = Vec::with_capacity(chunk.header.n_events as usize);
+    // Counted here, on the walking threads; runs of one kind are common.
+    let mut kinds = Statistics::default();
+    let mut run: Option<(u16, u64)> = None;
     let mut created = None;
     let mut created_id = EventId::NONE;
     for event in chunk.events_checked() {
@@ -188,14 +191,25 @@ fn walk(chunk: &ChunkRef<'_>) -> Result<Found, FormatError> {
         let body = decode_body(event.kind, event.schema, event.body).map_err(|source| {
             FormatError::BadEvent { offset: chunk.offset, seq: event.header.seq, source }
         })?;
-        if kinds.is_empty() {
+        if event.header.seq == chunk.header.first_seq {
             if let Body::BranchCreated(b) = body {
                 created = Some(b);
                 created_id = event.id;
             }
         }
-        kinds.push(event.kind);
+        run = match run {
+            Some((kind, n)) if kind == event.kind => Some((kind, n + 1)),
+            Some((kind, n)) => {
+                kinds.count_n(kind, n);
+                Some((event.kind, 1))
+            }
+            None => Some((event.kind, 1)),
+        };
     }
+    if let Some((kind, n)) = run {
+        kinds.count_n(kind, n);
+    }
+    let kinds = kinds.kinds;
     let h = chunk.header;
     Ok(Found {
         entry: ChunkIndexEntry {
@@ -324,8 +338,8 @@ fn statistics(found: &[Found]) -> Statistics {
         stats.time_last = stats.time_last.max(f.entry.time_last);
         stats.n_chunks += 1;
         stats.n_events += u64::from(f.n_events);
-        for &kind in &f.kinds {
-            stats.count(kind);
+        for &(kind, n) in &f.kinds {
+            stats.count_n(kind, n);
         }
     }
     stats
