@@ -25,7 +25,7 @@ pub mod op {
     pub const CHUNK: u8 = 0x02;
     /// A folded state (derived data, opaque to this crate), indexed by the summary.
     pub const CHECKPOINT_STATE: u8 = 0x03;
-    /// First summary record: the hash of every byte before the summary.
+    /// First summary record: the hash of the data section (see [`super::data_hash`]).
     pub const DATA_HASH: u8 = 0x10;
     /// One branch of the branch table.
     pub const BRANCH: u8 = 0x11;
@@ -81,9 +81,56 @@ pub fn checkpoint_hash(state: &[u8]) -> [u8; 32] {
 pub fn chunk_hasher() -> blake3::Hasher {
     blake3::Hasher::new_derive_key(CHUNK_CONTEXT)
 }
-/// A hasher for the data section (every byte before the summary).
+/// A hasher for the data section (everything before the summary, each chunk by its framing
+/// and hash): see [`data_hash`].
 pub fn data_hasher() -> blake3::Hasher {
     blake3::Hasher::new_derive_key(DATA_CONTEXT)
+}
+
+/// Feeds one whole record (framing and body) of the data section to its hasher. A chunk
+/// record contributes its 9 framing bytes and the 32-byte hash that ends its body, not the
+/// body itself: the chunk's own hash covers that, so every byte is hashed once, not twice.
+pub fn feed_data_record(hasher: &mut blake3::Hasher, record: &[u8]) {
+    let n = record.len();
+    match (
+        record.first(),
+        record.get(..RECORD_PREFIX_LEN),
+        record.get(n.saturating_sub(CHUNK_HASH_LEN)..),
+    ) {
+        (Some(&op::CHUNK), Some(framing), Some(hash))
+            if n >= RECORD_PREFIX_LEN + CHUNK_HASH_LEN =>
+        {
+            hasher.update(framing);
+            hasher.update(hash);
+        }
+        _ => {
+            hasher.update(record);
+        }
+    }
+}
+
+/// The data section's hash: the preamble (magic and header record) as it is, then each
+/// record through [`feed_data_record`]. Bytes that do not frame as records are hashed as
+/// they are.
+pub fn data_hash(section: &[u8], preamble_len: usize) -> [u8; 32] {
+    let mut hasher = data_hasher();
+    hasher.update(section.get(..preamble_len).unwrap_or(section));
+    let mut at = preamble_len;
+    while at < section.len() {
+        let rest = section.get(at..).unwrap_or(&[]);
+        match parse_record(rest, at as u64) {
+            Ok(Some(record)) => {
+                let len = record.len_total() as usize;
+                feed_data_record(&mut hasher, rest.get(..len).unwrap_or(rest));
+                at += len;
+            }
+            _ => {
+                hasher.update(rest);
+                break;
+            }
+        }
+    }
+    *hasher.finalize().as_bytes()
 }
 /// A hasher for the summary section.
 pub fn summary_hasher() -> blake3::Hasher {

@@ -370,10 +370,8 @@ pub fn verify(bytes: &[u8]) -> Report {
     let n_before = problems.len();
     // The data section's hash runs on its own thread while the chunks are walked.
     let (found, data_hash) = std::thread::scope(|scope| {
-        let hashing = scope.spawn(|| {
-            let data = bytes.get(..data_end).unwrap_or(&[]);
-            *crate::format::data_hasher().update(data).finalize().as_bytes()
-        });
+        let hashing = scope
+            .spawn(|| crate::format::data_hash(bytes.get(..data_end).unwrap_or(&[]), data_start));
         let found = scan(bytes, data_start, data_end, &mut problems, false, &mut states);
         (found, hashing.join().ok())
     });

@@ -164,7 +164,7 @@ impl<W: Write> RecordingWriter<W> {
             }
         }
         self.out.write_all(record)?;
-        self.data.update(record);
+        crate::format::feed_data_record(&mut self.data, record);
         self.head_times.insert(header.branch, header.time_last);
         if let Some(entry) = self.branches.get_mut(&header.branch) {
             entry.head_id = header.last_id;
@@ -208,7 +208,7 @@ impl<W: Write> RecordingWriter<W> {
         let mut record = Vec::with_capacity(crate::format::RECORD_PREFIX_LEN + state.len());
         push_record(&mut record, op::CHECKPOINT_STATE, state);
         self.out.write_all(&record)?;
-        self.data.update(&record);
+        crate::format::feed_data_record(&mut self.data, &record);
         self.checkpoints.push(crate::format::CheckpointEntry {
             branch,
             seq,
