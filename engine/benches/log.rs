@@ -15,7 +15,7 @@ use hamlet_engine::history::{export_with_checkpoints, state_at_recording, Moment
 use hamlet_engine::rng::SimRng;
 use hamlet_engine::store::Store;
 use hamlet_engine::synth::{write_recording, SynthSpec};
-use hamlet_log::event::{AgentId, Body, ClockStepped, Moved, NewEvent, Tile};
+use hamlet_log::event::NewEvent;
 use hamlet_log::Recording;
 
 fn n_events() -> u64 {
@@ -181,24 +181,8 @@ fn seek(c: &mut Criterion) {
 }
 
 fn small_events(n: usize, time: &mut u64) -> Vec<NewEvent> {
-    (0..n)
-        .map(|i| {
-            if i % 26 == 0 {
-                *time += 10;
-                NewEvent::new(*time, Body::ClockStepped(ClockStepped { step: *time / 10 }))
-            } else {
-                let x = (i % 90) as u16;
-                NewEvent::new(
-                    *time,
-                    Body::Moved(Moved {
-                        agent: AgentId(i as u32 % 25),
-                        from: Tile { x, y: 3 },
-                        to: Tile { x: x + 1, y: 3 },
-                    }),
-                )
-            }
-        })
-        .collect()
+    let mut rng = SimRng::stream(*time, &["bench events"]);
+    hamlet_engine::synth::steps_and_moves(&mut rng, time, n, 25, 26)
 }
 
 fn append(c: &mut Criterion) {

@@ -342,6 +342,35 @@ impl Synth {
     }
 }
 
+/// A batch of small, valid events after `*time`: clock steps (one in `1 / step_every`) and
+/// one-tile moves of `n_agents` agents. What the store's benchmarks and tests append.
+pub fn steps_and_moves(
+    rng: &mut SimRng,
+    time: &mut u64,
+    n: usize,
+    n_agents: u32,
+    step_every: u64,
+) -> Vec<NewEvent> {
+    (0..n)
+        .map(|i| {
+            if rng.chance(1, step_every) {
+                *time += 10;
+                NewEvent::new(*time, Body::ClockStepped(ClockStepped { step: *time / 10 }))
+            } else {
+                let x = rng.int_inclusive(0, 90) as u16;
+                NewEvent::new(
+                    *time,
+                    Body::Moved(Moved {
+                        agent: AgentId(i as u32 % n_agents.max(1)),
+                        from: Tile { x, y: 1 },
+                        to: Tile { x: x + 1, y: 1 },
+                    }),
+                )
+            }
+        })
+        .collect()
+}
+
 /// Writes a synthetic recording of at least `spec.n_events` events on one branch, "main".
 /// `progress` is called with the events written so far.
 pub fn write_recording<W: io::Write>(

@@ -6,7 +6,7 @@ use std::io;
 
 use hamlet_engine::rng::SimRng;
 use hamlet_engine::store::Storage;
-use hamlet_log::event::{AgentId, Body, ClockStepped, Moved, NewEvent, Tile};
+use hamlet_log::event::NewEvent;
 
 #[derive(Clone, Debug, Default)]
 struct FileState {
@@ -151,24 +151,7 @@ impl Storage for LossyDisk {
     }
 }
 
-/// A batch of small, valid events after `time`: steps and moves of one agent.
+/// A batch of small, valid events after `time`: steps and moves of three agents.
 pub fn batch(rng: &mut SimRng, time: &mut u64, n: usize) -> Vec<NewEvent> {
-    (0..n)
-        .map(|i| {
-            if rng.chance(1, 3) {
-                *time += 10;
-                NewEvent::new(*time, Body::ClockStepped(ClockStepped { step: *time / 10 }))
-            } else {
-                let x = rng.int_inclusive(0, 50) as u16;
-                NewEvent::new(
-                    *time,
-                    Body::Moved(Moved {
-                        agent: AgentId(i as u32 % 3),
-                        from: Tile { x, y: 1 },
-                        to: Tile { x: x + 1, y: 1 },
-                    }),
-                )
-            }
-        })
-        .collect()
+    hamlet_engine::synth::steps_and_moves(rng, time, n, 3, 3)
 }
