@@ -186,7 +186,14 @@ pub fn summary(body: &Body, name: &dyn Fn(AgentId) -> String) -> String {
 }
 
 fn cents(n: i64) -> String {
-    format!("${}.{:02}", n / 100, (n % 100).abs())
+    let sign = if n < 0 { "-" } else { "" };
+    format!("{sign}${}.{:02}", n.unsigned_abs() / 100, n.unsigned_abs() % 100)
+}
+
+/// Text from a recording, safe to print to a terminal: control characters (escape
+/// sequences among them) become U+FFFD.
+pub fn printable(text: &str) -> String {
+    text.chars().map(|c| if c.is_control() { '\u{fffd}' } else { c }).collect()
 }
 
 fn account(a: &Account, name: &dyn Fn(AgentId) -> String) -> String {

@@ -247,7 +247,7 @@ impl Synth {
                     now,
                     Body::ObjectStateChanged(ObjectStateChanged {
                         address: PLACES[i as usize % PLACES.len()].into(),
-                        state: if r % 2 == 0 { "idle".into() } else { DOINGS[0].into() },
+                        state: if r.is_multiple_of(2) { "idle".into() } else { DOINGS[0].into() },
                         by: Some(agent),
                     }),
                 ));

@@ -93,6 +93,10 @@ impl Reader {
     pub fn next_step(&mut self) -> Result<Step, FormatError> {
         let have = self.pending().len();
         match self.state {
+            State::Done if have > 0 => Err(FormatError::BadChunk {
+                offset: self.offset,
+                problem: format!("{have} bytes follow the end magic"),
+            }),
             State::Done => Ok(Step::End),
             State::Magic | State::EndMagic => {
                 if have < MAGIC.len() {

@@ -24,7 +24,7 @@ pub enum Outcome {
 const EXIT_CODES: &str = "\
 Exit status:
   0  success (verify: the recording is sound)
-  1  verify found problems; recover could keep nothing
+  1  verify or store check found problems; recover could keep nothing
   2  error (bad arguments, unreadable file, …)
   3  recover kept a valid prefix and lost the rest";
 

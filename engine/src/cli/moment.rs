@@ -37,7 +37,10 @@ pub fn parse_moment(text: &str) -> Result<Moment, String> {
         [h, m, s] => (num(h, 24)?, num(m, 60)?, num(s, 60)?),
         _ => return Err(err()),
     };
-    Ok(Moment::Time(day * 86_400 + h * 3600 + m * 60 + s))
+    day.checked_mul(86_400)
+        .and_then(|d| d.checked_add(h * 3600 + m * 60 + s))
+        .map(Moment::Time)
+        .ok_or_else(err)
 }
 
 #[cfg(test)]
@@ -52,7 +55,7 @@ mod tests {
         assert_eq!(parse_moment("08:30"), Ok(Moment::Time(8 * 3600 + 1800)));
         assert_eq!(parse_moment("day1 08:30:05"), Ok(Moment::Time(86_400 + 8 * 3600 + 1805)));
         assert_eq!(parse_moment("day 2 00:00"), Ok(Moment::Time(2 * 86_400)));
-        for bad in ["", "#x", "25:00", "day1", "08:61", "yesterday"] {
+        for bad in ["", "#x", "25:00", "day1", "08:61", "yesterday", "day99999999999999999 00:00"] {
             assert!(parse_moment(bad).unwrap_err().contains("#<seq>"), "{bad}");
         }
     }

@@ -5,7 +5,7 @@ use std::path::{Path, PathBuf};
 
 use anyhow::{bail, Context};
 use clap::Args;
-use hamlet_engine::describe::{agents_of, sim_time, summary};
+use hamlet_engine::describe::{agents_of, printable, sim_time, summary};
 use hamlet_engine::fold::Town;
 use hamlet_engine::history::{state_at_recording, Moment};
 use hamlet_engine::store::Store;
@@ -172,8 +172,8 @@ pub fn inspect(a: InspectArgs) -> anyhow::Result<Outcome> {
     let root = pick_branch(&rec, None)?;
     let town = state_at_recording(&rec, root, Moment::End).ok();
     if let Some(town) = &town {
-        let names: Vec<&str> = town.agents.values().map(|a| a.name.as_str()).collect();
-        let shown = names.iter().take(8).copied().collect::<Vec<_>>().join(", ");
+        let names: Vec<String> = town.agents.values().map(|a| printable(&a.name)).collect();
+        let shown = names.iter().take(8).cloned().collect::<Vec<_>>().join(", ");
         let more = if names.len() > 8 {
             format!(", … ({} more)", names.len() - 8)
         } else {
@@ -361,13 +361,13 @@ fn print_town(town: &Town) -> anyhow::Result<()> {
     for (id, agent) in &town.agents {
         let doing = agent.action.as_ref().map_or_else(
             || "idle".to_owned(),
-            |a| format!("{} {} at {}", a.emoji, a.description, a.address),
+            |a| printable(&format!("{} {} at {}", a.emoji, a.description, a.address)),
         );
         writeln!(
             out,
             "  {:>3} {:<20} ({:>3},{:>3})  ${:>7.2}  {:>5} memories  {doing}",
             id.0,
-            agent.name,
+            printable(&agent.name),
             agent.tile.x,
             agent.tile.y,
             agent.cash_cents as f64 / 100.0,
@@ -450,6 +450,9 @@ pub fn log(a: LogArgs) -> anyhow::Result<Outcome> {
         ),
         None => None,
     };
+    if a.from == Some(Moment::End) {
+        bail!("--from end selects nothing; use --to end, or leave --from out");
+    }
     let inside = |e: &Event, m: Option<Moment>, after: bool| match m {
         None | Some(Moment::End) => true,
         Some(Moment::Seq(s)) => {
@@ -493,7 +496,7 @@ pub fn log(a: LogArgs) -> anyhow::Result<Outcome> {
             sim_time(event.sim_time_secs()),
             event.id,
             kind_name(event.body.kind()),
-            summary(&event.body, &name_of)
+            printable(&summary(&event.body, &name_of))
         )?;
         shown += 1;
     }

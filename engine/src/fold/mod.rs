@@ -181,7 +181,11 @@ impl Town {
     }
 
     /// Folds one more event straight from its stored bytes (the fast road: see
-    /// [`change`]). Equal to [`Town::apply`] on the decoded event, whatever the bytes.
+    /// [`change`]). Equal to [`Town::apply`] on the decoded event whenever the body decodes
+    /// — always, for bytes a store wrote or `verify` passed. For other bytes use
+    /// [`Town::apply_stored_strict`]: views read only what they need and would not notice a
+    /// malformed tail.
+    #[inline]
     pub fn apply_stored(&mut self, event: &StoredRef<'_>) {
         let (id, seq, now) = (event.id, event.header.seq, event.header.sim_time_secs);
         // Most events are moves: they skip the general road (`Change`), doing exactly what
@@ -191,10 +195,10 @@ impl Town {
             if let Some((agent, to)) = change::moved_fields(event.body) {
                 self.head = Some((seq, id));
                 self.sim_time_secs = self.sim_time_secs.max(now);
-                self.n_events += 1;
+                self.n_events = self.n_events.saturating_add(1);
                 match self.agents.get_mut(&agent) {
                     Some(a) => a.tile = to,
-                    None => self.n_anomalies += 1,
+                    None => self.n_anomalies = self.n_anomalies.saturating_add(1),
                 }
                 return;
             }
@@ -206,16 +210,30 @@ impl Town {
                 // A known kind that does not decode: the fold stays total and counts it.
                 Err(_) => {
                     self.apply_change(id, seq, now, Change::Nothing);
-                    self.n_anomalies += 1;
+                    self.n_anomalies = self.n_anomalies.saturating_add(1);
                 }
             },
+        }
+    }
+
+    /// Folds one more event from its stored bytes, decoding the whole body first: exactly
+    /// [`Town::apply`] on the decoded event, with a body that does not decode counted as an
+    /// anomaly. For bytes nobody has verified.
+    pub fn apply_stored_strict(&mut self, event: &StoredRef<'_>) {
+        let (id, seq, now) = (event.id, event.header.seq, event.header.sim_time_secs);
+        match decode_body(event.kind, event.schema, event.body) {
+            Ok(body) => self.apply_change(id, seq, now, change::from_body(&body)),
+            Err(_) => {
+                self.apply_change(id, seq, now, Change::Nothing);
+                self.n_anomalies = self.n_anomalies.saturating_add(1);
+            }
         }
     }
 
     fn apply_change(&mut self, id: EventId, seq: u64, now: u64, change: Change<'_>) {
         self.head = Some((seq, id));
         self.sim_time_secs = self.sim_time_secs.max(now);
-        self.n_events += 1;
+        self.n_events = self.n_events.saturating_add(1);
         let ok = match change {
             Change::Branch { name } => {
                 set(&mut self.branch_name, name);
@@ -254,7 +272,7 @@ impl Town {
                         Memory { kind, importance, created_secs: now, last_accessed_secs: now },
                     );
                     if kind == MemoryKind::Reflection {
-                        a.n_reflections += 1;
+                        a.n_reflections = a.n_reflections.saturating_add(1);
                     } else {
                         a.importance_since_reflection =
                             a.importance_since_reflection.saturating_add(importance.into());
@@ -272,9 +290,9 @@ impl Town {
                 })
                 .is_some(),
             Change::LlmRequest { model } => {
-                self.llm.n_requests += 1;
+                self.llm.n_requests = self.llm.n_requests.saturating_add(1);
                 match self.llm.models.get_mut(model) {
-                    Some(n) => *n += 1,
+                    Some(n) => *n = n.saturating_add(1),
                     None => {
                         self.llm.models.insert(model.to_owned(), 1);
                     }
@@ -282,18 +300,20 @@ impl Town {
                 true
             }
             Change::LlmResponse { fallback, tokens_prompt, tokens_completion } => {
-                self.llm.n_responses += 1;
-                self.llm.n_fallbacks += u64::from(fallback);
-                self.llm.tokens_prompt += u64::from(tokens_prompt);
-                self.llm.tokens_completion += u64::from(tokens_completion);
+                self.llm.n_responses = self.llm.n_responses.saturating_add(1);
+                self.llm.n_fallbacks = self.llm.n_fallbacks.saturating_add(u64::from(fallback));
+                self.llm.tokens_prompt =
+                    self.llm.tokens_prompt.saturating_add(u64::from(tokens_prompt));
+                self.llm.tokens_completion =
+                    self.llm.tokens_completion.saturating_add(u64::from(tokens_completion));
                 true
             }
             Change::LlmFailure => {
-                self.llm.n_failures += 1;
+                self.llm.n_failures = self.llm.n_failures.saturating_add(1);
                 true
             }
             Change::EmbeddingRequest => {
-                self.llm.n_embeddings += 1;
+                self.llm.n_embeddings = self.llm.n_embeddings.saturating_add(1);
                 true
             }
             Change::Plan { agent, level } => {
@@ -332,9 +352,11 @@ impl Town {
                 }
                 known
             }
-            Change::Turn { conversation } => {
-                self.conversations.get_mut(&conversation).map(|c| c.n_turns += 1).is_some()
-            }
+            Change::Turn { conversation } => self
+                .conversations
+                .get_mut(&conversation)
+                .map(|c| c.n_turns = c.n_turns.saturating_add(1))
+                .is_some(),
             Change::ConversationEnded { conversation } => {
                 match self.conversations.remove(&conversation) {
                     Some(c) => {
@@ -361,26 +383,26 @@ impl Town {
             }
             Change::Cash { from, to, amount_cents } => self.move_cash(from, to, amount_cents),
             Change::EditPersona { agent, persona } => {
-                self.n_interventions += 1;
+                self.n_interventions = self.n_interventions.saturating_add(1);
                 self.agent(agent).map(|a| set(&mut a.persona, persona)).is_some()
             }
             Change::SetObject { address, state } => {
-                self.n_interventions += 1;
+                self.n_interventions = self.n_interventions.saturating_add(1);
                 self.objects.insert(address.to_owned(), state.to_owned());
                 true
             }
             Change::Intervened => {
-                self.n_interventions += 1;
+                self.n_interventions = self.n_interventions.saturating_add(1);
                 true
             }
             Change::Nothing => true,
             Change::Unknown => {
-                self.n_unknown += 1;
+                self.n_unknown = self.n_unknown.saturating_add(1);
                 true
             }
         };
         if !ok {
-            self.n_anomalies += 1;
+            self.n_anomalies = self.n_anomalies.saturating_add(1);
         }
     }
 

@@ -15,7 +15,7 @@ use hamlet_log::{BranchId, EventId};
 use serde::{Deserialize, Serialize};
 
 /// Bumped when the index's layout changes: an index of another version is rebuilt.
-const INDEX_VERSION: &[u8] = b"hamlet index 1";
+const INDEX_VERSION: &[u8] = b"hamlet index 2";
 
 /// A branch as the index holds it.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -181,18 +181,20 @@ impl Index {
         Ok(decode::<ChunkLoc>(&v).filter(|loc| loc.last_seq >= seq))
     }
 
-    /// `branch`'s own chunks from the one holding `from_seq` on, in seq order.
+    /// `branch`'s own chunks from the one holding `from_seq` to the one holding `to_seq`, in
+    /// seq order: O(log n + k).
     pub fn chunks_from(
         &self,
         branch: BranchId,
         from_seq: u64,
+        to_seq: u64,
     ) -> Result<Vec<ChunkLoc>, IndexError> {
         let start = match self.chunk_at_seq(branch, from_seq)? {
             Some(loc) => loc.first_seq,
             None => from_seq,
         };
         let mut out = Vec::new();
-        for item in self.chunks.range(key(branch, start)..=key(branch, u64::MAX)) {
+        for item in self.chunks.range(key(branch, start)..=key(branch, to_seq.max(start))) {
             let (_, v) = item.map_err(self.err())?;
             if let Some(loc) = decode::<ChunkLoc>(&v) {
                 out.push(loc);
@@ -217,7 +219,8 @@ impl Index {
         Ok(k.get(40..48).and_then(|b| b.try_into().ok()).map(u64::from_be_bytes))
     }
 
-    /// Records where the answer to an LLM request is.
+    /// Records where an answer to an LLM request is (every answer: a request may be
+    /// answered again, on the same branch or another).
     pub fn put_llm(
         &self,
         request_hash: [u8; 32],
@@ -225,16 +228,25 @@ impl Index {
         seq: u64,
     ) -> Result<(), IndexError> {
         let mut k = request_hash.to_vec();
-        k.extend_from_slice(&branch.0 .0);
-        self.llm.insert(k, &seq.to_be_bytes()).map(drop).map_err(self.err())
+        k.extend_from_slice(&key(branch, seq));
+        self.llm.insert(k, &[]).map(drop).map_err(self.err())
     }
 
-    /// The seq of the answer to an LLM request on `branch`'s own events.
-    pub fn llm(&self, request_hash: [u8; 32], branch: BranchId) -> Result<Option<u64>, IndexError> {
-        let mut k = request_hash.to_vec();
-        k.extend_from_slice(&branch.0 .0);
-        let v = self.llm.get(k).map_err(self.err())?;
-        Ok(v.and_then(|v| <[u8; 8]>::try_from(&v[..]).ok()).map(u64::from_be_bytes))
+    /// The seq of the latest answer to an LLM request among `branch`'s own events up to
+    /// `until`.
+    pub fn llm(
+        &self,
+        request_hash: [u8; 32],
+        branch: BranchId,
+        until: u64,
+    ) -> Result<Option<u64>, IndexError> {
+        let mut low = request_hash.to_vec();
+        low.extend_from_slice(&key(branch, 0));
+        let mut high = request_hash.to_vec();
+        high.extend_from_slice(&key(branch, until));
+        let Some(item) = self.llm.range(low..=high).next_back() else { return Ok(None) };
+        let (k, _) = item.map_err(self.err())?;
+        Ok(k.get(64..72).and_then(|b| b.try_into().ok()).map(u64::from_be_bytes))
     }
 
     /// Every LLM entry (for checks).

@@ -102,6 +102,12 @@ pub enum StoreError {
     /// A recording disagrees with what the store holds.
     #[error("cannot import: {0}")]
     Conflict(String),
+    /// Another process has the store open.
+    #[error("store {dir} is in use by another process")]
+    InUse {
+        /// The store's directory.
+        dir: String,
+    },
     /// A recording does not open.
     #[error(transparent)]
     Read(#[from] hamlet_log::recording::ReadError),
@@ -139,6 +145,8 @@ pub struct Store<S: Storage = FsStorage> {
     branches: BTreeMap<BranchId, BranchRow>,
     poisoned: Option<String>,
     rebuilt: bool,
+    // Held for the store's life: one process at a time opens a store directory.
+    _lock: Option<std::fs::File>,
 }
 
 impl<S: Storage> std::fmt::Debug for Store<S> {
@@ -149,9 +157,28 @@ impl<S: Storage> std::fmt::Debug for Store<S> {
 
 impl Store<FsStorage> {
     /// Opens the store in `dir` (created if missing), rebuilding its index if needed.
+    ///
+    /// The directory is locked (`LOCK`, an advisory lock) for as long as the store is open:
+    /// a second process gets [`StoreError::InUse`] instead of repairing files under a live
+    /// writer.
     pub fn open(dir: &Path) -> Result<Store<FsStorage>, StoreError> {
         let storage = FsStorage::new(dir).map_err(io_err("create the store directory", "."))?;
-        Store::open_with(storage, &dir.join("index"))
+        let lock = std::fs::File::options()
+            .create(true)
+            .truncate(false)
+            .write(true)
+            .open(dir.join("LOCK"))
+            .map_err(io_err("create", "LOCK"))?;
+        match lock.try_lock() {
+            Ok(()) => {}
+            Err(std::fs::TryLockError::WouldBlock) => {
+                return Err(StoreError::InUse { dir: dir.display().to_string() })
+            }
+            Err(std::fs::TryLockError::Error(e)) => return Err(io_err("lock", "LOCK")(e)),
+        }
+        let mut store = Store::open_with(storage, &dir.join("index"))?;
+        store._lock = Some(lock);
+        Ok(store)
     }
 }
 
@@ -167,17 +194,56 @@ impl<S: Storage> Store<S> {
                 Index::open(index_dir)?
             }
         };
-        let mut store =
-            Store { storage, index, branches: BTreeMap::new(), poisoned: None, rebuilt: false };
+        let mut store = Store {
+            storage,
+            index,
+            branches: BTreeMap::new(),
+            poisoned: None,
+            rebuilt: false,
+            _lock: None,
+        };
         let files = store.segment_files()?;
         let indexed = store.index.segment_lens()?;
-        let current = fresh || files != indexed;
-        if current {
-            store.rebuild_index()?;
-        } else {
+        let trusted = !fresh && files == indexed && {
             store.branches = store.index.branches()?.into_iter().collect();
+            store.index_agrees(&files)
+        };
+        if !trusted {
+            store.rebuild_index()?;
         }
         Ok(store)
+    }
+
+    /// Whether the index's branch rows agree with the segments: every branch's last chunk
+    /// is where the index says, ends its last segment, and ends with the row's head. One
+    /// chunk read per branch. Index writes can reach disk in any order before a crash;
+    /// segment lengths alone do not prove the rows current.
+    fn index_agrees(&self, files: &[(String, u64)]) -> bool {
+        let prefixes: std::collections::BTreeSet<&str> =
+            files.iter().filter_map(|(name, _)| parse_segment_name(name).map(|(p, _)| p)).collect();
+        let rows: std::collections::BTreeSet<String> =
+            self.branches.keys().map(|id| id.to_hex()[..32].to_owned()).collect();
+        if prefixes.len() != rows.len() || !rows.iter().all(|r| prefixes.contains(r.as_str())) {
+            return false;
+        }
+        self.branches.iter().all(|(id, row)| {
+            let Ok(Some(loc)) = self.index.chunk_at_seq(*id, row.head_seq) else { return false };
+            let file_len = files.iter().find(|(n, _)| *n == loc.segment).map(|(_, l)| *l);
+            if row.segments.last() != Some(&loc.segment)
+                || file_len != Some(loc.offset + loc.len_bytes)
+            {
+                return false;
+            }
+            let Ok(bytes) = self.read_chunk(&loc) else { return false };
+            let header = parse_record(&bytes, loc.offset)
+                .ok()
+                .flatten()
+                .and_then(|r| ChunkRef::parse(r).ok())
+                .map(|c| c.header);
+            header.is_some_and(|h| {
+                h.branch == *id && h.last_id == row.head_id && h.last_seq() == row.head_seq
+            })
+        })
     }
 
     /// Whether opening had to rebuild the index.
@@ -304,6 +370,13 @@ impl<S: Storage> Store<S> {
 
     fn read_chunk(&self, loc: &ChunkLoc) -> Result<Vec<u8>, StoreError> {
         let path = format!("{SEGMENT_DIR}/{}", loc.segment);
+        if loc.len_bytes > hamlet_log::format::MAX_RECORD_LEN + 9 {
+            return Err(StoreError::Corrupt {
+                path,
+                offset: loc.offset,
+                problem: format!("the index gives a chunk of {} bytes", loc.len_bytes),
+            });
+        }
         self.storage
             .read_at(&path, loc.offset, loc.len_bytes as usize)
             .map_err(io_err("read", &path))
@@ -322,7 +395,7 @@ impl<S: Storage> Store<S> {
         for (b, until) in self.ancestry(branch)? {
             let until = until.min(to);
             if from <= until {
-                for loc in self.index.chunks_from(b, from.max(start))? {
+                for loc in self.index.chunks_from(b, from.max(start), until)? {
                     if loc.first_seq > until {
                         break;
                     }
@@ -407,6 +480,8 @@ impl<S: Storage> Store<S> {
         let mut best = None;
         for (b, until) in self.ancestry(branch)? {
             let Some(first) = self.index.chunk_at_time(b, sim_time_secs)? else { continue };
+            // A chunk of an ancestor may start past the fork point: start no later than it.
+            let first = first.min(until);
             let mut found = None;
             self.for_each_stored(b, first, until, |_, event| {
                 if event.header.sim_time_secs <= sim_time_secs {
@@ -430,7 +505,7 @@ impl<S: Storage> Store<S> {
         branch: BranchId,
     ) -> Result<Option<u64>, StoreError> {
         for (b, until) in self.ancestry(branch)?.into_iter().rev() {
-            if let Some(seq) = self.index.llm(request_hash, b)?.filter(|s| *s <= until) {
+            if let Some(seq) = self.index.llm(request_hash, b, until)? {
                 return Ok(Some(seq));
             }
         }
@@ -597,7 +672,10 @@ impl<S: Storage> Store<S> {
             segments: vec![segment],
         };
         self.branches.insert(branch, row);
-        self.write_records(branch, vec![record])?;
+        if let Err(e) = self.write_records(branch, vec![record]) {
+            self.branches.remove(&branch);
+            return Err(e);
+        }
         Ok(branch)
     }
 
@@ -695,44 +773,56 @@ impl<S: Storage> Store<S> {
             .get(&branch)
             .cloned()
             .ok_or_else(|| StoreError::NoBranch(branch.to_string()))?;
+        // The write path asserts before a byte is written: a chunk the store cannot read, or
+        // one that does not continue its branch, must never reach a segment.
+        let mut expect = (row.head_seq, row.head_id, row.head_time);
+        let mut headers = Vec::with_capacity(records.len());
+        for record in &records {
+            let parsed = parse_record(record, 0)
+                .ok()
+                .flatten()
+                .and_then(|r| ChunkRef::parse(r).ok())
+                .unwrap_or_else(|| panic!("{branch}: the store built a chunk it cannot read"));
+            let h = parsed.header;
+            assert_eq!(h.parent, expect.1, "{branch}: commit out of order");
+            assert_eq!(h.first_seq, expect.0.wrapping_add(1), "{branch}: seq gap");
+            assert!(h.time_first >= expect.2, "{branch}: time runs backwards at #{}", h.first_seq);
+            expect = (h.last_seq(), h.last_id, h.time_last);
+            headers.push((h, llm_answers(&parsed)));
+        }
         let mut segment = row.segments.last().cloned().unwrap_or_else(|| segment_name(branch, 1));
         let mut path = format!("{SEGMENT_DIR}/{segment}");
         let mut len = match self.storage.len(&path) {
             Ok(len) => len,
             Err(e) => return self.poison(io_err("stat", &path)(e)),
         };
+        // What is acknowledged ends here; on a failed write or sync, the bytes after it are
+        // taken back (the kernel may have dropped them from the page cache already).
+        let acked = (path.clone(), len);
         let mut locs = Vec::with_capacity(records.len());
         let mut touched = vec![];
-        for record in &records {
+        for (record, (h, llm)) in records.iter().zip(headers) {
             if len + record.len() as u64 > SEGMENT_TARGET_LEN
                 && len > file_preamble(WRITER_NAME).len() as u64
             {
                 // Roll over: the full segment is synced first, so acknowledged stays a prefix.
                 if let Err(e) = self.storage.sync(&path).map_err(io_err("sync", &path)) {
-                    return self.poison(e);
+                    return self.fail_write(&acked, e);
                 }
                 segment = segment_name(branch, row.segments.len() as u32 + 1);
                 if let Err(e) = self.new_segment(&segment) {
-                    return self.poison(e);
+                    return self.fail_write(&acked, e);
                 }
                 row.segments.push(segment.clone());
                 path = format!("{SEGMENT_DIR}/{segment}");
                 len = match self.storage.len(&path) {
                     Ok(len) => len,
-                    Err(e) => return self.poison(io_err("stat", &path)(e)),
+                    Err(e) => return self.fail_write(&acked, io_err("stat", &path)(e)),
                 };
             }
             if let Err(e) = self.storage.append(&path, record) {
-                return self.poison(io_err("append to", &path)(e));
+                return self.fail_write(&acked, io_err("append to", &path)(e));
             }
-            let parsed = parse_record(record, len)
-                .ok()
-                .flatten()
-                .and_then(|r| ChunkRef::parse(r).ok())
-                .unwrap_or_else(|| panic!("{branch}: the store built a chunk it cannot read"));
-            let h = parsed.header;
-            assert_eq!(h.parent, row.head_id, "{branch}: commit out of order");
-            assert_eq!(h.first_seq, row.head_seq.wrapping_add(1), "{branch}: seq gap");
             row.head_seq = h.last_seq();
             row.head_id = h.last_id;
             row.head_time = h.time_last;
@@ -747,41 +837,53 @@ impl<S: Storage> Store<S> {
                     time_first: h.time_first,
                     time_last: h.time_last,
                 },
-                llm_answers(&parsed),
+                llm,
             ));
             len += record.len() as u64;
-            if touched.last() != Some(&path) {
-                touched.push(path.clone());
+            if touched.last() != Some(&(segment.clone(), len)) {
+                touched.retain(|(name, _)| name != &segment);
+                touched.push((segment.clone(), len));
             }
         }
         if let Err(e) = self.storage.sync(&path).map_err(io_err("sync", &path)) {
-            return self.poison(e);
+            return self.fail_write(&acked, e);
         }
-        // Durable. Now the derived index.
-        for (loc, llm) in &locs {
-            self.index.put_chunk(branch, loc)?;
-            for (hash, seq) in llm {
-                self.index.put_llm(*hash, branch, *seq)?;
+        // Durable. The store's own state first; then the derived index, whose segment
+        // lengths (what makes the index trusted on open) are written last. A failure here is
+        // not lost data, but the index can no longer be trusted: refuse more writes.
+        self.branches.insert(branch, row.clone());
+        let indexed = (|| -> Result<(), IndexError> {
+            for (loc, llm) in &locs {
+                self.index.put_chunk(branch, loc)?;
+                for (hash, seq) in llm {
+                    self.index.put_llm(*hash, branch, *seq)?;
+                }
             }
-        }
-        for name in &row.segments {
-            let p = format!("{SEGMENT_DIR}/{name}");
-            if touched.contains(&p) {
-                let l = self.storage.len(&p).map_err(io_err("stat", &p))?;
-                self.index.put_segment_len(name, l)?;
+            self.index.put_branch(branch, &row)?;
+            for (name, len) in &touched {
+                self.index.put_segment_len(name, *len)?;
             }
+            Ok(())
+        })();
+        if let Err(e) = indexed {
+            return self.poison(e.into());
         }
-        self.index.put_branch(branch, &row)?;
-        self.branches.insert(branch, row);
         Ok(())
+    }
+
+    /// A write or sync failed: take back the unacknowledged bytes if we can, then refuse
+    /// further writes until the store is reopened.
+    fn fail_write<T>(&mut self, acked: &(String, u64), err: StoreError) -> Result<T, StoreError> {
+        let (path, len) = acked;
+        let _ = self.storage.truncate(path, *len);
+        self.poison(err)
     }
 
     // ---- recordings ----
 
     /// Writes `branch` with its ancestry (or, with `None`, every branch) to a recording.
     /// Chunks are cut afresh from the event sequence, so export → import → export gives the
-    /// same bytes. `checkpoint` may add checkpoints: it is called with each branch and the
-    /// stored events written so far, and returns states to add.
+    /// same bytes. No checkpoints: [`crate::history::export_with_checkpoints`] adds them.
     pub fn export<W: io::Write>(&self, branch: Option<BranchId>, out: W) -> Result<W, StoreError> {
         let mut writer =
             RecordingWriter::new(out, WRITER_NAME).map_err(io_err("write", "the recording"))?;

@@ -155,3 +155,76 @@ fn names_are_unique_and_seqs_are_checked() {
     assert_eq!(store.find_branch("later").unwrap().id, fork);
     assert_eq!(store.find_branch(&fork.to_hex()[..8]).unwrap().id, fork);
 }
+
+#[test]
+fn a_second_process_cannot_open_a_store_in_use() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = Store::open(dir.path()).unwrap();
+    let second = Store::open(dir.path());
+    assert!(matches!(second, Err(hamlet_engine::store::StoreError::InUse { .. })), "{second:?}");
+    drop(store);
+    Store::open(dir.path()).unwrap();
+}
+
+#[test]
+fn every_answer_to_a_request_is_indexed_and_forks_see_their_own() {
+    use hamlet_log::event::{Body, LlmResponded, NewEvent};
+    let answer = |time: u64, text: &str| {
+        NewEvent::new(
+            time,
+            Body::LlmResponded(LlmResponded {
+                request_hash: [9; 32],
+                text: text.into(),
+                parsed: None,
+                fallback: false,
+                tokens_prompt: 1,
+                tokens_completion: 1,
+                latency_ms: 1,
+                finish_reason: "stop".into(),
+                response_model: "m".into(),
+                response_id: String::new(),
+            }),
+        )
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let mut store = Store::open(dir.path()).unwrap();
+    let main = store.create_root("main").unwrap();
+    store.append_durable(main, &[answer(1, "first")]).unwrap(); // #1
+    store.append_durable(main, &[answer(2, "second")]).unwrap(); // #2
+    let fork = store.fork(main, 1, "before-the-second").unwrap(); // #2 on the fork
+    assert_eq!(store.llm_answer([9; 32], main).unwrap(), Some(2));
+    assert_eq!(store.llm_answer([9; 32], fork).unwrap(), Some(1));
+    assert_eq!(store.llm_answer([8; 32], main).unwrap(), None);
+    store.check_index().unwrap();
+    drop(store);
+    std::fs::remove_dir_all(dir.path().join("index")).unwrap();
+    let store = Store::open(dir.path()).unwrap();
+    assert_eq!(store.llm_answer([9; 32], main).unwrap(), Some(2));
+    assert_eq!(store.llm_answer([9; 32], fork).unwrap(), Some(1));
+    store.check_index().unwrap();
+}
+
+#[test]
+fn store_and_recording_seek_alike_by_time_across_forks() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut store = Store::open(dir.path()).unwrap();
+    let root = store.create_root("main").unwrap();
+    let mut rng = SimRng::stream(4, &[]);
+    let mut time = 0;
+    store.append_durable(root, &batch(&mut rng, &mut time, 6000)).unwrap();
+    let fork = store.fork(root, 3000, "f").unwrap();
+    let mut fork_time = store.branch(fork).unwrap().head_time + 5000;
+    store.append_durable(fork, &batch(&mut rng, &mut fork_time, 3000)).unwrap();
+    let bytes = store.export(None, Vec::new()).unwrap();
+    let rec = hamlet_log::Recording::open(&bytes).unwrap();
+    for branch in [root, fork] {
+        let end = store.branch(branch).unwrap().head_time + 20;
+        for t in (0..end).step_by(97) {
+            assert_eq!(
+                store.seq_at_time(branch, t).unwrap(),
+                rec.seq_at_time(branch, t).unwrap(),
+                "{branch} at {t}s"
+            );
+        }
+    }
+}

@@ -72,3 +72,13 @@ fn stored_samples_decode_to_their_bodies() {
     }
     assert_eq!(one_body_per_kind().len(), hamlet_log::event::KNOWN_KINDS.len());
 }
+
+#[test]
+fn bytes_after_the_end_magic_are_an_error_whenever_they_arrive() {
+    let bytes = small_recording();
+    let mut reader = Reader::new();
+    reader.feed(&bytes);
+    while !matches!(reader.next_step().unwrap(), Step::End) {}
+    reader.feed(b"x");
+    assert!(reader.next_step().is_err());
+}
