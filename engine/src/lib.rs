@@ -17,3 +17,4 @@ pub mod history;
 pub mod rng;
 pub mod store;
 pub mod synth;
+pub mod town;

@@ -3,6 +3,7 @@
 mod moment;
 mod recording;
 mod store;
+mod town;
 
 use std::path::PathBuf;
 
@@ -24,7 +25,7 @@ pub enum Outcome {
 const EXIT_CODES: &str = "\
 Exit status:
   0  success (verify: the recording is sound)
-  1  verify or store check found problems; recover could keep nothing
+  1  verify, store check or town check found problems; recover could keep nothing
   2  error (bad arguments, unreadable file, …)
   3  recover kept a valid prefix and lost the rest";
 
@@ -77,6 +78,9 @@ hamlet log --store run/ --branch what-if --from 'day0 08:00' --to 'day0 09:00'"
     /// Maintain a store: rebuild its index from the segment files, or check it
     #[command(subcommand)]
     Store(store::StoreCommand),
+    /// Check or show a town file (map, places, objects, personas, economy)
+    #[command(subcommand)]
+    Town(town::TownCommand),
 }
 
 /// Where events come from: a recording file or a store directory.
@@ -105,6 +109,7 @@ pub fn run(cli: Cli) -> anyhow::Result<Outcome> {
         Command::Import(a) => store::import(a),
         Command::Export(a) => store::export(a),
         Command::Store(c) => store::store(c),
+        Command::Town(c) => town::town(c),
     }
 }
 

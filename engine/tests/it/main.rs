@@ -8,3 +8,4 @@ mod power_loss;
 mod store_model;
 mod support;
 mod tidy;
+mod town;

@@ -1,0 +1,733 @@
+//! A town's definition, loaded from a TOML file (`engine/towns/README.md` describes it):
+//! the tile grid with collision, the environment tree (town → sectors → arenas → objects,
+//! a petgraph graph), spawn points, prices and wages, personas, and the scenario.
+//!
+//! Loading validates everything and reports every problem at once, each naming the file,
+//! the line and the key. A loaded [`Definition`] is immutable; the run records its source
+//! verbatim in a `TownLoaded` event, so a recording carries the town it ran.
+
+pub mod map;
+
+use std::fmt;
+use std::path::Path;
+
+use hamlet_log::event::Tile;
+use petgraph::graph::{DiGraph, NodeIndex};
+use serde::Deserialize;
+use toml::Spanned;
+
+pub use map::Grid;
+
+/// One problem in a town file.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Problem {
+    /// 1-based line, when known.
+    pub line: Option<usize>,
+    /// The key, as a path (`persona[2].home`).
+    pub key: String,
+    /// What is wrong.
+    pub message: String,
+}
+
+/// Why a town file was refused: every problem found, with the file's name.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub struct TownError {
+    /// The file, as given.
+    pub file: String,
+    /// The problems, in the order found.
+    pub problems: Vec<Problem>,
+}
+
+impl fmt::Display for TownError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "town {} has {} problem(s)", self.file, self.problems.len())?;
+        for p in &self.problems {
+            match p.line {
+                Some(line) => write!(f, "\n  {}:{line}: {}: {}", self.file, p.key, p.message)?,
+                None => write!(f, "\n  {}: {}: {}", self.file, p.key, p.message)?,
+            }
+        }
+        Ok(())
+    }
+}
+
+// The file as written. Spans keep the line of each key for error messages.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawTown {
+    town: RawHeader,
+    #[serde(default)]
+    perception: Option<Spanned<RawPerception>>,
+    map: RawMap,
+    #[serde(default)]
+    sector: Vec<Spanned<RawSector>>,
+    #[serde(default)]
+    price: Vec<Spanned<RawPrice>>,
+    #[serde(default)]
+    wage: Vec<Spanned<RawWage>>,
+    #[serde(default)]
+    persona: Vec<Spanned<RawPersona>>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawHeader {
+    name: Spanned<String>,
+    start: Spanned<String>,
+    #[serde(default = "ten")]
+    seconds_per_step: Spanned<u32>,
+}
+
+fn ten() -> Spanned<u32> {
+    Spanned::new(0..0, 10)
+}
+
+#[derive(Deserialize, Clone, Copy)]
+#[serde(deny_unknown_fields)]
+struct RawPerception {
+    #[serde(default = "eight")]
+    vision_radius_tiles: u16,
+    #[serde(default = "eight")]
+    attention_bandwidth: u16,
+    #[serde(default = "five")]
+    retention_steps: u16,
+}
+
+fn eight() -> u16 {
+    8
+}
+fn five() -> u16 {
+    5
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawMap {
+    rows: Spanned<Vec<Spanned<String>>>,
+    legend: Spanned<std::collections::BTreeMap<String, Spanned<String>>>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawSector {
+    name: Spanned<String>,
+    kind: Spanned<String>,
+    #[serde(default)]
+    arena: Vec<Spanned<RawArena>>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawArena {
+    name: Spanned<String>,
+    #[serde(default)]
+    objects: Vec<Spanned<RawObject>>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawObject {
+    name: String,
+    at: [u16; 2],
+    #[serde(default)]
+    states: Vec<String>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawPrice {
+    sector: String,
+    item: String,
+    cents: i64,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawWage {
+    sector: String,
+    cents_per_hour: i64,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawPersona {
+    name: String,
+    age: u16,
+    #[serde(default)]
+    innate: Vec<String>,
+    seed: String,
+    home: String,
+    #[serde(default)]
+    workplace: Option<String>,
+    cash_cents: i64,
+    #[serde(default)]
+    spawn: Option<[u16; 2]>,
+    #[serde(default = "full")]
+    strategy: String,
+}
+
+fn full() -> String {
+    "full".into()
+}
+
+/// Kinds of sector a town may have.
+pub const SECTOR_KINDS: &[&str] =
+    &["home", "cafe", "market", "college", "dorm", "park", "bar", "store", "office", "other"];
+/// The agent strategies: the paper's full architecture and its two ablations.
+pub const STRATEGIES: &[&str] = &["full", "no_reflection", "no_reflection_no_planning"];
+
+/// Perception limits.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Perception {
+    /// How far an agent sees, in tiles.
+    pub vision_radius_tiles: u16,
+    /// How many things it notices per step, nearest first.
+    pub attention_bandwidth: u16,
+    /// Steps before it notices the same thing again.
+    pub retention_steps: u16,
+}
+
+/// A game object.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Object {
+    /// Its name within its arena.
+    pub name: String,
+    /// Where it stands.
+    pub at: Tile,
+    /// What it can be doing; the first is its resting state.
+    pub states: Vec<String>,
+}
+
+/// An arena (a room, or an area of a park).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Arena {
+    /// Its name within its sector.
+    pub name: String,
+    /// Its floor, in row-major order.
+    pub tiles: Vec<Tile>,
+    /// Its objects.
+    pub objects: Vec<Object>,
+}
+
+/// A sector (a building, a park).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Sector {
+    /// Its name.
+    pub name: String,
+    /// Its kind (one of [`SECTOR_KINDS`]).
+    pub kind: String,
+    /// Its arenas.
+    pub arenas: Vec<Arena>,
+}
+
+/// Something a shop sells.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Price {
+    /// The shop (a sector).
+    pub sector: String,
+    /// What.
+    pub item: String,
+    /// For how much.
+    pub cents: i64,
+}
+
+/// What working somewhere pays.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Wage {
+    /// The workplace (a sector).
+    pub sector: String,
+    /// Per simulated hour.
+    pub cents_per_hour: i64,
+}
+
+/// A persona.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Persona {
+    /// The name.
+    pub name: String,
+    /// The age.
+    pub age: u16,
+    /// Innate traits.
+    pub innate: Vec<String>,
+    /// The `;`-separated seed paragraph.
+    pub seed: String,
+    /// Home, `sector:arena`.
+    pub home: String,
+    /// Workplace, `sector:arena`.
+    pub workplace: Option<String>,
+    /// Starting cash.
+    pub cash_cents: i64,
+    /// Where it appears.
+    pub spawn: Tile,
+    /// One of [`STRATEGIES`].
+    pub strategy: String,
+}
+
+impl Persona {
+    /// The statements of the seed paragraph, trimmed, empty ones dropped.
+    pub fn seed_statements(&self) -> Vec<&str> {
+        self.seed.split(';').map(str::trim).filter(|s| !s.is_empty()).collect()
+    }
+}
+
+/// A node of the environment tree.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Place {
+    /// The town.
+    Town(String),
+    /// A sector, by index.
+    Sector(usize),
+    /// An arena: sector and arena index.
+    Arena(usize, usize),
+    /// An object: sector, arena and object index.
+    Object(usize, usize, usize),
+}
+
+/// A validated town.
+#[derive(Clone, Debug)]
+pub struct Definition {
+    /// The town's name.
+    pub name: String,
+    /// When the run starts, in simulated seconds.
+    pub start_secs: u64,
+    /// Simulated seconds per step.
+    pub seconds_per_step: u32,
+    /// Perception limits.
+    pub perception: Perception,
+    /// The tile grid.
+    pub grid: Grid,
+    /// Sectors, arenas, objects.
+    pub sectors: Vec<Sector>,
+    /// The environment tree: town → sectors → arenas → objects.
+    pub tree: DiGraph<Place, ()>,
+    /// The tree's root.
+    pub root: NodeIndex,
+    /// Prices.
+    pub prices: Vec<Price>,
+    /// Wages.
+    pub wages: Vec<Wage>,
+    /// Personas.
+    pub personas: Vec<Persona>,
+    /// The file's text, verbatim (recorded in `TownLoaded`).
+    pub source: String,
+}
+
+impl Definition {
+    /// Reads and validates a town file.
+    pub fn load(path: &Path) -> Result<Definition, TownError> {
+        let file = path.display().to_string();
+        let source = std::fs::read_to_string(path).map_err(|e| TownError {
+            file: file.clone(),
+            problems: vec![Problem {
+                line: None,
+                key: String::new(),
+                message: format!("cannot read it: {e}"),
+            }],
+        })?;
+        Definition::parse(&file, &source)
+    }
+
+    /// Validates a town's text; `file` names it in errors.
+    pub fn parse(file: &str, source: &str) -> Result<Definition, TownError> {
+        let line_of =
+            |offset: usize| Some(source.get(..offset).map_or(0, |s| s.matches('\n').count()) + 1);
+        let raw: RawTown = toml::from_str(source).map_err(|e| TownError {
+            file: file.to_owned(),
+            problems: vec![Problem {
+                line: e.span().and_then(|s| line_of(s.start)),
+                key: String::new(),
+                message: e.message().to_owned(),
+            }],
+        })?;
+        let mut problems = Vec::new();
+        let mut bad = |span: std::ops::Range<usize>, key: String, message: String| {
+            problems.push(Problem {
+                line: if span.is_empty() && span.start == 0 { None } else { line_of(span.start) },
+                key,
+                message,
+            });
+        };
+
+        // Header.
+        let start_secs = match parse_start(raw.town.start.get_ref()) {
+            Some(t) => t,
+            None => {
+                bad(
+                    raw.town.start.span(),
+                    "town.start".into(),
+                    format!("`{}` is not `day<N> HH:MM`", raw.town.start.get_ref()),
+                );
+                0
+            }
+        };
+        let seconds_per_step = *raw.town.seconds_per_step.get_ref();
+        if !(1..=3600).contains(&seconds_per_step) {
+            bad(
+                raw.town.seconds_per_step.span(),
+                "town.seconds_per_step".into(),
+                format!("{seconds_per_step} is not 1 to 3600"),
+            );
+        }
+        let perception = raw.perception.as_ref().map_or(
+            RawPerception { vision_radius_tiles: 8, attention_bandwidth: 8, retention_steps: 5 },
+            |p| *p.get_ref(),
+        );
+
+        // Sectors and arenas.
+        let mut sectors: Vec<Sector> = Vec::new();
+        for (si, s) in raw.sector.iter().enumerate() {
+            let s = s.get_ref();
+            let key = format!("sector[{si}]");
+            check_name(&mut bad, s.name.span(), format!("{key}.name"), s.name.get_ref());
+            if sectors.iter().any(|o| o.name == *s.name.get_ref()) {
+                bad(
+                    s.name.span(),
+                    format!("{key}.name"),
+                    format!("a sector named `{}` exists already", s.name.get_ref()),
+                );
+            }
+            if !SECTOR_KINDS.contains(&s.kind.get_ref().as_str()) {
+                bad(
+                    s.kind.span(),
+                    format!("{key}.kind"),
+                    format!("`{}` is not one of {}", s.kind.get_ref(), SECTOR_KINDS.join(", ")),
+                );
+            }
+            let mut arenas: Vec<Arena> = Vec::new();
+            for (ai, a) in s.arena.iter().enumerate() {
+                let akey = format!("{key}.arena[{ai}]");
+                let a_ref = a.get_ref();
+                check_name(
+                    &mut bad,
+                    a_ref.name.span(),
+                    format!("{akey}.name"),
+                    a_ref.name.get_ref(),
+                );
+                if arenas.iter().any(|o| o.name == *a_ref.name.get_ref()) {
+                    bad(
+                        a_ref.name.span(),
+                        format!("{akey}.name"),
+                        format!(
+                            "`{}` has two arenas named `{}`",
+                            s.name.get_ref(),
+                            a_ref.name.get_ref()
+                        ),
+                    );
+                }
+                arenas.push(Arena {
+                    name: a_ref.name.get_ref().clone(),
+                    tiles: Vec::new(),
+                    objects: Vec::new(),
+                });
+            }
+            sectors.push(Sector {
+                name: s.name.get_ref().clone(),
+                kind: s.kind.get_ref().clone(),
+                arenas,
+            });
+        }
+
+        // The map.
+        let mut legend = std::collections::BTreeMap::new();
+        for (ch, target) in raw.map.legend.get_ref() {
+            let mut chars = ch.chars();
+            let (Some(c), None) = (chars.next(), chars.next()) else {
+                bad(
+                    target.span(),
+                    format!("map.legend.{ch}"),
+                    "a legend key is one character".into(),
+                );
+                continue;
+            };
+            if c == '#' || c == '.' {
+                bad(
+                    target.span(),
+                    format!("map.legend.{ch}"),
+                    "`#` and `.` mean wall and open ground".into(),
+                );
+                continue;
+            }
+            match find_arena(&sectors, target.get_ref()) {
+                Some(found) => {
+                    legend.insert(c, found);
+                }
+                None => bad(
+                    target.span(),
+                    format!("map.legend.{ch}"),
+                    format!("`{}` is not a declared sector:arena", target.get_ref()),
+                ),
+            }
+        }
+        let rows = raw.map.rows.get_ref();
+        let width = rows.first().map_or(0, |r| r.get_ref().chars().count());
+        if rows.is_empty() || width == 0 {
+            bad(raw.map.rows.span(), "map.rows".into(), "the map has no tiles".into());
+        }
+        let mut cells = Vec::with_capacity(width * rows.len());
+        for (y, row) in rows.iter().enumerate() {
+            let n = row.get_ref().chars().count();
+            if n != width {
+                bad(
+                    row.span(),
+                    format!("map.rows[{y}]"),
+                    format!("is {n} tiles wide, the first row {width}"),
+                );
+            }
+            for (x, c) in row.get_ref().chars().enumerate().take(width) {
+                let cell = match c {
+                    '#' => map::Cell::Wall,
+                    '.' => map::Cell::Open,
+                    c => match legend.get(&c) {
+                        Some(&(si, ai)) => {
+                            if let Some(arena) =
+                                sectors.get_mut(si).and_then(|s| s.arenas.get_mut(ai))
+                            {
+                                arena.tiles.push(Tile { x: x as u16, y: y as u16 });
+                            }
+                            map::Cell::Arena(si as u16, ai as u16)
+                        }
+                        None => {
+                            bad(
+                                row.span(),
+                                format!("map.rows[{y}]"),
+                                format!("`{c}` at column {x} is not `#`, `.` or a legend key"),
+                            );
+                            map::Cell::Wall
+                        }
+                    },
+                };
+                cells.push(cell);
+            }
+            cells.resize((y + 1) * width, map::Cell::Wall);
+        }
+        let grid = Grid::new(width as u16, rows.len() as u16, cells);
+        for (si, s) in raw.sector.iter().enumerate() {
+            for (ai, a) in s.get_ref().arena.iter().enumerate() {
+                let akey = format!("sector[{si}].arena[{ai}]");
+                let Some(arena) = sectors.get(si).and_then(|s| s.arenas.get(ai)) else { continue };
+                if arena.tiles.is_empty() {
+                    bad(
+                        a.span(),
+                        akey.clone(),
+                        format!(
+                            "arena `{}` has no tile on the map (give it a legend key)",
+                            arena.name
+                        ),
+                    );
+                }
+                let mut objects: Vec<Object> = Vec::new();
+                for (oi, o) in a.get_ref().objects.iter().enumerate() {
+                    let okey = format!("{akey}.objects[{oi}]");
+                    let r = o.get_ref();
+                    check_name(&mut bad, o.span(), format!("{okey}.name"), &r.name);
+                    if objects.iter().any(|x| x.name == r.name) {
+                        bad(
+                            o.span(),
+                            format!("{okey}.name"),
+                            format!("two objects named `{}` in one arena", r.name),
+                        );
+                    }
+                    let at = Tile { x: r.at[0], y: r.at[1] };
+                    if !arena.tiles.contains(&at) {
+                        bad(
+                            o.span(),
+                            format!("{okey}.at"),
+                            format!("[{}, {}] is not a tile of arena `{}`", at.x, at.y, arena.name),
+                        );
+                    }
+                    let states = if r.states.is_empty() {
+                        vec!["idle".to_owned()]
+                    } else {
+                        r.states.clone()
+                    };
+                    objects.push(Object { name: r.name.clone(), at, states });
+                }
+                if let Some(arena) = sectors.get_mut(si).and_then(|s| s.arenas.get_mut(ai)) {
+                    arena.objects = objects;
+                }
+            }
+        }
+        if let Some((a, b)) = grid.disconnected_pair() {
+            bad(raw.map.rows.span(), "map.rows".into(), format!("tile ({}, {}) cannot reach tile ({}, {}): every walkable tile must reach every other", a.x, a.y, b.x, b.y));
+        }
+
+        // Economy.
+        let mut prices = Vec::new();
+        for (i, p) in raw.price.iter().enumerate() {
+            let r = p.get_ref();
+            if !sectors.iter().any(|s| s.name == r.sector) {
+                bad(
+                    p.span(),
+                    format!("price[{i}].sector"),
+                    format!("no sector named `{}`", r.sector),
+                );
+            }
+            if r.cents < 0 {
+                bad(p.span(), format!("price[{i}].cents"), "a price is not negative".into());
+            }
+            prices.push(Price { sector: r.sector.clone(), item: r.item.clone(), cents: r.cents });
+        }
+        let mut wages = Vec::new();
+        for (i, w) in raw.wage.iter().enumerate() {
+            let r = w.get_ref();
+            if !sectors.iter().any(|s| s.name == r.sector) {
+                bad(
+                    w.span(),
+                    format!("wage[{i}].sector"),
+                    format!("no sector named `{}`", r.sector),
+                );
+            }
+            if r.cents_per_hour < 0 {
+                bad(w.span(), format!("wage[{i}].cents_per_hour"), "a wage is not negative".into());
+            }
+            wages.push(Wage { sector: r.sector.clone(), cents_per_hour: r.cents_per_hour });
+        }
+
+        // Personas.
+        let mut personas: Vec<Persona> = Vec::new();
+        for (i, p) in raw.persona.iter().enumerate() {
+            let r = p.get_ref();
+            let key = format!("persona[{i}]");
+            if personas.iter().any(|o| o.name == r.name) {
+                bad(p.span(), format!("{key}.name"), format!("two personas named `{}`", r.name));
+            }
+            let home = find_arena(&sectors, &r.home);
+            if home.is_none() {
+                bad(
+                    p.span(),
+                    format!("{key}.home"),
+                    format!("`{}` is not a declared sector:arena", r.home),
+                );
+            }
+            if let Some(w) = &r.workplace {
+                if find_arena(&sectors, w).is_none() {
+                    bad(
+                        p.span(),
+                        format!("{key}.workplace"),
+                        format!("`{w}` is not a declared sector:arena"),
+                    );
+                }
+            }
+            if r.cash_cents < 0 {
+                bad(p.span(), format!("{key}.cash_cents"), "cash is not negative".into());
+            }
+            if !STRATEGIES.contains(&r.strategy.as_str()) {
+                bad(
+                    p.span(),
+                    format!("{key}.strategy"),
+                    format!("`{}` is not one of {}", r.strategy, STRATEGIES.join(", ")),
+                );
+            }
+            if r.seed.split(';').all(|s| s.trim().is_empty()) {
+                bad(p.span(), format!("{key}.seed"), "the seed paragraph is empty".into());
+            }
+            let spawn = match r.spawn {
+                Some([x, y]) => Tile { x, y },
+                None => home
+                    .and_then(|(si, ai)| sectors.get(si)?.arenas.get(ai)?.tiles.first().copied())
+                    .unwrap_or_default(),
+            };
+            if !grid.is_walkable(spawn) {
+                bad(
+                    p.span(),
+                    format!("{key}.spawn"),
+                    format!("({}, {}) is not a walkable tile", spawn.x, spawn.y),
+                );
+            }
+            personas.push(Persona {
+                name: r.name.clone(),
+                age: r.age,
+                innate: r.innate.clone(),
+                seed: r.seed.clone(),
+                home: r.home.clone(),
+                workplace: r.workplace.clone(),
+                cash_cents: r.cash_cents,
+                spawn,
+                strategy: r.strategy.clone(),
+            });
+        }
+
+        if !problems.is_empty() {
+            return Err(TownError { file: file.to_owned(), problems });
+        }
+        let name = raw.town.name.into_inner();
+        let (tree, root) = environment_tree(&name, &sectors);
+        Ok(Definition {
+            name,
+            start_secs,
+            seconds_per_step,
+            perception: Perception {
+                vision_radius_tiles: perception.vision_radius_tiles,
+                attention_bandwidth: perception.attention_bandwidth,
+                retention_steps: perception.retention_steps,
+            },
+            grid,
+            sectors,
+            tree,
+            root,
+            prices,
+            wages,
+            personas,
+            source: source.to_owned(),
+        })
+    }
+
+    /// How many objects the town holds.
+    pub fn n_objects(&self) -> usize {
+        self.sectors.iter().flat_map(|s| &s.arenas).map(|a| a.objects.len()).sum()
+    }
+
+    /// The `sector:arena` a tile belongs to, if any.
+    pub fn address_of(&self, tile: Tile) -> Option<String> {
+        let (si, ai) = self.grid.arena_at(tile)?;
+        let sector = self.sectors.get(si)?;
+        Some(format!("{}:{}", sector.name, sector.arenas.get(ai)?.name))
+    }
+}
+
+fn check_name(
+    bad: &mut impl FnMut(std::ops::Range<usize>, String, String),
+    span: std::ops::Range<usize>,
+    key: String,
+    name: &str,
+) {
+    if name.trim().is_empty() {
+        bad(span, key, "a name is not empty".into());
+    } else if name.contains(':') {
+        bad(span, key, format!("`{name}` contains `:`, which joins addresses"));
+    }
+}
+
+/// The (sector, arena) indexes of a `sector:arena` address.
+pub fn find_arena(sectors: &[Sector], address: &str) -> Option<(usize, usize)> {
+    let (sector, arena) = address.split_once(':')?;
+    let si = sectors.iter().position(|s| s.name == sector)?;
+    let ai = sectors.get(si)?.arenas.iter().position(|a| a.name == arena)?;
+    Some((si, ai))
+}
+
+fn parse_start(text: &str) -> Option<u64> {
+    let rest = text.trim().strip_prefix("day")?.trim_start();
+    let (day, clock) = rest.split_once(char::is_whitespace)?;
+    let (h, m) = clock.trim().split_once(':')?;
+    let (day, h, m): (u64, u64, u64) = (day.parse().ok()?, h.parse().ok()?, m.parse().ok()?);
+    (h < 24 && m < 60).then(|| day.checked_mul(86_400)?.checked_add(h * 3600 + m * 60))?
+}
+
+fn environment_tree(name: &str, sectors: &[Sector]) -> (DiGraph<Place, ()>, NodeIndex) {
+    let mut tree = DiGraph::new();
+    let root = tree.add_node(Place::Town(name.to_owned()));
+    for (si, sector) in sectors.iter().enumerate() {
+        let s = tree.add_node(Place::Sector(si));
+        tree.add_edge(root, s, ());
+        for (ai, arena) in sector.arenas.iter().enumerate() {
+            let a = tree.add_node(Place::Arena(si, ai));
+            tree.add_edge(s, a, ());
+            for oi in 0..arena.objects.len() {
+                let o = tree.add_node(Place::Object(si, ai, oi));
+                tree.add_edge(a, o, ());
+            }
+        }
+    }
+    (tree, root)
+}

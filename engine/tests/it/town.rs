@@ -1,0 +1,164 @@
+//! Town files: loading, errors that name line and key, the environment tree, and walks
+//! that never cross a wall or leave the map.
+
+use hamlet_engine::town::{Definition, Place};
+use hamlet_log::event::Tile;
+use proptest::prelude::*;
+
+const SMALL: &str = "
+[town]
+name = \"Testwick\"
+start = \"day0 07:00\"
+
+[map]
+rows = [
+  \"############\",
+  \"#kkk#bbb#..#\",
+  \"#kkk.bbb...#\",
+  \"#####.######\",
+  \"#pppppppppp#\",
+  \"############\",
+]
+
+[map.legend]
+k = \"Lin house:kitchen\"
+b = \"Lin house:bedroom\"
+p = \"Green:lawn\"
+
+[[sector]]
+name = \"Lin house\"
+kind = \"home\"
+  [[sector.arena]]
+  name = \"kitchen\"
+  objects = [
+    { name = \"stove\", at = [1, 1], states = [\"idle\", \"cooking\"] },
+    { name = \"fridge\", at = [3, 2] },
+  ]
+  [[sector.arena]]
+  name = \"bedroom\"
+  objects = [{ name = \"bed\", at = [6, 1], states = [\"made\", \"slept in\"] }]
+
+[[sector]]
+name = \"Green\"
+kind = \"park\"
+  [[sector.arena]]
+  name = \"lawn\"
+  objects = [{ name = \"bench\", at = [4, 4] }]
+
+[[price]]
+sector = \"Green\"
+item = \"ice cream\"
+cents = 250
+
+[[persona]]
+name = \"Mei Lin\"
+age = 45
+seed = \"Mei Lin is a professor; Mei Lin is married to John Lin\"
+home = \"Lin house:bedroom\"
+cash_cents = 12000
+";
+
+fn small() -> Definition {
+    Definition::parse("small.toml", SMALL).unwrap_or_else(|e| panic!("{e}"))
+}
+
+#[test]
+fn a_small_town_loads_into_a_tree_and_a_grid() {
+    let town = small();
+    assert_eq!(town.start_secs, 7 * 3600);
+    assert_eq!(town.seconds_per_step, 10);
+    assert_eq!((town.grid.width(), town.grid.height()), (12, 6));
+    assert_eq!(town.n_objects(), 4);
+    // town → 2 sectors → 3 arenas → 4 objects.
+    assert_eq!(town.tree.node_count(), 1 + 2 + 3 + 4);
+    assert_eq!(town.tree.neighbors(town.root).count(), 2);
+    assert!(matches!(town.tree[town.root], Place::Town(ref n) if n == "Testwick"));
+    assert_eq!(town.personas[0].spawn, Tile { x: 5, y: 1 }, "the first tile of the home arena");
+    assert_eq!(
+        town.personas[0].seed_statements(),
+        ["Mei Lin is a professor", "Mei Lin is married to John Lin"]
+    );
+    assert_eq!(town.address_of(Tile { x: 1, y: 1 }).as_deref(), Some("Lin house:kitchen"));
+    assert_eq!(town.address_of(Tile { x: 4, y: 2 }), None, "a door is open ground");
+    assert_eq!(town.perception.vision_radius_tiles, 8);
+}
+
+#[test]
+fn a_bad_town_names_every_problem_with_its_line_and_key() {
+    let bad = SMALL
+        .replace("at = [3, 2]", "at = [6, 2]") // the fridge stands in the bedroom
+        .replace("kind = \"park\"", "kind = \"castle\"")
+        .replace("home = \"Lin house:bedroom\"", "home = \"Lin house:attic\"")
+        .replace("\"#pppppppppp#\",", "\"#pppppppppp#x\",");
+    let err = Definition::parse("bad.toml", &bad).unwrap_err();
+    let text = err.to_string();
+    assert!(text.starts_with("town bad.toml has 5 problem(s)"), "{text}");
+    let find = |key: &str| {
+        err.problems.iter().find(|p| p.key == key).unwrap_or_else(|| panic!("no {key} in {text}"))
+    };
+    assert!(find("sector[0].arena[0].objects[1].at")
+        .message
+        .contains("not a tile of arena `kitchen`"));
+    assert!(find("sector[1].kind").message.contains("`castle` is not one of"));
+    assert!(find("persona[0].home").message.contains("`Lin house:attic`"));
+    assert!(find("map.rows[4]").message.contains("13 tiles wide"));
+    let kind_line = find("sector[1].kind").line.unwrap();
+    assert_eq!(bad.lines().nth(kind_line - 1).map(str::trim), Some("kind = \"castle\""));
+    // A TOML syntax error names its line too.
+    let err = Definition::parse("syntax.toml", "[town]\nname = \n").unwrap_err();
+    assert_eq!(err.problems[0].line, Some(2), "{err}");
+}
+
+#[test]
+fn a_sealed_room_is_refused() {
+    let sealed = SMALL.replace("\"#####.######\",", "\"############\",");
+    let err = Definition::parse("sealed.toml", &sealed).unwrap_err();
+    assert!(err.problems.iter().any(|p| p.message.contains("cannot reach")), "{err}");
+}
+
+fn walkable(town: &Definition) -> Vec<Tile> {
+    (0..town.grid.height())
+        .flat_map(|y| (0..town.grid.width()).map(move |x| Tile { x, y }))
+        .filter(|t| town.grid.is_walkable(*t))
+        .collect()
+}
+
+proptest! {
+    /// Walks go tile by tile, never through a wall, never off the map, and are shortest
+    /// (as long as the Manhattan distance when nothing is in the way).
+    #[test]
+    fn walks_never_cross_walls_or_leave_the_map(a in any::<prop::sample::Index>(), b in any::<prop::sample::Index>()) {
+        let town = small();
+        let tiles = walkable(&town);
+        let (from, to) = (*a.get(&tiles), *b.get(&tiles));
+        let path = town.grid.path(from, to).expect("every walkable tile reaches every other");
+        prop_assert_eq!(path.first(), Some(&from));
+        prop_assert_eq!(path.last(), Some(&to));
+        for step in path.windows(2) {
+            prop_assert_eq!(step[0].x.abs_diff(step[1].x) + step[0].y.abs_diff(step[1].y), 1);
+        }
+        prop_assert!(path.iter().all(|t| town.grid.is_walkable(*t) && t.x < town.grid.width() && t.y < town.grid.height()));
+        let manhattan = usize::from(from.x.abs_diff(to.x) + from.y.abs_diff(to.y));
+        prop_assert!(path.len() > manhattan);
+        prop_assert_eq!(town.grid.path(from, to), Some(path), "deterministic");
+    }
+}
+
+#[test]
+fn no_walk_into_a_wall_or_off_the_map() {
+    let town = small();
+    assert_eq!(town.grid.path(Tile { x: 1, y: 1 }, Tile { x: 0, y: 0 }), None);
+    assert_eq!(town.grid.path(Tile { x: 1, y: 1 }, Tile { x: 500, y: 1 }), None);
+}
+
+#[test]
+fn the_shipped_town_is_sound_and_big_enough() {
+    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("towns/willowmere.toml");
+    let town = Definition::load(&path).unwrap_or_else(|e| panic!("{e}"));
+    assert!(town.personas.len() >= 8, "{} personas", town.personas.len());
+    assert!(town.n_objects() >= 60, "{} objects", town.n_objects());
+    let kinds: Vec<&str> = town.sectors.iter().map(|s| s.kind.as_str()).collect();
+    for kind in ["home", "cafe", "market", "college", "dorm", "park", "bar", "store"] {
+        assert!(kinds.contains(&kind), "no sector of kind {kind}");
+    }
+}
