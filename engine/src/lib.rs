@@ -12,6 +12,7 @@
 #![deny(clippy::print_stdout, clippy::print_stderr)]
 
 pub mod describe;
+pub mod economy;
 pub mod fold;
 pub mod history;
 pub mod rng;

@@ -1,0 +1,72 @@
+//! The events that start a town: its configuration, its definition verbatim, and every
+//! persona joining at its spawn tile with its starting cash. Folding them gives the town
+//! at time zero; a recording therefore carries the town it ran, and nothing about the
+//! start lives outside the log.
+
+use hamlet_log::event::{AgentId, AgentJoined, Body, NewEvent, RunConfigured, TownLoaded};
+
+use super::Definition;
+
+/// The settings recorded in `RunConfigured`, sorted by key.
+fn settings(town: &Definition) -> Vec<(String, String)> {
+    let p = town.perception;
+    vec![
+        ("perception.attention_bandwidth".into(), p.attention_bandwidth.to_string()),
+        ("perception.retention_steps".into(), p.retention_steps.to_string()),
+        ("perception.vision_radius_tiles".into(), p.vision_radius_tiles.to_string()),
+        ("town.start_secs".into(), town.start_secs.to_string()),
+    ]
+}
+
+/// The traits recorded for a persona, sorted by key.
+fn traits(p: &super::Persona) -> Vec<(String, String)> {
+    let mut out = vec![
+        ("age".to_owned(), p.age.to_string()),
+        ("home".to_owned(), p.home.clone()),
+        ("innate".to_owned(), p.innate.join(", ")),
+        ("strategy".to_owned(), p.strategy.clone()),
+    ];
+    if let Some(w) = &p.workplace {
+        out.push(("workplace".to_owned(), w.clone()));
+    }
+    out.sort();
+    out
+}
+
+/// The first events of a run of `town` with `seed`, at the town's start time.
+pub fn genesis(town: &Definition, seed: u64) -> Vec<NewEvent> {
+    let at = town.start_secs;
+    let mut events = vec![
+        NewEvent::new(
+            at,
+            Body::RunConfigured(RunConfigured {
+                engine_version: env!("CARGO_PKG_VERSION").into(),
+                seed,
+                seconds_per_step: town.seconds_per_step,
+                settings: settings(town),
+            }),
+        ),
+        NewEvent::new(
+            at,
+            Body::TownLoaded(TownLoaded {
+                name: town.name.clone(),
+                format: "toml".into(),
+                source: town.source.clone(),
+            }),
+        ),
+    ];
+    for (i, p) in town.personas.iter().enumerate() {
+        events.push(NewEvent::new(
+            at,
+            Body::AgentJoined(AgentJoined {
+                agent: AgentId(i as u32),
+                name: p.name.clone(),
+                persona: p.seed.clone(),
+                traits: traits(p),
+                tile: p.spawn,
+                cash_cents: p.cash_cents,
+            }),
+        ));
+    }
+    events
+}
