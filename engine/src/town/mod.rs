@@ -8,6 +8,7 @@
 
 pub mod genesis;
 pub mod map;
+pub mod perception;
 
 use std::fmt;
 use std::path::Path;

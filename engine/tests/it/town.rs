@@ -281,3 +281,31 @@ fn a_purchase_nobody_can_afford_is_refused() {
     assert!(matches!(err, EconomyError::CannotAfford { .. }), "{err}");
     assert!(buy(&town, &state, agent, &price.sector, "a unicorn", 0).is_err());
 }
+
+#[test]
+fn perception_sees_the_nearest_within_reach_and_not_twice_in_a_row() {
+    use hamlet_engine::town::perception::perceive;
+    use hamlet_log::event::AgentId;
+    use std::collections::BTreeMap;
+    let town = willowmere();
+    let state =
+        hamlet_engine::fold::fold(&as_events(hamlet_engine::town::genesis::genesis(&town, 1), 0));
+    let me = AgentId(0);
+    let here = state.agents[&me].tile;
+    let seen = perceive(&town, &state, me, 10, &BTreeMap::new());
+    assert!(!seen.is_empty(), "a bedroom has things in it");
+    assert!(seen.len() <= usize::from(town.perception.attention_bandwidth));
+    let r = u32::from(town.perception.vision_radius_tiles);
+    let d =
+        |t: Tile| u32::from(t.x.abs_diff(here.x)).pow(2) + u32::from(t.y.abs_diff(here.y)).pow(2);
+    assert!(seen.iter().all(|p| d(p.tile) <= r * r), "all within the vision radius");
+    assert!(seen.windows(2).all(|w| d(w[0].tile) <= d(w[1].tile)), "nearest first");
+    assert!(seen.iter().all(|p| p.subject != state.agents[&me].name), "not oneself");
+    // What was just perceived is left out within the retention window, and back after it.
+    let last: BTreeMap<String, u64> = seen.iter().map(|p| (p.subject.clone(), 10)).collect();
+    let again = perceive(&town, &state, me, 11, &last);
+    assert!(again.iter().all(|p| !last.contains_key(&p.subject)));
+    let later =
+        perceive(&town, &state, me, 10 + u64::from(town.perception.retention_steps) + 1, &last);
+    assert_eq!(later, seen);
+}
