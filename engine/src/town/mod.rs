@@ -8,7 +8,9 @@
 
 pub mod genesis;
 pub mod map;
+pub mod objects;
 pub mod perception;
+pub mod walk;
 
 use std::fmt;
 use std::path::Path;

@@ -309,3 +309,54 @@ fn perception_sees_the_nearest_within_reach_and_not_twice_in_a_row() {
         perceive(&town, &state, me, 10 + u64::from(town.perception.retention_steps) + 1, &last);
     assert_eq!(later, seen);
 }
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 24, ..ProptestConfig::default() })]
+    /// Goal: an agent sent anywhere arrives, one tile per step, never through a wall.
+    #[test]
+    fn an_agent_walks_step_by_step_to_any_place(who in any::<prop::sample::Index>(), place in any::<prop::sample::Index>()) {
+        use hamlet_engine::town::walk::step_towards;
+        use hamlet_log::event::AgentId;
+        let town = willowmere();
+        let mut state = hamlet_engine::fold::fold(&as_events(hamlet_engine::town::genesis::genesis(&town, 1), 0));
+        let agent = AgentId(who.index(town.personas.len()) as u32);
+        let places: Vec<String> = town.sectors.iter()
+            .flat_map(|s| s.arenas.iter().map(move |a| format!("{}:{}", s.name, a.name)))
+            .collect();
+        let target = place.get(&places);
+        let steps_max = u64::from(town.grid.width()) * u64::from(town.grid.height());
+        for seq in 100..100 + steps_max {
+            let Some(event) = step_towards(&town, &state, agent, target, 0) else { break };
+            let hamlet_log::Body::Moved(m) = &event.body else { unreachable!() };
+            prop_assert_eq!(m.from.x.abs_diff(m.to.x) + m.from.y.abs_diff(m.to.y), 1);
+            prop_assert!(town.grid.is_walkable(m.to));
+            state.apply(&as_events(vec![event], seq)[0]);
+        }
+        let tile = state.agents[&agent].tile;
+        let arrived = town.address_of(tile);
+        prop_assert_eq!(arrived.as_deref(), Some(target.as_str()), "arrived");
+    }
+}
+
+#[test]
+fn objects_take_their_declared_states_and_return_to_rest() {
+    use hamlet_engine::town::objects::{rest, set_state};
+    use hamlet_engine::town::perception::perceive;
+    use std::collections::BTreeMap;
+    let town = small();
+    let mut state =
+        hamlet_engine::fold::fold(&as_events(hamlet_engine::town::genesis::genesis(&town, 1), 0));
+    let stove = "Lin house:kitchen:stove";
+    let cooking = set_state(&town, stove, "cooking", None, 1).unwrap();
+    state.apply(&as_events(vec![cooking], 10)[0]);
+    assert_eq!(state.objects.get(stove).map(String::as_str), Some("cooking"));
+    let seen = perceive(&town, &state, hamlet_log::event::AgentId(0), 1, &BTreeMap::new());
+    assert!(seen.iter().any(|p| p.subject == stove && p.description == "cooking"), "{seen:?}");
+    state.apply(&as_events(vec![rest(&town, stove, None, 2).unwrap()], 11)[0]);
+    assert_eq!(state.objects.get(stove), None, "back at rest");
+    assert!(set_state(&town, stove, "exploding", None, 3)
+        .unwrap_err()
+        .to_string()
+        .contains("can be idle, cooking"));
+    assert!(set_state(&town, "Lin house:kitchen:piano", "idle", None, 3).is_err());
+}
