@@ -10,6 +10,7 @@ pub mod genesis;
 pub mod map;
 pub mod objects;
 pub mod perception;
+pub mod spatial;
 pub mod walk;
 
 use std::fmt;

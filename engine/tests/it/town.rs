@@ -360,3 +360,44 @@ fn objects_take_their_declared_states_and_return_to_rest() {
         .contains("can be idle, cooking"));
     assert!(set_state(&town, "Lin house:kitchen:piano", "idle", None, 3).is_err());
 }
+
+#[test]
+fn spatial_memory_goes_stale_away_and_updates_on_return() {
+    use hamlet_engine::town::objects::set_state;
+    use hamlet_engine::town::perception::perceive;
+    use hamlet_engine::town::spatial::{describe_place, SpatialMemory};
+    use hamlet_log::event::{AgentId, Body, NewEvent, Perceived};
+    use std::collections::BTreeMap;
+    let town = small();
+    let me = AgentId(0);
+    let mut state =
+        hamlet_engine::fold::fold(&as_events(hamlet_engine::town::genesis::genesis(&town, 1), 0));
+    let mut memory = SpatialMemory::default();
+    let look = |state: &hamlet_engine::fold::Town, memory: &mut SpatialMemory, step: u64| {
+        let percepts = perceive(&town, state, me, step, &BTreeMap::new());
+        let event = NewEvent::new(0, Body::Perceived(Perceived { agent: me, percepts }));
+        memory.apply(me, &as_events(vec![event], 50 + step)[0]);
+    };
+    // Mei stands in the kitchen and looks around.
+    state.agents.get_mut(&me).unwrap().tile = Tile { x: 2, y: 1 };
+    look(&state, &mut memory, 1);
+    assert!(memory.knows_sector("Lin house"));
+    assert_eq!(
+        describe_place(&town, &memory, "Mei Lin", Tile { x: 2, y: 1 }),
+        "Mei Lin is in Lin house, in the kitchen; there is a fridge and a stove here."
+    );
+    // The stove is lit while she is on the lawn, far from it: her memory is stale.
+    state.agents.get_mut(&me).unwrap().tile = Tile { x: 10, y: 4 };
+    let cooking = set_state(&town, "Lin house:kitchen:stove", "cooking", None, 2).unwrap();
+    state.apply(&as_events(vec![cooking], 60)[0]);
+    assert!(describe_place(&town, &memory, "Mei Lin", Tile { x: 2, y: 1 }).contains("a stove here"));
+    // Back in the kitchen, she sees it.
+    state.agents.get_mut(&me).unwrap().tile = Tile { x: 2, y: 1 };
+    look(&state, &mut memory, 3);
+    assert!(describe_place(&town, &memory, "Mei Lin", Tile { x: 2, y: 1 })
+        .contains("a stove (cooking)"));
+    assert_eq!(
+        describe_place(&town, &memory, "Mei Lin", Tile { x: 4, y: 2 }),
+        "Mei Lin is outdoors in Testwick."
+    );
+}
