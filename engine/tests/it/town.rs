@@ -401,3 +401,26 @@ fn spatial_memory_goes_stale_away_and_updates_on_return() {
         "Mei Lin is outdoors in Testwick."
     );
 }
+
+#[test]
+fn the_clock_steps_skips_while_all_sleep_and_tells_the_time() {
+    use hamlet_engine::town::clock::{advance, steps_until, time_of_day};
+    let town = small();
+    let mut state =
+        hamlet_engine::fold::fold(&as_events(hamlet_engine::town::genesis::genesis(&town, 1), 0));
+    assert_eq!(time_of_day(state.sim_time_secs), (0, 7, 0, 0));
+    let mut seq = 10;
+    for _ in 0..6 {
+        state.apply(&as_events(vec![advance(&town, &state, 1)], seq)[0]);
+        seq += 1;
+    }
+    assert_eq!((state.step, time_of_day(state.sim_time_secs)), (6, (0, 7, 1, 0)));
+    // Everyone asleep until 07:30 at the latest: one event skips the 29 minutes between.
+    let n = steps_until(&town, state.sim_time_secs, &[Some(7 * 3600 + 1800), Some(9 * 3600)]);
+    assert_eq!(n, 29 * 6);
+    state.apply(&as_events(vec![advance(&town, &state, n)], seq)[0]);
+    assert_eq!((state.step, time_of_day(state.sim_time_secs)), (6 + 29 * 6, (0, 7, 30, 0)));
+    // Someone awake: one step at a time.
+    assert_eq!(steps_until(&town, state.sim_time_secs, &[None, Some(10 * 3600)]), 1);
+    assert_eq!(time_of_day(86_400 * 2 + 3661), (2, 1, 1, 1));
+}
