@@ -6,6 +6,7 @@
 //! the line and the key. A loaded [`Definition`] is immutable; the run records its source
 //! verbatim in a `TownLoaded` event, so a recording carries the town it ran.
 
+pub mod actions;
 pub mod clock;
 pub mod genesis;
 pub mod map;

@@ -424,3 +424,41 @@ fn the_clock_steps_skips_while_all_sleep_and_tells_the_time() {
     assert_eq!(steps_until(&town, state.sim_time_secs, &[None, Some(10 * 3600)]), 1);
     assert_eq!(time_of_day(86_400 * 2 + 3661), (2, 1, 1, 1));
 }
+
+#[test]
+fn an_action_at_an_object_sets_its_state_and_rests_it_when_over() {
+    use hamlet_engine::town::actions::{finish_due, start, Start};
+    use hamlet_log::event::AgentId;
+    let town = small();
+    let mut state =
+        hamlet_engine::fold::fold(&as_events(hamlet_engine::town::genesis::genesis(&town, 1), 0));
+    let stove = "Lin house:kitchen:stove";
+    let cook = Start {
+        agent: AgentId(0),
+        description: "cooking breakfast",
+        emoji: "🍳",
+        address: stove,
+        duration_secs: 600,
+        object_state: Some("cooking"),
+        plan_item: None,
+    };
+    let now = state.sim_time_secs;
+    let events = start(&town, &state, &cook, now).unwrap();
+    assert_eq!(events.len(), 2);
+    for e in &as_events(events, 20) {
+        state.apply(e);
+    }
+    assert_eq!(state.objects.get(stove).map(String::as_str), Some("cooking"));
+    assert_eq!(
+        state.agents[&AgentId(0)].action.as_ref().map(|a| a.description.as_str()),
+        Some("cooking breakfast")
+    );
+    assert!(finish_due(&town, &state, now + 599).is_empty(), "not over yet");
+    let rested = finish_due(&town, &state, now + 600);
+    assert_eq!(rested.len(), 1);
+    state.apply(&as_events(rested, 30)[0]);
+    assert_eq!(state.objects.get(stove), None, "back at rest");
+    // An object state the object does not have is refused before anything is made.
+    let bad = Start { object_state: Some("flying"), ..cook };
+    assert!(start(&town, &state, &bad, now + 700).is_err());
+}
