@@ -2,9 +2,8 @@
 //! checkpoint, over a store or over a recording. Checkpoints are derived data: deleting
 //! them changes nothing but speed.
 
-use hamlet_log::format::StoredRef;
-use hamlet_log::recording::{to_event, ReadError};
-use hamlet_log::{BranchId, Event, Recording, RecordingWriter};
+use hamlet_log::recording::ReadError;
+use hamlet_log::{BranchId, Recording, RecordingWriter};
 
 use crate::fold::Town;
 use crate::store::{Storage, Store, StoreError};
@@ -167,11 +166,6 @@ pub fn state_at_recording(
     Ok(town)
 }
 
-/// Every event of `branch` (with ancestry) in a recording, decoded.
-pub fn recording_events(rec: &Recording<'_>, branch: BranchId) -> Result<Vec<Event>, ReadError> {
-    rec.events(branch, 0)?.collect()
-}
-
 /// Exports from a store to a recording, with checkpoints among each written branch's own
 /// events, spaced as [`CHECKPOINT_EVERY`] and [`CHECKPOINT_BYTES_PER_EVENT`] say.
 pub fn export_with_checkpoints<S: Storage, W: std::io::Write>(
@@ -207,9 +201,4 @@ pub fn export_with_checkpoints<S: Storage, W: std::io::Write>(
     writer.finish().map_err(|source| {
         StoreError::Io { op: "write", path: "the recording".into(), source }.into()
     })
-}
-
-/// Decodes one stored event from a recording.
-pub fn decode(branch: BranchId, stored: StoredRef<'_>) -> Result<Event, ReadError> {
-    to_event(branch, stored)
 }
