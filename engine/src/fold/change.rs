@@ -392,7 +392,8 @@ fn view<'a, T: Deserialize<'a>>(bytes: &'a [u8]) -> Option<T> {
 /// The change stored body bytes make, read through the views; `None` when this build has
 /// no view for the kind and schema (or the bytes do not decode): decode the body instead.
 pub fn from_stored(kind: u16, schema: u16, body: &[u8]) -> Option<Change<'_>> {
-    if schema != 1 {
+    // EmbeddingRequested's view reads no field, so its schema 2 reads the same way.
+    if schema != 1 && !(kind == 13 && schema == 2) {
         return None;
     }
     Some(match kind {

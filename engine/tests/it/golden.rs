@@ -27,6 +27,16 @@ const PINNED: &[(&str, &str, &str)] = &[
         "main",
         "st_a374762161c425b8ea70f82137425a6ab92a75528400c1772f9e39dfba2af1b3",
     ),
+    (
+        "embedding-requested-v2.hamlet",
+        "main",
+        "st_084005bd6dfc5610420cb4952881d7c85e6aa00bae05a03eddc9805bd2ef7500",
+    ),
+    (
+        "embedding-requested-v2.hamlet",
+        "what-if",
+        "st_c88523e1471d3259689e10352486f3c15c4917791f0f733c4bb58b08a5363442",
+    ),
 ];
 
 #[test]
@@ -44,6 +54,26 @@ fn the_golden_corpus_reads_and_folds_to_its_pinned_states() {
     }
 }
 
+#[test]
+fn a_schema_1_embedding_request_upcasts_to_schema_2() {
+    let bytes = std::fs::read(corpus_dir().join("schema-v1.hamlet")).unwrap();
+    let rec = Recording::open(&bytes).unwrap();
+    let main = rec.find_branch("main").unwrap().id;
+    let requests: Vec<_> = rec
+        .events(main, 0)
+        .unwrap()
+        .filter_map(|e| match e.unwrap().body {
+            hamlet_log::Body::EmbeddingRequested(r) => Some(r),
+            _ => None,
+        })
+        .collect();
+    assert!(!requests.is_empty(), "the v1 corpus holds an embedding request");
+    for r in requests {
+        assert_eq!((r.purpose.as_str(), r.agent, r.server.as_str()), ("", None, ""));
+        assert!(!r.texts.is_empty() && !r.model.is_empty());
+    }
+}
+
 /// Writes a corpus file that does not exist yet. Run once per schema version:
 /// `cargo test -p hamlet-engine --test it golden::write_missing_corpus -- --ignored`.
 #[test]
@@ -51,8 +81,10 @@ fn the_golden_corpus_reads_and_folds_to_its_pinned_states() {
 fn write_missing_corpus() {
     let dir = corpus_dir();
     std::fs::create_dir_all(&dir).unwrap();
-    let files: [(&str, Vec<u8>); 2] = [
+    let files: [(&str, Vec<u8>); 3] = [
         ("schema-v1.hamlet", hamlet_log::samples::small_recording()),
+        // EmbeddingRequested schema 2 (purpose, agent, server).
+        ("embedding-requested-v2.hamlet", hamlet_log::samples::small_recording()),
         (
             "schema-v1-town.hamlet",
             hamlet_engine::synth::write_recording(

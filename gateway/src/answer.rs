@@ -1,0 +1,685 @@
+//! Structured answers: what shape an answer must have, how it is asked for (a JSON Schema
+//! for OpenAI-compatible servers, the equivalent GBNF grammar for the embedded model), and
+//! how the text a model returns is parsed into its type, once, here.
+//!
+//! An answer that does not parse or validate is never passed on as if the model said it:
+//! the gateway retries, and after its last try uses [`Shape::fallback`] and marks the
+//! event as a fallback. The fallbacks, and why each is the safe choice:
+//!
+//! | shape | fallback | why |
+//! |---|---|---|
+//! | importance | 5 | the middle of the scale: neither forgotten nor dominating retrieval |
+//! | yes/no | no | the conservative choice: keep the current plan, do not start a conversation |
+//! | plan | no steps | the agent keeps the plan it has (or idles where it is) |
+//! | choice | the first option | agent code offers the current or most likely option first |
+//! | insights | none | a reflection without insights stores nothing |
+//! | dialogue turn | silence, and the conversation ends | nothing invented is said |
+//! | text | empty | agent code stores nothing |
+
+use serde::{Deserialize, Serialize};
+use serde_json::{json, Value};
+
+/// What an answer must look like.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Shape {
+    /// Free text.
+    Text,
+    /// `{"rating": 1..=10}`: how poignant a memory is.
+    Importance,
+    /// `{"answer": "yes" | "no"}`.
+    YesNo,
+    /// `{"steps": [{"start": "HH:MM", "activity": "…", "minutes": n}, …]}`.
+    Plan {
+        /// Fewest steps.
+        min_steps: u8,
+        /// Most steps.
+        max_steps: u8,
+        /// Shortest step, in minutes.
+        min_minutes: u16,
+        /// Longest step, in minutes.
+        max_minutes: u16,
+    },
+    /// `{"choice": one of the options}`.
+    Choice(Vec<String>),
+    /// `{"insights": [{"insight": "…", "evidence": [1-based statement numbers]}, …]}`.
+    Insights {
+        /// How many insights.
+        count: u8,
+        /// How many numbered statements the prompt offered.
+        statements: u16,
+    },
+    /// `{"say": "…", "end": bool}`: one line of dialogue, and whether it ends the talk.
+    Turn,
+    /// Any JSON Schema (from `hamlet llm complete --schema FILE`). The answer is checked
+    /// against the schema's `type`, `enum`, `const`, `properties`, `required`,
+    /// `additionalProperties: false`, `items`, `minItems`, `maxItems`, `minimum`, `maximum`,
+    /// `minLength` and `maxLength`; other keywords are not checked.
+    Json(Value),
+}
+
+/// A validated answer.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub enum Answer {
+    /// Free text, trimmed.
+    Text(String),
+    /// A rating from 1 to 10.
+    Importance(u8),
+    /// Yes (true) or no.
+    YesNo(bool),
+    /// Plan steps in time order.
+    Plan(Vec<PlanStep>),
+    /// The option chosen, spelled as offered.
+    Choice(String),
+    /// Insights with their evidence.
+    Insights(Vec<Insight>),
+    /// A line of dialogue.
+    Turn(Turn),
+    /// An answer to a caller's JSON Schema.
+    Json(Value),
+}
+
+/// One step of a plan.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PlanStep {
+    /// Minutes after midnight.
+    pub start_minute: u16,
+    /// What, in words.
+    pub activity: String,
+    /// How long, in minutes.
+    pub minutes: u16,
+}
+
+/// One insight of a reflection.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Insight {
+    /// The insight, in words.
+    pub text: String,
+    /// The statements it rests on, 1-based as numbered in the prompt, ascending, distinct.
+    pub evidence: Vec<u16>,
+}
+
+/// One line of dialogue.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Turn {
+    /// What is said.
+    pub say: String,
+    /// True when the speaker ends the conversation.
+    pub end: bool,
+}
+
+/// Why an answer was refused.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[error("{0}")]
+pub struct Invalid(pub String);
+
+fn invalid<T>(why: impl Into<String>) -> Result<T, Invalid> {
+    Err(Invalid(why.into()))
+}
+
+/// The longest string a structured answer may carry.
+const MAX_STRING: usize = 600;
+
+impl Shape {
+    /// A short name, as events and the CLI show it.
+    pub fn name(&self) -> &'static str {
+        match self {
+            Shape::Text => "text",
+            Shape::Importance => "importance",
+            Shape::YesNo => "yes_no",
+            Shape::Plan { .. } => "plan",
+            Shape::Choice(_) => "choice",
+            Shape::Insights { .. } => "insights",
+            Shape::Turn => "turn",
+            Shape::Json(_) => "json",
+        }
+    }
+
+    /// A day plan in 5 to 8 broad strokes of half an hour to ten hours.
+    pub fn day_plan() -> Shape {
+        Shape::Plan { min_steps: 5, max_steps: 8, min_minutes: 30, max_minutes: 600 }
+    }
+
+    /// An hour decomposed into 5- to 15-minute actions.
+    pub fn hour_plan() -> Shape {
+        Shape::Plan { min_steps: 2, max_steps: 12, min_minutes: 5, max_minutes: 15 }
+    }
+
+    /// The JSON Schema of the answer, or `None` for free text.
+    pub fn json_schema(&self) -> Option<Value> {
+        let string = json!({ "type": "string", "minLength": 1, "maxLength": MAX_STRING });
+        let object = |properties: Value, required: &[&str]| {
+            json!({
+                "type": "object",
+                "properties": properties,
+                "required": required,
+                "additionalProperties": false,
+            })
+        };
+        Some(match self {
+            Shape::Text => return None,
+            Shape::Json(schema) => schema.clone(),
+            Shape::Importance => object(
+                json!({ "rating": { "type": "integer", "minimum": 1, "maximum": 10 } }),
+                &["rating"],
+            ),
+            Shape::YesNo => object(
+                json!({ "answer": { "type": "string", "enum": ["yes", "no"] } }),
+                &["answer"],
+            ),
+            Shape::Plan { min_steps, max_steps, min_minutes, max_minutes } => {
+                let step = object(
+                    json!({
+                        "start": { "type": "string", "pattern": "^([01][0-9]|2[0-3]):[0-5][0-9]$" },
+                        "activity": string,
+                        "minutes": { "type": "integer", "minimum": min_minutes, "maximum": max_minutes },
+                    }),
+                    &["start", "activity", "minutes"],
+                );
+                object(
+                    json!({ "steps": {
+                        "type": "array", "items": step,
+                        "minItems": min_steps, "maxItems": max_steps,
+                    }}),
+                    &["steps"],
+                )
+            }
+            Shape::Choice(options) => {
+                object(json!({ "choice": { "type": "string", "enum": options } }), &["choice"])
+            }
+            Shape::Insights { count, statements } => {
+                let insight = object(
+                    json!({
+                        "insight": string,
+                        "evidence": {
+                            "type": "array",
+                            "items": { "type": "integer", "minimum": 1, "maximum": statements },
+                            "minItems": 1, "maxItems": 5,
+                        },
+                    }),
+                    &["insight", "evidence"],
+                );
+                object(
+                    json!({ "insights": {
+                        "type": "array", "items": insight, "minItems": count, "maxItems": count,
+                    }}),
+                    &["insights"],
+                )
+            }
+            Shape::Turn => {
+                object(json!({ "say": string, "end": { "type": "boolean" } }), &["say", "end"])
+            }
+        })
+    }
+
+    /// The blake3 hash of the answer's JSON Schema (keys sorted), `None` for free text.
+    pub fn schema_hash(&self) -> Option<[u8; 32]> {
+        self.json_schema().map(|schema| *blake3::hash(schema.to_string().as_bytes()).as_bytes())
+    }
+
+    /// The GBNF grammar that makes llama.cpp emit exactly this JSON, `None` for free text.
+    pub fn gbnf(&self) -> Option<String> {
+        const COMMON: &str = r#"
+ws ::= [ ]?
+string ::= "\"" char+ "\""
+char ::= [^"\\\x00-\x1F\x7F] | "\\" ["\\/bfnrt]
+int ::= [1-9] [0-9]?
+"#;
+        let key = |k: &str| format!(r#""\"{k}\"" ws ":" ws"#);
+        let root = match self {
+            // The embedded backend converts a caller's schema with llama.cpp's converter.
+            Shape::Text | Shape::Json(_) => return None,
+            Shape::Importance => {
+                format!(
+                    r#"root ::= "{{" ws {} rating ws "}}"
+rating ::= "10" | [1-9]"#,
+                    key("rating")
+                )
+            }
+            Shape::YesNo => {
+                format!(r#"root ::= "{{" ws {} ("\"yes\"" | "\"no\"") ws "}}""#, key("answer"))
+            }
+            Shape::Plan { min_steps, max_steps, .. } => {
+                let more_min = min_steps.saturating_sub(1);
+                let more_max = max_steps.saturating_sub(1).max(more_min);
+                format!(
+                    r#"root ::= "{{" ws {steps} "[" ws step ("," ws step){{{more_min},{more_max}}} ws "]" ws "}}"
+step ::= "{{" ws {start} "\"" hh ":" mm "\"" ws "," ws {activity} string ws "," ws {minutes} minutes ws "}}" ws
+hh ::= [01] [0-9] | "2" [0-3]
+mm ::= [0-5] [0-9]
+minutes ::= [1-9] [0-9]? [0-9]?"#,
+                    steps = key("steps"),
+                    start = key("start"),
+                    activity = key("activity"),
+                    minutes = key("minutes"),
+                )
+            }
+            Shape::Choice(options) => {
+                let alternatives: Vec<String> =
+                    options.iter().map(|o| gbnf_literal(&json_string(o))).collect();
+                format!(
+                    r#"root ::= "{{" ws {} ({}) ws "}}""#,
+                    key("choice"),
+                    if alternatives.is_empty() {
+                        "\"\\\"\\\"\"".to_owned()
+                    } else {
+                        alternatives.join(" | ")
+                    }
+                )
+            }
+            Shape::Insights { count, .. } => {
+                let more = count.saturating_sub(1);
+                format!(
+                    r#"root ::= "{{" ws {insights} "[" ws insight ("," ws insight){{{more}}} ws "]" ws "}}"
+insight ::= "{{" ws {text} string ws "," ws {evidence} "[" int ("," ws int){{0,4}} "]" ws "}}" ws"#,
+                    insights = key("insights"),
+                    text = key("insight"),
+                    evidence = key("evidence"),
+                )
+            }
+            Shape::Turn => format!(
+                r#"root ::= "{{" ws {} string ws "," ws {} ("true" | "false") ws "}}""#,
+                key("say"),
+                key("end")
+            ),
+        };
+        Some(format!("{root}\n{}", COMMON.trim_start()))
+    }
+
+    /// Parses and validates a model's text into an answer.
+    pub fn parse(&self, text: &str) -> Result<Answer, Invalid> {
+        if let Shape::Text = self {
+            let text = text.trim();
+            if text.is_empty() {
+                return invalid("the answer is empty");
+            }
+            return Ok(Answer::Text(text.to_owned()));
+        }
+        let value = json_in(text)?;
+        if let Shape::Json(schema) = self {
+            check_schema(&value, schema, "the answer")?;
+            return Ok(Answer::Json(value));
+        }
+        let Some(fields) = value.as_object() else {
+            return invalid("the answer is not a JSON object");
+        };
+        let field = |name: &str| {
+            fields.get(name).ok_or_else(|| Invalid(format!("the answer has no `{name}`")))
+        };
+        match self {
+            Shape::Text | Shape::Json(_) => unreachable!("handled above"),
+            Shape::Importance => {
+                let rating = int_in(field("rating")?, "rating", 1, 10)?;
+                Ok(Answer::Importance(rating as u8))
+            }
+            Shape::YesNo => {
+                match field("answer")?.as_str().map(|s| s.trim().to_ascii_lowercase()) {
+                    Some(s) if s == "yes" => Ok(Answer::YesNo(true)),
+                    Some(s) if s == "no" => Ok(Answer::YesNo(false)),
+                    _ => invalid("`answer` is neither \"yes\" nor \"no\""),
+                }
+            }
+            Shape::Plan { min_steps, max_steps, min_minutes, max_minutes } => {
+                let Some(steps) = field("steps")?.as_array() else {
+                    return invalid("`steps` is not a list");
+                };
+                if steps.len() < usize::from(*min_steps) || steps.len() > usize::from(*max_steps) {
+                    return invalid(format!(
+                        "{} steps, outside {min_steps}..={max_steps}",
+                        steps.len()
+                    ));
+                }
+                let mut out = Vec::with_capacity(steps.len());
+                for (i, step) in steps.iter().enumerate() {
+                    let n = i + 1;
+                    let start = step
+                        .get("start")
+                        .and_then(Value::as_str)
+                        .and_then(clock_minute)
+                        .ok_or_else(|| Invalid(format!("step {n}: `start` is not HH:MM")))?;
+                    let activity = string_in(step.get("activity"), &format!("step {n}: activity"))?;
+                    let minutes = int_in(
+                        step.get("minutes").unwrap_or(&Value::Null),
+                        &format!("step {n}: minutes"),
+                        i64::from(*min_minutes),
+                        i64::from(*max_minutes),
+                    )?;
+                    if let Some(previous) = out.last().map(|p: &PlanStep| p.start_minute) {
+                        if start < previous {
+                            return invalid(format!("step {n} starts before step {i}"));
+                        }
+                    }
+                    out.push(PlanStep { start_minute: start, activity, minutes: minutes as u16 });
+                }
+                Ok(Answer::Plan(out))
+            }
+            Shape::Choice(options) => {
+                let said = field("choice")?.as_str().unwrap_or_default().trim();
+                options
+                    .iter()
+                    .find(|o| o.as_str() == said)
+                    .or_else(|| options.iter().find(|o| o.eq_ignore_ascii_case(said)))
+                    .map(|o| Answer::Choice(o.clone()))
+                    .ok_or_else(|| Invalid(format!("`choice` {said:?} is not one of the options")))
+            }
+            Shape::Insights { count, statements } => {
+                let Some(items) = field("insights")?.as_array() else {
+                    return invalid("`insights` is not a list");
+                };
+                if items.len() != usize::from(*count) {
+                    return invalid(format!("{} insights, not {count}", items.len()));
+                }
+                let mut out = Vec::with_capacity(items.len());
+                for (i, item) in items.iter().enumerate() {
+                    let n = i + 1;
+                    let text = string_in(item.get("insight"), &format!("insight {n}"))?;
+                    let Some(cited) = item.get("evidence").and_then(Value::as_array) else {
+                        return invalid(format!("insight {n}: `evidence` is not a list"));
+                    };
+                    let mut evidence = Vec::with_capacity(cited.len());
+                    for c in cited {
+                        let c = int_in(
+                            c,
+                            &format!("insight {n}: evidence"),
+                            1,
+                            i64::from(*statements),
+                        )?;
+                        evidence.push(c as u16);
+                    }
+                    evidence.sort_unstable();
+                    evidence.dedup();
+                    if evidence.is_empty() {
+                        return invalid(format!("insight {n} cites no evidence"));
+                    }
+                    out.push(Insight { text, evidence });
+                }
+                Ok(Answer::Insights(out))
+            }
+            Shape::Turn => {
+                let say = string_in(fields.get("say"), "say")?;
+                let Some(end) = field("end")?.as_bool() else {
+                    return invalid("`end` is not true or false");
+                };
+                Ok(Answer::Turn(Turn { say, end }))
+            }
+        }
+    }
+
+    /// The documented fallback (see the module's table).
+    pub fn fallback(&self) -> Answer {
+        match self {
+            Shape::Text => Answer::Text(String::new()),
+            Shape::Importance => Answer::Importance(5),
+            Shape::YesNo => Answer::YesNo(false),
+            Shape::Plan { .. } => Answer::Plan(Vec::new()),
+            Shape::Choice(options) => Answer::Choice(options.first().cloned().unwrap_or_default()),
+            Shape::Insights { .. } => Answer::Insights(Vec::new()),
+            Shape::Turn => Answer::Turn(Turn { say: String::new(), end: true }),
+            Shape::Json(_) => Answer::Json(Value::Null),
+        }
+    }
+}
+
+impl Answer {
+    /// The answer as canonical JSON, as `LlmResponded::parsed` stores it.
+    pub fn to_json(&self) -> String {
+        serde_json::to_string(self).unwrap_or_else(|e| panic!("an answer always encodes: {e}"))
+    }
+}
+
+/// The JSON object in a model's text: the whole text, or else the first `{` to the last
+/// `}` (models like to wrap JSON in prose or code fences).
+fn json_in(text: &str) -> Result<Value, Invalid> {
+    let text = text.trim();
+    if let Ok(value) = serde_json::from_str::<Value>(text) {
+        return Ok(value);
+    }
+    if let (Some(open), Some(close)) = (text.find('{'), text.rfind('}')) {
+        if open < close {
+            if let Ok(value) = serde_json::from_str::<Value>(&text[open..=close]) {
+                return Ok(value);
+            }
+        }
+    }
+    let shown: String = text.chars().take(80).collect();
+    invalid(format!("the answer is not JSON: {shown:?}"))
+}
+
+fn int_in(value: &Value, what: &str, min: i64, max: i64) -> Result<i64, Invalid> {
+    let n = value
+        .as_i64()
+        .or_else(|| value.as_f64().filter(|f| f.fract() == 0.0 && f.abs() < 1e15).map(|f| f as i64))
+        .or_else(|| value.as_str().and_then(|s| s.trim().parse::<i64>().ok()));
+    match n {
+        Some(n) if (min..=max).contains(&n) => Ok(n),
+        Some(n) => invalid(format!("{what} is {n}, outside {min}..={max}")),
+        None => invalid(format!("{what} is not a whole number")),
+    }
+}
+
+fn string_in(value: Option<&Value>, what: &str) -> Result<String, Invalid> {
+    match value.and_then(Value::as_str).map(str::trim) {
+        Some("") => invalid(format!("{what} is empty")),
+        Some(s) if s.chars().count() > MAX_STRING => {
+            invalid(format!("{what} is longer than {MAX_STRING} characters"))
+        }
+        Some(s) => Ok(s.to_owned()),
+        None => invalid(format!("{what} is not a string")),
+    }
+}
+
+/// Checks `value` against the supported keywords of `schema` (see [`Shape::Json`]).
+fn check_schema(value: &Value, schema: &Value, at: &str) -> Result<(), Invalid> {
+    let Some(rules) = schema.as_object() else { return Ok(()) };
+    if let Some(t) = rules.get("type") {
+        let allowed: Vec<&str> = match t {
+            Value::String(s) => vec![s.as_str()],
+            Value::Array(a) => a.iter().filter_map(Value::as_str).collect(),
+            _ => vec![],
+        };
+        let fits = |t: &str| match t {
+            "object" => value.is_object(),
+            "array" => value.is_array(),
+            "string" => value.is_string(),
+            "boolean" => value.is_boolean(),
+            "null" => value.is_null(),
+            "number" => value.is_number(),
+            "integer" => value.is_i64() || value.is_u64(),
+            _ => true,
+        };
+        if !allowed.is_empty() && !allowed.iter().any(|t| fits(t)) {
+            return invalid(format!("{at} is not of type {}", allowed.join(" or ")));
+        }
+    }
+    if let Some(options) = rules.get("enum").and_then(Value::as_array) {
+        if !options.contains(value) {
+            return invalid(format!("{at} is not one of the allowed values"));
+        }
+    }
+    if let Some(c) = rules.get("const") {
+        if c != value {
+            return invalid(format!("{at} is not {c}"));
+        }
+    }
+    let limit = |k: &str| rules.get(k).and_then(Value::as_f64);
+    if let Some(n) = value.as_f64() {
+        if limit("minimum").is_some_and(|m| n < m) || limit("maximum").is_some_and(|m| n > m) {
+            return invalid(format!("{at} is {n}, out of range"));
+        }
+    }
+    if let Some(s) = value.as_str() {
+        let len = s.chars().count() as f64;
+        if limit("minLength").is_some_and(|m| len < m)
+            || limit("maxLength").is_some_and(|m| len > m)
+        {
+            return invalid(format!("{at} has {len} characters, out of range"));
+        }
+    }
+    if let Some(items) = value.as_array() {
+        let n = items.len() as f64;
+        if limit("minItems").is_some_and(|m| n < m) || limit("maxItems").is_some_and(|m| n > m) {
+            return invalid(format!("{at} has {n} items, out of range"));
+        }
+        if let Some(item_schema) = rules.get("items") {
+            for (i, item) in items.iter().enumerate() {
+                check_schema(item, item_schema, &format!("{at}[{i}]"))?;
+            }
+        }
+    }
+    if let Some(fields) = value.as_object() {
+        let properties = rules.get("properties").and_then(Value::as_object);
+        for name in rules.get("required").and_then(Value::as_array).into_iter().flatten() {
+            let name = name.as_str().unwrap_or_default();
+            if !fields.contains_key(name) {
+                return invalid(format!("{at} has no `{name}`"));
+            }
+        }
+        for (name, field) in fields {
+            match properties.and_then(|p| p.get(name)) {
+                Some(rule) => check_schema(field, rule, &format!("{at}.{name}"))?,
+                None if rules.get("additionalProperties") == Some(&Value::Bool(false)) => {
+                    return invalid(format!("{at} has an unexpected `{name}`"));
+                }
+                None => {}
+            }
+        }
+    }
+    Ok(())
+}
+
+/// "HH:MM" as minutes after midnight.
+fn clock_minute(s: &str) -> Option<u16> {
+    let (h, m) = s.trim().split_once(':')?;
+    let (h, m): (u16, u16) = (h.parse().ok()?, m.parse().ok()?);
+    (h < 24 && m < 60).then_some(h * 60 + m)
+}
+
+fn json_string(s: &str) -> String {
+    serde_json::to_string(s).unwrap_or_else(|e| panic!("a string always encodes: {e}"))
+}
+
+/// A GBNF literal matching exactly `s`.
+fn gbnf_literal(s: &str) -> String {
+    let mut out = String::with_capacity(s.len() + 2);
+    out.push('"');
+    for c in s.chars() {
+        match c {
+            '"' => out.push_str("\\\""),
+            '\\' => out.push_str("\\\\"),
+            '\n' => out.push_str("\\n"),
+            '\r' => out.push_str("\\r"),
+            '\t' => out.push_str("\\t"),
+            c => out.push(c),
+        }
+    }
+    out.push('"');
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn importance_is_one_to_ten_and_nothing_else() {
+        let s = Shape::Importance;
+        assert_eq!(s.parse(r#"{"rating": 7}"#), Ok(Answer::Importance(7)));
+        assert_eq!(s.parse("```json\n{\"rating\": 10}\n```"), Ok(Answer::Importance(10)));
+        assert!(s.parse(r#"{"rating": 1000000000000000}"#).is_err());
+        assert!(s.parse(r#"{"rating": 0}"#).is_err());
+        assert!(s.parse(r#"{"rating": 2.5}"#).is_err());
+        assert!(s.parse("this is blank").is_err());
+        assert!(s.parse("").is_err());
+    }
+
+    #[test]
+    fn plans_have_times_durations_and_order() {
+        let s = Shape::day_plan();
+        let steps: Vec<String> = (0..5)
+            .map(|i| format!(r#"{{"start":"{:02}:00","activity":"step {i}","minutes":60}}"#, 7 + i))
+            .collect();
+        let ok = format!(r#"{{"steps":[{}]}}"#, steps.join(","));
+        let Ok(Answer::Plan(plan)) = s.parse(&ok) else { panic!("a sound plan parses") };
+        assert_eq!(plan.len(), 5);
+        assert_eq!(plan[0].start_minute, 7 * 60);
+        assert!(s.parse(&ok.replace("\"07:00\"", "\"25:00\"")).is_err(), "no 25 o'clock");
+        assert!(s.parse(&ok.replace("\"11:00\"", "\"06:00\"")).is_err(), "time order");
+        let short = format!(r#"{{"steps":[{}]}}"#, steps[..4].join(","));
+        assert!(s.parse(&short).is_err(), "a day plan has at least 5 steps");
+    }
+
+    #[test]
+    fn a_choice_is_one_of_the_options() {
+        let s = Shape::Choice(vec!["Lin house:kitchen".into(), "Marigold café:counter".into()]);
+        assert_eq!(
+            s.parse(r#"{"choice":"marigold café:counter"}"#),
+            Ok(Answer::Choice("Marigold café:counter".into()))
+        );
+        assert!(s.parse(r#"{"choice":"the moon"}"#).is_err());
+        assert_eq!(s.fallback(), Answer::Choice("Lin house:kitchen".into()));
+    }
+
+    #[test]
+    fn insights_cite_statements_that_exist() {
+        let s = Shape::Insights { count: 2, statements: 4 };
+        let ok =
+            r#"{"insights":[{"insight":"a","evidence":[2,1,2]},{"insight":"b","evidence":[4]}]}"#;
+        let Ok(Answer::Insights(found)) = s.parse(ok) else { panic!("parses") };
+        assert_eq!(found[0].evidence, vec![1, 2], "sorted and distinct");
+        assert!(s.parse(&ok.replace("[4]", "[5]")).is_err(), "statement 5 does not exist");
+        assert!(s.parse(&ok.replace("[4]", "[]")).is_err(), "no evidence");
+    }
+
+    #[test]
+    fn a_turn_says_something_and_may_end() {
+        let s = Shape::Turn;
+        assert_eq!(
+            s.parse(r#"{"say":"Hello, Mei!","end":false}"#),
+            Ok(Answer::Turn(Turn { say: "Hello, Mei!".into(), end: false }))
+        );
+        assert!(s.parse(r#"{"say":"  ","end":true}"#).is_err());
+        assert!(s.parse(r#"{"say":"hi","end":"maybe"}"#).is_err());
+    }
+
+    #[test]
+    fn a_callers_schema_is_checked() {
+        let schema = json!({
+            "type": "object",
+            "properties": {
+                "mood": { "type": "string", "enum": ["calm", "tense"] },
+                "score": { "type": "integer", "minimum": 0, "maximum": 3 },
+            },
+            "required": ["mood", "score"],
+            "additionalProperties": false,
+        });
+        let s = Shape::Json(schema);
+        assert!(s.parse(r#"{"mood":"calm","score":2}"#).is_ok());
+        assert!(s.parse(r#"{"mood":"angry","score":2}"#).is_err());
+        assert!(s.parse(r#"{"mood":"calm","score":7}"#).is_err());
+        assert!(s.parse(r#"{"mood":"calm"}"#).is_err());
+        assert!(s.parse(r#"{"mood":"calm","score":1,"extra":true}"#).is_err());
+        assert!(s.parse(r#"{"mood":"calm","score":1.5}"#).is_err());
+    }
+
+    #[test]
+    fn every_structured_shape_has_a_schema_and_a_grammar() {
+        let shapes = [
+            Shape::Importance,
+            Shape::YesNo,
+            Shape::day_plan(),
+            Shape::Choice(vec!["a \"quoted\" place".into()]),
+            Shape::Insights { count: 3, statements: 10 },
+            Shape::Turn,
+        ];
+        let mut hashes = Vec::new();
+        for s in &shapes {
+            assert!(s.json_schema().is_some(), "{}", s.name());
+            let g = s.gbnf().unwrap_or_default();
+            assert!(g.starts_with("root ::= "), "{}: {g}", s.name());
+            hashes.push(s.schema_hash());
+        }
+        hashes.sort();
+        hashes.dedup();
+        assert_eq!(hashes.len(), shapes.len(), "distinct shapes hash apart");
+        assert!(Shape::Text.gbnf().is_none() && Shape::Text.schema_hash().is_none());
+    }
+}

@@ -1,0 +1,126 @@
+//! What every backend implements: one try at a completion, one try at an embedding.
+//!
+//! A backend does not retry, parse, validate or record: the [`Gateway`](crate::Gateway)
+//! does that, the same way for every backend, so that every attempt is an event.
+
+use std::future::Future;
+use std::pin::Pin;
+use std::time::Duration;
+
+use hamlet_log::event::FailureKind;
+
+use crate::request::{Call, EmbedCall, Params};
+
+/// A boxed future, as backends return.
+pub type BoxFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
+
+/// One try at a completion.
+#[derive(Clone, Debug)]
+pub struct Attempt<'a> {
+    /// The question.
+    pub call: &'a Call,
+    /// Sampling settings.
+    pub params: &'a Params,
+    /// The most tokens to generate.
+    pub max_tokens: u32,
+    /// The canonical request's hash.
+    pub request_hash: [u8; 32],
+    /// 1 for the first try.
+    pub attempt: u32,
+}
+
+/// What a model returned.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Completion {
+    /// The answer, verbatim.
+    pub text: String,
+    /// Prompt tokens.
+    pub tokens_prompt: u32,
+    /// Completion tokens.
+    pub tokens_completion: u32,
+    /// "stop" or "length".
+    pub finish_reason: String,
+    /// The model that answered, as the server named it.
+    pub response_model: String,
+    /// The server's id for the answer.
+    pub response_id: String,
+}
+
+/// Vectors an embedding model returned.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Vectors {
+    /// One per text.
+    pub vectors: Vec<Vec<f32>>,
+    /// Tokens read.
+    pub tokens: u32,
+}
+
+/// One failed try.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[error("{kind:?}: {message}")]
+pub struct BackendError {
+    /// How it failed; decides whether the gateway retries.
+    pub kind: FailureKind,
+    /// What the backend said (never a key).
+    pub message: String,
+    /// How long the server asked us to wait (`Retry-After`).
+    pub retry_after: Option<Duration>,
+}
+
+impl BackendError {
+    /// A failure of `kind`.
+    pub fn new(kind: FailureKind, message: impl Into<String>) -> BackendError {
+        BackendError { kind, message: message.into(), retry_after: None }
+    }
+
+    /// True when another try may succeed.
+    pub fn is_transient(&self) -> bool {
+        matches!(
+            self.kind,
+            FailureKind::Timeout
+                | FailureKind::RateLimited
+                | FailureKind::ServerError
+                | FailureKind::Connection
+        )
+    }
+}
+
+/// A language model.
+pub trait LlmBackend: Send + Sync {
+    /// "openai", "local", "replay", or a test double's name.
+    fn name(&self) -> &str;
+    /// The server's address without credentials; empty for an embedded model.
+    fn server(&self) -> String;
+    /// The model asked.
+    fn model(&self) -> String;
+    /// One try.
+    fn complete<'a>(
+        &'a self,
+        attempt: Attempt<'a>,
+    ) -> BoxFuture<'a, Result<Completion, BackendError>>;
+    /// True when answers come from a recording: the gateway then never sleeps between
+    /// tries (the waits already happened when the recording was made).
+    fn is_recorded(&self) -> bool {
+        false
+    }
+}
+
+/// An embedding model.
+pub trait EmbedBackend: Send + Sync {
+    /// "openai", "local", "replay", or a test double's name.
+    fn name(&self) -> &str;
+    /// The server's address without credentials; empty for an embedded model.
+    fn server(&self) -> String;
+    /// The model asked.
+    fn model(&self) -> String;
+    /// One try.
+    fn embed<'a>(
+        &'a self,
+        call: &'a EmbedCall,
+        request_hash: [u8; 32],
+    ) -> BoxFuture<'a, Result<Vectors, BackendError>>;
+    /// True when answers come from a recording.
+    fn is_recorded(&self) -> bool {
+        false
+    }
+}

@@ -1,0 +1,461 @@
+//! Which backend, which model, which settings: from flags, the environment, a config file
+//! and defaults, in that precedence (a flag beats the environment, which beats the file,
+//! which beats the default).
+//!
+//! | setting | flag | environment | file (`[llm]`) | default |
+//! |---|---|---|---|---|
+//! | backend | `--llm local\|openai` | — | `backend` | `openai` if a base URL is set anywhere, else `local` |
+//! | base URL | `--base-url` | `OPENAI_BASE_URL` | `base_url` | `https://api.openai.com/v1` |
+//! | API key | — (never a flag: it would show in `ps`) | `OPENAI_API_KEY` | `api_key` | none |
+//! | model | `--model` | `HAMLET_MODEL` | `model` | `default` (local); required for a server other than OpenAI's (whose default is `gpt-4o-mini`) |
+//! | embeddings | `--embed local\|openai` | — | `embed` | `local` |
+//! | embedding model | `--embed-model` | — | `embed_model` | all-MiniLM-L6-v2 (local), `text-embedding-3-small` (openai) |
+//! | temperature | `--temperature` | — | `temperature` | 0 |
+//! | top-p | — | — | `top_p` | 1 |
+//! | max tokens | `--max-tokens` | — | `max_tokens` | 256 |
+//! | seed | `--seed` | — | `seed` | 0 |
+//! | timeout | `--timeout` (seconds) | — | `timeout_secs` | 120 (openai), 900 (local) |
+//! | concurrency | `--concurrency` | — | `concurrency` | 8 (openai), the local slots (local) |
+//! | threads (local) | `--threads` | — | `threads` | every core |
+//! | slots (local) | `--slots` | — | `slots` | 4 |
+//!
+//! The config file is `--config FILE`, else `$HAMLET_CONFIG`, else
+//! `$XDG_CONFIG_HOME/hamlet/config.toml` (or `~/.config/hamlet/config.toml`) if it exists.
+//! A price table for `hamlet cost` lives in the same file (see [`crate::cost`]).
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::Duration;
+
+use serde::Deserialize;
+
+use crate::backend::{EmbedBackend, LlmBackend};
+use crate::cost::Price;
+use crate::embed::LocalEmbed;
+use crate::gateway::{Gateway, RetryPolicy};
+use crate::local::{LocalConfig, LocalLlm};
+use crate::models::{self, ModelChoice};
+use crate::openai::{Endpoint, OpenAi, OpenAiEmbed};
+use crate::request::Params;
+
+/// OpenAI's own API.
+pub const OPENAI_BASE: &str = "https://api.openai.com/v1";
+
+/// Which kind of backend.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Kind {
+    /// The embedded model.
+    Local,
+    /// An OpenAI-compatible server.
+    OpenAi,
+}
+
+impl std::str::FromStr for Kind {
+    type Err = ConfigError;
+    fn from_str(s: &str) -> Result<Kind, ConfigError> {
+        match s {
+            "local" => Ok(Kind::Local),
+            "openai" => Ok(Kind::OpenAi),
+            other => Err(ConfigError(format!(
+                "unknown backend `{other}`: choose `local` (the embedded model) or `openai` \
+                 (any OpenAI-compatible server)"
+            ))),
+        }
+    }
+}
+
+/// A setting that cannot be used.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[error("{0}")]
+pub struct ConfigError(pub String);
+
+/// The `[llm]` table of the config file.
+#[derive(Clone, Debug, Default, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct FileSettings {
+    /// `local` or `openai`.
+    pub backend: Option<String>,
+    /// The server's base URL.
+    pub base_url: Option<String>,
+    /// The API key (prefer `OPENAI_API_KEY`).
+    pub api_key: Option<String>,
+    /// The model.
+    pub model: Option<String>,
+    /// `local` or `openai`.
+    pub embed: Option<String>,
+    /// The embedding model.
+    pub embed_model: Option<String>,
+    /// Sampling temperature.
+    pub temperature: Option<f32>,
+    /// Nucleus sampling's p.
+    pub top_p: Option<f32>,
+    /// Most tokens per answer.
+    pub max_tokens: Option<u32>,
+    /// Sampling seed.
+    pub seed: Option<u64>,
+    /// Seconds one try may take.
+    pub timeout_secs: Option<u64>,
+    /// Calls at once.
+    pub concurrency: Option<usize>,
+    /// CPU threads of the embedded model.
+    pub threads: Option<u32>,
+    /// Sequence slots of the embedded model.
+    pub slots: Option<u32>,
+}
+
+/// The whole config file.
+#[derive(Clone, Debug, Default, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct ConfigFile {
+    /// Backend settings.
+    #[serde(default)]
+    pub llm: FileSettings,
+    /// Prices by model name.
+    #[serde(default)]
+    pub prices: BTreeMap<String, Price>,
+}
+
+impl ConfigFile {
+    /// Reads a config file.
+    pub fn read(path: &Path) -> Result<ConfigFile, ConfigError> {
+        let text = std::fs::read_to_string(path)
+            .map_err(|e| ConfigError(format!("cannot read {}: {e}", path.display())))?;
+        toml::from_str(&text).map_err(|e| ConfigError(format!("{}: {e}", path.display())))
+    }
+
+    /// The file named by `--config`, `$HAMLET_CONFIG`, or the user's config folder (only if
+    /// it exists there).
+    pub fn discover(flag: Option<&Path>, env: &Env) -> Result<ConfigFile, ConfigError> {
+        if let Some(path) = flag.map(Path::to_owned).or_else(|| env.config.clone()) {
+            return ConfigFile::read(&path);
+        }
+        let default = env
+            .xdg_config_home
+            .clone()
+            .or_else(|| env.home.as_ref().map(|h| h.join(".config")))
+            .map(|d| d.join("hamlet").join("config.toml"));
+        match default {
+            Some(path) if path.is_file() => ConfigFile::read(&path),
+            _ => Ok(ConfigFile::default()),
+        }
+    }
+}
+
+/// The environment variables that matter, read once.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Env {
+    /// `OPENAI_API_KEY`.
+    pub api_key: Option<String>,
+    /// `OPENAI_BASE_URL`.
+    pub base_url: Option<String>,
+    /// `HAMLET_MODEL`.
+    pub model: Option<String>,
+    /// `HAMLET_CONFIG`.
+    pub config: Option<PathBuf>,
+    /// `XDG_CONFIG_HOME`.
+    pub xdg_config_home: Option<PathBuf>,
+    /// `HOME`.
+    pub home: Option<PathBuf>,
+}
+
+impl Env {
+    /// This process's environment (empty values count as unset).
+    pub fn from_process() -> Env {
+        let var = |k: &str| std::env::var(k).ok().filter(|v| !v.trim().is_empty());
+        Env {
+            api_key: var("OPENAI_API_KEY"),
+            base_url: var("OPENAI_BASE_URL"),
+            model: var("HAMLET_MODEL"),
+            config: var("HAMLET_CONFIG").map(PathBuf::from),
+            xdg_config_home: var("XDG_CONFIG_HOME").map(PathBuf::from),
+            home: var("HOME").map(PathBuf::from),
+        }
+    }
+}
+
+/// Settings given as command-line flags.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Flags {
+    /// `--llm`.
+    pub backend: Option<Kind>,
+    /// `--base-url`.
+    pub base_url: Option<String>,
+    /// `--model`.
+    pub model: Option<String>,
+    /// `--embed`.
+    pub embed: Option<Kind>,
+    /// `--embed-model`.
+    pub embed_model: Option<String>,
+    /// `--temperature`.
+    pub temperature: Option<f32>,
+    /// `--max-tokens`.
+    pub max_tokens: Option<u32>,
+    /// `--seed`.
+    pub seed: Option<u64>,
+    /// `--timeout`, seconds.
+    pub timeout_secs: Option<u64>,
+    /// `--concurrency`.
+    pub concurrency: Option<usize>,
+    /// `--threads`.
+    pub threads: Option<u32>,
+    /// `--slots`.
+    pub slots: Option<u32>,
+}
+
+/// Everything resolved.
+#[derive(Clone, PartialEq)]
+pub struct Settings {
+    /// The language model's backend.
+    pub backend: Kind,
+    /// The server, for `openai`.
+    pub base_url: String,
+    /// The key, for `openai` (never printed).
+    pub api_key: String,
+    /// `default`, `small` or a GGUF path (local), or the server's model name.
+    pub model: String,
+    /// The embedding backend.
+    pub embed: Kind,
+    /// The embedding model (for `openai`).
+    pub embed_model: String,
+    /// Sampling.
+    pub params: Params,
+    /// Retries and timeouts.
+    pub policy: RetryPolicy,
+    /// Calls at once.
+    pub concurrency: usize,
+    /// Embedded model threads.
+    pub threads: Option<u32>,
+    /// Embedded model slots.
+    pub slots: u32,
+}
+
+impl std::fmt::Debug for Settings {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Settings")
+            .field("backend", &self.backend)
+            .field("base_url", &crate::openai::public_address(&self.base_url))
+            .field("api_key", &if self.api_key.is_empty() { "none" } else { "set, hidden" })
+            .field("model", &self.model)
+            .field("embed", &self.embed)
+            .field("embed_model", &self.embed_model)
+            .field("params", &self.params)
+            .field("concurrency", &self.concurrency)
+            .finish_non_exhaustive()
+    }
+}
+
+/// Resolves flags over the environment over the file over the defaults.
+pub fn resolve(file: &FileSettings, env: &Env, flags: &Flags) -> Result<Settings, ConfigError> {
+    let file_backend = file.backend.as_deref().map(str::parse::<Kind>).transpose()?;
+    let base_url =
+        flags.base_url.clone().or_else(|| env.base_url.clone()).or_else(|| file.base_url.clone());
+    let backend = flags.backend.or(file_backend).unwrap_or(if base_url.is_some() {
+        Kind::OpenAi
+    } else {
+        Kind::Local
+    });
+    let base_url = base_url.unwrap_or_else(|| OPENAI_BASE.to_owned());
+    let api_key = env.api_key.clone().or_else(|| file.api_key.clone()).unwrap_or_default();
+    let model = flags.model.clone().or_else(|| env.model.clone()).or_else(|| file.model.clone());
+    let model = match (backend, model) {
+        (_, Some(m)) => m,
+        (Kind::Local, None) => "default".to_owned(),
+        (Kind::OpenAi, None) if base_url.trim_end_matches('/') == OPENAI_BASE => {
+            "gpt-4o-mini".into()
+        }
+        (Kind::OpenAi, None) => {
+            return Err(ConfigError(format!(
+                "which model should {} serve? Pass --model NAME (e.g. `qwen2.5:1.5b` for Ollama, \
+                 the model path or alias for vLLM and llama.cpp's server), or set HAMLET_MODEL",
+                crate::openai::public_address(&base_url)
+            )))
+        }
+    };
+    let file_embed = file.embed.as_deref().map(str::parse::<Kind>).transpose()?;
+    let embed = flags.embed.or(file_embed).unwrap_or(Kind::Local);
+    let embed_model =
+        flags.embed_model.clone().or_else(|| file.embed_model.clone()).unwrap_or_else(
+            || match embed {
+                Kind::Local => crate::embed::MODEL_NAME.to_owned(),
+                Kind::OpenAi => "text-embedding-3-small".to_owned(),
+            },
+        );
+    let temperature = flags.temperature.or(file.temperature).unwrap_or(0.0);
+    if !(0.0..=2.0).contains(&temperature) {
+        return Err(ConfigError(format!("temperature {temperature} is outside 0..=2")));
+    }
+    let top_p = file.top_p.unwrap_or(1.0);
+    if !(top_p > 0.0 && top_p <= 1.0) {
+        return Err(ConfigError(format!("top_p {top_p} is outside (0, 1]")));
+    }
+    let max_tokens = flags.max_tokens.or(file.max_tokens).unwrap_or(256);
+    if max_tokens == 0 {
+        return Err(ConfigError("max tokens must be at least 1".into()));
+    }
+    let slots = flags.slots.or(file.slots).unwrap_or(4).clamp(1, 64);
+    let default_timeout = match backend {
+        Kind::Local => 900,
+        Kind::OpenAi => 120,
+    };
+    let timeout = flags.timeout_secs.or(file.timeout_secs).unwrap_or(default_timeout).max(1);
+    let default_concurrency = match backend {
+        Kind::Local => slots as usize,
+        Kind::OpenAi => 8,
+    };
+    Ok(Settings {
+        backend,
+        base_url,
+        api_key,
+        model,
+        embed,
+        embed_model,
+        params: Params {
+            temperature,
+            top_p,
+            max_tokens,
+            seed: Some(flags.seed.or(file.seed).unwrap_or(0)),
+            stop: Vec::new(),
+        },
+        policy: RetryPolicy { timeout: Duration::from_secs(timeout), ..RetryPolicy::default() },
+        concurrency: flags.concurrency.or(file.concurrency).unwrap_or(default_concurrency).max(1),
+        threads: flags.threads.or(file.threads),
+        slots,
+    })
+}
+
+/// The model names events record for the installed embedded models.
+pub fn local_model_name(model: &str) -> String {
+    match model {
+        "default" => "qwen2.5-coder-1.5b-instruct-q4_k_m".into(),
+        "small" => "qwen2.5-coder-0.5b-instruct-q4_k_m".into(),
+        path => Path::new(path)
+            .file_stem()
+            .map_or_else(|| path.to_owned(), |s| s.to_string_lossy().into_owned()),
+    }
+}
+
+/// Starts the language model's backend.
+pub fn llm_backend(settings: &Settings) -> Result<Arc<dyn LlmBackend>, ConfigError> {
+    match settings.backend {
+        Kind::OpenAi => {
+            let endpoint = Endpoint {
+                base_url: settings.base_url.clone(),
+                api_key: settings.api_key.clone(),
+                model: settings.model.clone(),
+            };
+            Ok(Arc::new(OpenAi::new(endpoint).map_err(|e| ConfigError(e.message))?))
+        }
+        Kind::Local => {
+            let path =
+                models::resolve_gguf(&settings.model).map_err(|e| ConfigError(e.to_string()))?;
+            let mut config = LocalConfig::new(&path, &local_model_name(&settings.model));
+            if let Some(threads) = settings.threads {
+                config.threads = threads.max(1);
+            }
+            config.slots = settings.slots;
+            Ok(Arc::new(LocalLlm::start(config).map_err(|e| ConfigError(e.message))?))
+        }
+    }
+}
+
+/// The embedding backend (the embedded model loads on first use).
+pub fn embed_backend(settings: &Settings) -> Result<Arc<dyn EmbedBackend>, ConfigError> {
+    match settings.embed {
+        Kind::OpenAi => {
+            let endpoint = Endpoint {
+                base_url: settings.base_url.clone(),
+                api_key: settings.api_key.clone(),
+                model: settings.embed_model.clone(),
+            };
+            Ok(Arc::new(OpenAiEmbed::new(endpoint).map_err(|e| ConfigError(e.message))?))
+        }
+        Kind::Local => {
+            let dir = models::models_dir().map_err(|e| ConfigError(e.to_string()))?;
+            let path = ModelChoice::Embeddings.path_in(&dir);
+            if !path.is_dir() {
+                return Err(ConfigError(format!(
+                    "the embedding model is not installed at {}: run `hamlet models fetch --model \
+                     embeddings` (or `./hamlet-dev setup`), or pass --embed openai",
+                    path.display()
+                )));
+            }
+            Ok(Arc::new(LocalEmbed::new(&path)))
+        }
+    }
+}
+
+/// A gateway over the given backends with the settings' sampling, retries and concurrency.
+pub fn gateway(
+    settings: &Settings,
+    llm: Arc<dyn LlmBackend>,
+    embedder: Arc<dyn EmbedBackend>,
+) -> Gateway {
+    Gateway::new(
+        llm,
+        embedder,
+        settings.params.clone(),
+        settings.policy.clone(),
+        settings.concurrency,
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn flags_beat_the_environment_which_beats_the_file() {
+        let file = FileSettings {
+            base_url: Some("http://file:1/v1".into()),
+            model: Some("file-model".into()),
+            api_key: Some("file-key".into()),
+            temperature: Some(0.5),
+            ..FileSettings::default()
+        };
+        let env = Env {
+            base_url: Some("http://env:2/v1".into()),
+            api_key: Some("env-key".into()),
+            ..Env::default()
+        };
+        let s = resolve(&file, &env, &Flags::default()).unwrap();
+        assert_eq!(s.backend, Kind::OpenAi, "a base URL anywhere selects the HTTP backend");
+        assert_eq!(s.base_url, "http://env:2/v1");
+        assert_eq!(s.api_key, "env-key");
+        assert_eq!(s.model, "file-model");
+        assert_eq!(s.params.temperature, 0.5);
+        let flags = Flags {
+            base_url: Some("http://flag:3/v1".into()),
+            model: Some("flag-model".into()),
+            temperature: Some(0.0),
+            ..Flags::default()
+        };
+        let s = resolve(&file, &env, &flags).unwrap();
+        assert_eq!((s.base_url.as_str(), s.model.as_str()), ("http://flag:3/v1", "flag-model"));
+        assert_eq!(s.params.temperature, 0.0);
+        assert!(!format!("{s:?}").contains("env-key"), "the key never prints");
+    }
+
+    #[test]
+    fn with_nothing_configured_the_embedded_model_runs() {
+        let s = resolve(&FileSettings::default(), &Env::default(), &Flags::default()).unwrap();
+        assert_eq!((s.backend, s.model.as_str(), s.embed), (Kind::Local, "default", Kind::Local));
+        // A key alone does not send calls (and bills) to a server nobody named.
+        let env = Env { api_key: Some("sk-x".into()), ..Env::default() };
+        assert_eq!(
+            resolve(&FileSettings::default(), &env, &Flags::default()).unwrap().backend,
+            Kind::Local
+        );
+    }
+
+    #[test]
+    fn a_server_without_a_model_is_an_error_that_says_what_to_do() {
+        let flags =
+            Flags { base_url: Some("http://localhost:11434/v1".into()), ..Flags::default() };
+        let e = resolve(&FileSettings::default(), &Env::default(), &flags).unwrap_err();
+        assert!(e.0.contains("--model"), "{e}");
+        let bad = Flags { temperature: Some(5.0), ..Flags::default() };
+        assert!(resolve(&FileSettings::default(), &Env::default(), &bad).is_err());
+        assert!("ollama".parse::<Kind>().is_err());
+    }
+}

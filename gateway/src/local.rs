@@ -1,0 +1,733 @@
+//! The embedded model: llama.cpp in-process, through `llama-cpp-2`.
+//!
+//! One worker thread owns the model and one context with several sequence slots. Each
+//! call takes the free slot whose cached tokens share the longest prefix with its prompt,
+//! keeps that prefix in the KV cache and evaluates only the rest: an agent's stable
+//! preamble (who they are, where they live) is read once, not on every call. Calls in
+//! flight together are decoded in one batch, one token per sequence per step.
+//!
+//! Prompts go through the model's own chat template (ChatML for Qwen2.5). Structured
+//! answers are held to the shape's GBNF grammar. At temperature 0 the greedy token is
+//! checked against the grammar first and the whole vocabulary is filtered only when it is
+//! refused, which gives the same tokens as filtering every step at a fraction of the cost.
+//! Above 0, sampling (temperature, top-p) is done here with a ChaCha stream seeded from the
+//! call's seed and request hash, so a fixed seed gives the same answer on every machine
+//! whose llama.cpp computes the same logits.
+
+use std::num::NonZeroU32;
+use std::path::{Path, PathBuf};
+use std::sync::mpsc;
+use std::sync::OnceLock;
+
+use hamlet_log::event::{FailureKind, Prompt};
+use llama_cpp_2::context::params::LlamaContextParams;
+use llama_cpp_2::context::LlamaContext;
+use llama_cpp_2::llama_backend::LlamaBackend;
+use llama_cpp_2::llama_batch::LlamaBatch;
+use llama_cpp_2::model::params::LlamaModelParams;
+use llama_cpp_2::model::{LlamaChatMessage, LlamaChatTemplate, LlamaModel};
+use llama_cpp_2::sampling::LlamaSampler;
+use llama_cpp_2::token::data::LlamaTokenData;
+use llama_cpp_2::token::data_array::LlamaTokenDataArray;
+use llama_cpp_2::token::LlamaToken;
+use rand_chacha::rand_core::{RngCore, SeedableRng};
+
+use crate::answer::Shape;
+use crate::backend::{Attempt, BackendError, BoxFuture, Completion, LlmBackend};
+
+/// How the embedded model runs.
+#[derive(Clone, Debug, PartialEq)]
+pub struct LocalConfig {
+    /// The GGUF file.
+    pub model_path: PathBuf,
+    /// The model's name, as events record it.
+    pub model_name: String,
+    /// CPU threads for decoding.
+    pub threads: u32,
+    /// Sequences decoded together (and prompt prefixes kept cached).
+    pub slots: u32,
+    /// Tokens of context per slot.
+    pub context_per_slot: u32,
+}
+
+impl LocalConfig {
+    /// Defaults for a model file: every core, 4 slots of 2,048 tokens.
+    pub fn new(model_path: &Path, model_name: &str) -> LocalConfig {
+        let threads = std::thread::available_parallelism().map_or(2, |n| n.get() as u32);
+        LocalConfig {
+            model_path: model_path.to_owned(),
+            model_name: model_name.to_owned(),
+            threads,
+            slots: 4,
+            context_per_slot: 2048,
+        }
+    }
+}
+
+/// Counters of the worker, for benchmarks and `--verbose` output.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct LocalStats {
+    /// Prompt tokens evaluated.
+    pub prompt_evaluated: u64,
+    /// Prompt tokens found in the KV cache and not evaluated again.
+    pub prompt_cached: u64,
+    /// Tokens generated.
+    pub generated: u64,
+    /// Decode calls made.
+    pub decodes: u64,
+}
+
+struct Job {
+    prompt: Prompt,
+    grammar: Option<String>,
+    max_tokens: u32,
+    temperature: f32,
+    top_p: f32,
+    seed: u64,
+    stop: Vec<String>,
+    reply: tokio::sync::oneshot::Sender<Result<Completion, BackendError>>,
+}
+
+enum Message {
+    Job(Box<Job>),
+    Stats(mpsc::Sender<LocalStats>),
+    ClearCache,
+}
+
+/// The embedded model, served by its worker thread.
+pub struct LocalLlm {
+    jobs: mpsc::Sender<Message>,
+    model_name: String,
+}
+
+fn backend() -> Result<&'static LlamaBackend, String> {
+    static BACKEND: OnceLock<Result<LlamaBackend, String>> = OnceLock::new();
+    BACKEND
+        .get_or_init(|| {
+            llama_cpp_2::send_logs_to_tracing(
+                llama_cpp_2::LogOptions::default().with_logs_enabled(false),
+            );
+            LlamaBackend::init().map_err(|e| e.to_string())
+        })
+        .as_ref()
+        .map_err(Clone::clone)
+}
+
+fn other(message: impl Into<String>) -> BackendError {
+    BackendError::new(FailureKind::Other, message)
+}
+
+impl LocalLlm {
+    /// Loads the model and starts the worker; returns once the model is loaded.
+    pub fn start(config: LocalConfig) -> Result<LocalLlm, BackendError> {
+        if !config.model_path.is_file() {
+            return Err(BackendError::new(
+                FailureKind::Refused,
+                format!(
+                    "no model file at {} (run `hamlet models fetch`, or pass --model PATH to a GGUF file)",
+                    config.model_path.display()
+                ),
+            ));
+        }
+        let (jobs, inbox) = mpsc::channel::<Message>();
+        let (ready_tx, ready) = mpsc::channel::<Result<(), BackendError>>();
+        let model_name = config.model_name.clone();
+        std::thread::Builder::new()
+            .name("hamlet-llama".into())
+            .spawn(move || worker(config, inbox, ready_tx))
+            .map_err(|e| other(format!("cannot start the model's thread: {e}")))?;
+        match ready.recv() {
+            Ok(Ok(())) => Ok(LocalLlm { jobs, model_name }),
+            Ok(Err(e)) => Err(e),
+            Err(_) => Err(other("the model's thread stopped while loading")),
+        }
+    }
+
+    /// The worker's counters so far.
+    pub fn stats(&self) -> LocalStats {
+        let (tx, rx) = mpsc::channel();
+        if self.jobs.send(Message::Stats(tx)).is_err() {
+            return LocalStats::default();
+        }
+        rx.recv().unwrap_or_default()
+    }
+
+    /// Forgets every cached prefix (benchmarks use it to measure cold calls).
+    pub fn clear_cache(&self) {
+        let _ = self.jobs.send(Message::ClearCache);
+    }
+}
+
+impl LlmBackend for LocalLlm {
+    fn name(&self) -> &str {
+        "local"
+    }
+
+    fn server(&self) -> String {
+        String::new()
+    }
+
+    fn model(&self) -> String {
+        self.model_name.clone()
+    }
+
+    fn complete<'a>(
+        &'a self,
+        attempt: Attempt<'a>,
+    ) -> BoxFuture<'a, Result<Completion, BackendError>> {
+        let (reply, answer) = tokio::sync::oneshot::channel();
+        let job = Job {
+            prompt: attempt.call.prompt.clone(),
+            grammar: match &attempt.call.shape {
+                Shape::Json(schema) => {
+                    match llama_cpp_2::json_schema_to_grammar(&schema.to_string()) {
+                        Ok(g) => Some(g),
+                        Err(e) => {
+                            let refused = BackendError::new(
+                                FailureKind::Refused,
+                                format!(
+                                    "llama.cpp cannot turn the JSON Schema into a grammar: {e}"
+                                ),
+                            );
+                            return Box::pin(async move { Err(refused) });
+                        }
+                    }
+                }
+                shape => shape.gbnf(),
+            },
+            max_tokens: attempt.max_tokens,
+            temperature: attempt.params.temperature,
+            top_p: attempt.params.top_p,
+            seed: job_seed(attempt.params.seed.unwrap_or(0), attempt.request_hash, attempt.attempt),
+            stop: attempt.params.stop.clone(),
+            reply,
+        };
+        let sent = self.jobs.send(Message::Job(Box::new(job)));
+        Box::pin(async move {
+            sent.map_err(|_| other("the model's thread has stopped"))?;
+            answer.await.map_err(|_| other("the model's thread dropped the call"))?
+        })
+    }
+}
+
+/// The sampling stream's seed: the configured seed, the request and the try.
+fn job_seed(seed: u64, request_hash: [u8; 32], attempt: u32) -> u64 {
+    let mut hasher = blake3::Hasher::new_derive_key("hamlet 2026-11-22 local sampling seed");
+    hasher.update(&seed.to_le_bytes());
+    hasher.update(&request_hash);
+    hasher.update(&attempt.to_le_bytes());
+    let bytes = hasher.finalize();
+    u64::from_le_bytes(bytes.as_bytes()[..8].try_into().unwrap_or([0; 8]))
+}
+
+/// One sequence slot of the context.
+struct Slot {
+    /// The tokens whose keys and values the cache holds for this sequence.
+    cached: Vec<LlamaToken>,
+    /// When it was last used, for least-recently-used choice.
+    used: u64,
+    active: Option<Active>,
+}
+
+struct Active {
+    job: Box<Job>,
+    grammar: Option<LlamaSampler>,
+    rng: rand_chacha::ChaCha8Rng,
+    prompt_tokens: u32,
+    generated: Vec<LlamaToken>,
+    bytes: Vec<u8>,
+    /// Batch index of this sequence's last token, whose logits decide the next.
+    logits_at: i32,
+}
+
+fn worker(
+    config: LocalConfig,
+    inbox: mpsc::Receiver<Message>,
+    ready: mpsc::Sender<Result<(), BackendError>>,
+) {
+    let loaded = (|| {
+        let backend = backend().map_err(other)?;
+        let params = LlamaModelParams::default().with_use_mmap(false);
+        let model =
+            LlamaModel::load_from_file(backend, &config.model_path, &params).map_err(|e| {
+                other(format!("llama.cpp cannot load {}: {e}", config.model_path.display()))
+            })?;
+        Ok((backend, model))
+    })();
+    let (backend, model) = match loaded {
+        Ok(x) => x,
+        Err(e) => {
+            let _ = ready.send(Err(e));
+            return;
+        }
+    };
+    let slots = config.slots.clamp(1, 64);
+    let n_ctx = slots.saturating_mul(config.context_per_slot.max(256));
+    let threads = config.threads.clamp(1, 256) as i32;
+    let params = LlamaContextParams::default()
+        .with_n_ctx(NonZeroU32::new(n_ctx))
+        .with_n_batch(512)
+        .with_n_ubatch(512)
+        .with_n_threads(threads)
+        .with_n_threads_batch(threads)
+        .with_n_seq_max(slots)
+        .with_kv_unified(true);
+    let ctx = match model.new_context(backend, params) {
+        Ok(ctx) => ctx,
+        Err(e) => {
+            let _ = ready.send(Err(other(format!("llama.cpp cannot make a context: {e}"))));
+            return;
+        }
+    };
+    let template = model.chat_template(None).or_else(|_| LlamaChatTemplate::new("chatml"));
+    let template = match template {
+        Ok(t) => t,
+        Err(e) => {
+            let _ = ready.send(Err(other(format!("no chat template: {e}"))));
+            return;
+        }
+    };
+    let _ = ready.send(Ok(()));
+    let mut server = Server {
+        model: &model,
+        ctx,
+        template,
+        slots: (0..slots).map(|_| Slot { cached: Vec::new(), used: 0, active: None }).collect(),
+        clock: 0,
+        per_slot: config.context_per_slot.max(256) as usize,
+        model_name: config.model_name,
+        stats: LocalStats::default(),
+    };
+    server.run(inbox);
+}
+
+struct Server<'m> {
+    model: &'m LlamaModel,
+    ctx: LlamaContext<'m>,
+    template: LlamaChatTemplate,
+    slots: Vec<Slot>,
+    clock: u64,
+    per_slot: usize,
+    model_name: String,
+    stats: LocalStats,
+}
+
+impl Server<'_> {
+    fn run(&mut self, inbox: mpsc::Receiver<Message>) {
+        loop {
+            // Wait for work when idle; otherwise take what has arrived, up to the free slots.
+            let busy = self.slots.iter().any(|s| s.active.is_some());
+            if !busy {
+                match inbox.recv() {
+                    Ok(message) => self.handle(message),
+                    Err(_) => return,
+                }
+            }
+            while self.slots.iter().any(|s| s.active.is_none()) {
+                match inbox.try_recv() {
+                    Ok(message) => self.handle(message),
+                    Err(mpsc::TryRecvError::Empty) => break,
+                    Err(mpsc::TryRecvError::Disconnected) => {
+                        if !self.slots.iter().any(|s| s.active.is_some()) {
+                            return;
+                        }
+                        break;
+                    }
+                }
+            }
+            if self.slots.iter().any(|s| s.active.is_some()) {
+                self.step();
+            }
+        }
+    }
+
+    fn handle(&mut self, message: Message) {
+        match message {
+            Message::Job(job) => self.admit(job),
+            Message::Stats(tx) => {
+                let _ = tx.send(self.stats);
+            }
+            Message::ClearCache => {
+                let _ = self.ctx.clear_kv_cache_seq(None, None, None);
+                for slot in &mut self.slots {
+                    if slot.active.is_none() {
+                        slot.cached.clear();
+                    }
+                }
+                // Active sequences were cleared too: their work is lost; fail them cleanly.
+                for slot in &mut self.slots {
+                    if let Some(active) = slot.active.take() {
+                        let _ = active.job.reply.send(Err(other("the cache was cleared mid-call")));
+                        slot.cached.clear();
+                    }
+                }
+            }
+        }
+    }
+
+    /// Renders a prompt as the model's template wants it.
+    fn render(&self, prompt: &Prompt) -> Result<String, BackendError> {
+        match prompt {
+            Prompt::Text(text) => Ok(text.clone()),
+            Prompt::Chat(messages) => {
+                let messages = messages
+                    .iter()
+                    .map(|m| LlamaChatMessage::new(m.role.clone(), m.content.clone()))
+                    .collect::<Result<Vec<_>, _>>()
+                    .map_err(|e| {
+                        BackendError::new(
+                            FailureKind::Refused,
+                            format!("a message holds a NUL byte: {e}"),
+                        )
+                    })?;
+                self.model
+                    .apply_chat_template(&self.template, &messages, true)
+                    .map_err(|e| other(format!("the chat template failed: {e}")))
+            }
+        }
+    }
+
+    /// Takes a job into the free slot that shares the longest prefix, and reads its prompt.
+    fn admit(&mut self, job: Box<Job>) {
+        let result = self.try_admit(job);
+        if let Err((job, error)) = result {
+            let _ = job.reply.send(Err(error));
+        }
+    }
+
+    fn try_admit(&mut self, job: Box<Job>) -> Result<(), (Box<Job>, BackendError)> {
+        let text = match self.render(&job.prompt) {
+            Ok(t) => t,
+            Err(e) => return Err((job, e)),
+        };
+        let vocab = self.model.vocab();
+        let tokens = vocab.tokenize(text.as_bytes(), true, true);
+        if tokens.is_empty() {
+            return Err((job, BackendError::new(FailureKind::Refused, "the prompt is empty")));
+        }
+        let budget = self.per_slot;
+        if tokens.len() + job.max_tokens as usize > budget {
+            let message = format!(
+                "the prompt is {} tokens and may grow by {}: more than the {budget} tokens a slot holds",
+                tokens.len(),
+                job.max_tokens
+            );
+            return Err((job, BackendError::new(FailureKind::Refused, message)));
+        }
+        let grammar = match &job.grammar {
+            Some(g) => match LlamaSampler::grammar(self.model, g, "root") {
+                Ok(s) => Some(s),
+                Err(e) => {
+                    return Err((job, other(format!("the answer's grammar is refused: {e}"))))
+                }
+            },
+            None => None,
+        };
+        // The free slot with the longest common prefix; ties go to the least recently used.
+        let Some((index, common)) = self
+            .slots
+            .iter()
+            .enumerate()
+            .filter(|(_, s)| s.active.is_none())
+            .map(|(i, s)| (i, common_prefix(&s.cached, &tokens), s.used))
+            .max_by(|a, b| a.1.cmp(&b.1).then(b.2.cmp(&a.2)))
+            .map(|(i, c, _)| (i, c))
+        else {
+            return Err((
+                job,
+                other("no free slot (a bug: jobs are admitted only when one is free)"),
+            ));
+        };
+        // At least one token must be evaluated to get logits for the first answer token.
+        let keep = common.min(tokens.len() - 1);
+        let seq = index as i32;
+        if let Err(e) = self.ctx.clear_kv_cache_seq(Some(index as u32), Some(keep as u32), None) {
+            return Err((job, other(format!("cannot trim the cache: {e}"))));
+        }
+        self.stats.prompt_cached += keep as u64;
+        self.stats.prompt_evaluated += (tokens.len() - keep) as u64;
+        let logits_at = match self.feed(seq, keep, &tokens[keep..]) {
+            Ok(at) => at,
+            Err(e) => {
+                let _ = self.ctx.clear_kv_cache_seq(Some(index as u32), None, None);
+                self.slots[index].cached.clear();
+                return Err((job, e));
+            }
+        };
+        self.clock += 1;
+        let rng = rand_chacha::ChaCha8Rng::seed_from_u64(job.seed);
+        let slot = &mut self.slots[index];
+        slot.cached = tokens.clone();
+        slot.used = self.clock;
+        slot.active = Some(Active {
+            prompt_tokens: tokens.len() as u32,
+            job,
+            grammar,
+            rng,
+            generated: Vec::new(),
+            bytes: Vec::new(),
+            logits_at,
+        });
+        // Its first token comes from the prompt's last logits, sampled in the next step;
+        // those logits are lost if another decode runs first, so sample now.
+        self.sample_one(index);
+        Ok(())
+    }
+
+    /// Evaluates `tokens` for sequence `seq` from position `start`; returns the batch index
+    /// of the last token (the only one with logits).
+    fn feed(&mut self, seq: i32, start: usize, tokens: &[LlamaToken]) -> Result<i32, BackendError> {
+        let n_batch = (self.ctx.n_batch() as usize).max(1);
+        let mut batch = LlamaBatch::new(n_batch, 1);
+        let mut pos = start as i32;
+        let mut last = 0;
+        let chunks = tokens.len().div_ceil(n_batch);
+        for (c, chunk) in tokens.chunks(n_batch).enumerate() {
+            batch.clear();
+            for (i, &t) in chunk.iter().enumerate() {
+                let logits = c + 1 == chunks && i + 1 == chunk.len();
+                batch.add(t, pos, &[seq], logits).map_err(|e| other(format!("batch: {e}")))?;
+                pos += 1;
+            }
+            self.ctx.decode(&mut batch).map_err(|e| other(format!("llama.cpp decode: {e}")))?;
+            self.stats.decodes += 1;
+            last = batch.n_tokens() - 1;
+        }
+        Ok(last)
+    }
+
+    /// Picks the next token of slot `index` from its logits, and finishes the call if done.
+    fn sample_one(&mut self, index: usize) {
+        let n_vocab = self.model.n_vocab();
+        let Some(active) = self.slots[index].active.as_mut() else { return };
+        let logits = self.ctx.get_logits_ith(active.logits_at);
+        let token = choose(logits, active, &self.ctx, n_vocab);
+        let done = match token {
+            None => Some(Err(other("the grammar allows no next token"))),
+            Some(token) => {
+                let vocab = self.model.vocab();
+                if vocab.is_eog(token) {
+                    Some(Ok("stop"))
+                } else {
+                    active.generated.push(token);
+                    self.stats.generated += 1;
+                    if (0..n_vocab).contains(&token.0) {
+                        vocab.token_to_piece_into(token, &mut active.bytes, false, None);
+                    }
+                    let text = String::from_utf8_lossy(&active.bytes);
+                    if let Some(stop) =
+                        active.job.stop.iter().find(|s| !s.is_empty() && text.ends_with(s.as_str()))
+                    {
+                        let keep = active.bytes.len() - stop.len();
+                        active.bytes.truncate(keep);
+                        Some(Ok("stop"))
+                    } else if active.generated.len() >= active.job.max_tokens as usize {
+                        Some(Ok("length"))
+                    } else if active.job.reply.is_closed() {
+                        Some(Err(other("the caller stopped waiting")))
+                    } else {
+                        None
+                    }
+                }
+            }
+        };
+        if let Some(outcome) = done {
+            let slot = &mut self.slots[index];
+            let Some(active) = slot.active.take() else { return };
+            slot.cached.extend_from_slice(&active.generated);
+            let reply = outcome.map(|finish| Completion {
+                text: String::from_utf8_lossy(&active.bytes).into_owned(),
+                tokens_prompt: active.prompt_tokens,
+                tokens_completion: active.generated.len() as u32,
+                finish_reason: finish.to_owned(),
+                response_model: self.model_name.clone(),
+                response_id: String::new(),
+            });
+            if reply.is_err() {
+                // The cache holds whatever was decoded: keep only what we know is there.
+                let cached = self.ctx.kv_cache_seq_pos_max(index as i32) + 1;
+                slot.cached.truncate(cached.max(0) as usize);
+            }
+            let _ = active.job.reply.send(reply);
+        }
+    }
+
+    /// One decode of every active sequence's last token, then one sample each.
+    fn step(&mut self) {
+        let active: Vec<usize> =
+            (0..self.slots.len()).filter(|&i| self.slots[i].active.is_some()).collect();
+        let mut batch = LlamaBatch::new(active.len().max(1), 1);
+        for &i in &active {
+            let Some(a) = self.slots[i].active.as_mut() else { continue };
+            let Some(&last) = a.generated.last() else { continue };
+            let pos = (a.prompt_tokens as usize + a.generated.len() - 1) as i32;
+            a.logits_at = batch.n_tokens();
+            if let Err(e) = batch.add(last, pos, &[i as i32], true) {
+                self.fail(i, other(format!("batch: {e}")));
+            }
+        }
+        if batch.n_tokens() == 0 {
+            return;
+        }
+        if let Err(e) = self.ctx.decode(&mut batch) {
+            for &i in &active {
+                self.fail(i, other(format!("llama.cpp decode: {e}")));
+            }
+            return;
+        }
+        self.stats.decodes += 1;
+        for &i in &active {
+            self.sample_one(i);
+        }
+    }
+
+    fn fail(&mut self, index: usize, error: BackendError) {
+        let slot = &mut self.slots[index];
+        if let Some(active) = slot.active.take() {
+            let _ = self.ctx.clear_kv_cache_seq(Some(index as u32), None, None);
+            slot.cached.clear();
+            let _ = active.job.reply.send(Err(error));
+        }
+    }
+}
+
+fn common_prefix(a: &[LlamaToken], b: &[LlamaToken]) -> usize {
+    a.iter().zip(b).take_while(|(x, y)| x == y).count()
+}
+
+/// The next token: greedy at temperature 0 (the grammar consulted for the greedy token
+/// first), otherwise temperature and top-p sampling from the ChaCha stream.
+fn choose(
+    logits: &[f32],
+    active: &mut Active,
+    ctx: &LlamaContext<'_>,
+    n_vocab: i32,
+) -> Option<LlamaToken> {
+    let greedy = active.job.temperature <= 0.0;
+    let token = if greedy {
+        let best = argmax(logits)?;
+        match active.grammar.as_mut() {
+            None => best,
+            Some(grammar) => {
+                let mut one = LlamaTokenDataArray::new(
+                    vec![LlamaTokenData::new(best, logits[best.0 as usize], 0.0)],
+                    false,
+                );
+                grammar.apply(&mut one);
+                if one.data.first().is_some_and(|d| d.logit().is_finite()) {
+                    best
+                } else {
+                    let mut all = ctx.token_data_array_ith(active.logits_at);
+                    grammar.apply(&mut all);
+                    all.data
+                        .iter()
+                        .filter(|d| d.logit().is_finite())
+                        .max_by(|a, b| {
+                            a.logit().total_cmp(&b.logit()).then(b.id().0.cmp(&a.id().0))
+                        })?
+                        .id()
+                }
+            }
+        }
+    } else {
+        let mut all = ctx.token_data_array_ith(active.logits_at);
+        if let Some(grammar) = active.grammar.as_mut() {
+            grammar.apply(&mut all);
+        }
+        let candidates: Vec<(LlamaToken, f32)> = all
+            .data
+            .iter()
+            .filter(|d| d.logit().is_finite())
+            .map(|d| (d.id(), d.logit()))
+            .collect();
+        sample(&candidates, active.job.temperature, active.job.top_p, &mut active.rng)?
+    };
+    if !(0..n_vocab).contains(&token.0) {
+        return None;
+    }
+    if let Some(grammar) = active.grammar.as_mut() {
+        // `apply` never accepts: accept exactly once per chosen token.
+        grammar.accept(token);
+    }
+    Some(token)
+}
+
+fn argmax(logits: &[f32]) -> Option<LlamaToken> {
+    let mut best: Option<(usize, f32)> = None;
+    for (i, &l) in logits.iter().enumerate() {
+        if l.is_finite() && best.is_none_or(|(_, b)| l > b) {
+            best = Some((i, l));
+        }
+    }
+    best.map(|(i, _)| LlamaToken(i as i32))
+}
+
+/// Temperature and nucleus sampling over finite candidates, from a pinned stream.
+fn sample(
+    candidates: &[(LlamaToken, f32)],
+    temperature: f32,
+    top_p: f32,
+    rng: &mut rand_chacha::ChaCha8Rng,
+) -> Option<LlamaToken> {
+    let max = candidates.iter().map(|c| c.1).fold(f32::NEG_INFINITY, f32::max);
+    if !max.is_finite() {
+        return None;
+    }
+    let mut weighted: Vec<(LlamaToken, f64)> =
+        candidates.iter().map(|&(t, l)| (t, f64::from((l - max) / temperature).exp())).collect();
+    weighted.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.0 .0.cmp(&b.0 .0)));
+    let total: f64 = weighted.iter().map(|w| w.1).sum();
+    let p = f64::from(top_p.clamp(0.0, 1.0)).max(1e-9);
+    let mut kept = 0.0;
+    let mut cut = weighted.len();
+    for (i, w) in weighted.iter().enumerate() {
+        kept += w.1 / total;
+        if kept >= p {
+            cut = i + 1;
+            break;
+        }
+    }
+    weighted.truncate(cut);
+    let mass: f64 = weighted.iter().map(|w| w.1).sum();
+    let draw = (rng.next_u64() >> 11) as f64 / (1u64 << 53) as f64 * mass;
+    let mut acc = 0.0;
+    for (t, w) in &weighted {
+        acc += w;
+        if draw < acc {
+            return Some(*t);
+        }
+    }
+    weighted.last().map(|w| w.0)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sampling_is_reproducible_and_respects_top_p() {
+        let candidates: Vec<(LlamaToken, f32)> =
+            (0..50).map(|i| (LlamaToken(i), -(i as f32) * 0.5)).collect();
+        let draw = |seed| {
+            let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(seed);
+            (0..20)
+                .map(|_| sample(&candidates, 0.8, 0.5, &mut rng).map(|t| t.0))
+                .collect::<Vec<_>>()
+        };
+        assert_eq!(draw(7), draw(7));
+        assert_ne!(draw(7), draw(8));
+        // With top-p 0.5 and these logits only the first few tokens can come out.
+        assert!(draw(9).iter().all(|t| t.is_some_and(|t| t < 4)), "{:?}", draw(9));
+        assert_eq!(argmax(&[0.1, f32::NAN, 3.0, 2.0]), Some(LlamaToken(2)));
+        assert_eq!(argmax(&[f32::NEG_INFINITY]), None);
+    }
+
+    #[test]
+    fn seeds_differ_by_request_and_try() {
+        let a = job_seed(1, [0; 32], 1);
+        assert_eq!(a, job_seed(1, [0; 32], 1));
+        assert_ne!(a, job_seed(1, [0; 32], 2));
+        assert_ne!(a, job_seed(1, [1; 32], 1));
+        assert_ne!(a, job_seed(2, [0; 32], 1));
+    }
+}

@@ -1,0 +1,196 @@
+//! What agent code asks of a model, and the canonical form whose hash names the question.
+//!
+//! A [`Call`] is the question: purpose, agent, prompt template (name and version), the
+//! prompt itself, and the [`Shape`] of the answer. [`Params`] are the sampling settings of
+//! the gateway. Together with the model's name they make the *canonical request*, encoded
+//! with postcard and hashed with blake3: replay finds a recorded answer by that hash, so
+//! the hash covers everything that decides the answer and nothing that does not (not the
+//! backend, not the server's address, not the attempt number, never a key).
+
+use hamlet_log::event::{AgentId, ChatMessage, Prompt};
+use serde::Serialize;
+
+use crate::answer::Shape;
+
+/// One question for a language model, as agent code asks it.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Call {
+    /// Why the call is made: "importance", "day_plan", "react", ….
+    pub purpose: String,
+    /// For whom, if for an agent.
+    pub agent: Option<AgentId>,
+    /// The prompt template's name.
+    pub template: String,
+    /// The prompt template's version: bump it whenever the template's words change.
+    pub template_version: u32,
+    /// The prompt.
+    pub prompt: Prompt,
+    /// What the answer must look like.
+    pub shape: Shape,
+    /// The most tokens to generate; `None` takes the gateway's default.
+    pub max_tokens: Option<u32>,
+}
+
+impl Call {
+    /// A chat call with a system message and one user message.
+    pub fn chat(purpose: &str, system: &str, user: &str, shape: Shape) -> Call {
+        Call {
+            purpose: purpose.to_owned(),
+            agent: None,
+            template: purpose.to_owned(),
+            template_version: 1,
+            prompt: Prompt::Chat(vec![
+                ChatMessage { role: "system".into(), content: system.to_owned() },
+                ChatMessage { role: "user".into(), content: user.to_owned() },
+            ]),
+            shape,
+            max_tokens: None,
+        }
+    }
+
+    /// The same call, for `agent`.
+    pub fn for_agent(mut self, agent: AgentId) -> Call {
+        self.agent = Some(agent);
+        self
+    }
+
+    /// The same call, naming its template and version.
+    pub fn template(mut self, name: &str, version: u32) -> Call {
+        self.template = name.to_owned();
+        self.template_version = version;
+        self
+    }
+}
+
+/// Sampling settings.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Params {
+    /// Sampling temperature, 0 for greedy.
+    pub temperature: f32,
+    /// Nucleus sampling's p.
+    pub top_p: f32,
+    /// The most tokens to generate unless a call asks otherwise.
+    pub max_tokens: u32,
+    /// The sampling seed.
+    pub seed: Option<u64>,
+    /// Stop sequences.
+    pub stop: Vec<String>,
+}
+
+impl Default for Params {
+    fn default() -> Params {
+        Params { temperature: 0.0, top_p: 1.0, max_tokens: 256, seed: Some(0), stop: Vec::new() }
+    }
+}
+
+/// Thousandths, as events store fractions.
+pub(crate) fn milli(x: f32) -> u32 {
+    if x.is_finite() && x > 0.0 {
+        (x * 1000.0).round().min(u32::MAX as f32) as u32
+    } else {
+        0
+    }
+}
+
+/// The canonical request: everything that decides an answer, in a fixed order.
+#[derive(Serialize)]
+struct Canonical<'a> {
+    purpose: &'a str,
+    agent: Option<AgentId>,
+    model: &'a str,
+    temperature_milli: u32,
+    top_p_milli: u32,
+    max_tokens: u32,
+    seed: Option<u64>,
+    stop: &'a [String],
+    prompt: &'a Prompt,
+    template: &'a str,
+    template_version: u32,
+    schema_hash: Option<[u8; 32]>,
+}
+
+/// The blake3 hash of a call's canonical request.
+pub fn request_hash(call: &Call, params: &Params, model: &str) -> [u8; 32] {
+    let canonical = Canonical {
+        purpose: &call.purpose,
+        agent: call.agent,
+        model,
+        temperature_milli: milli(params.temperature),
+        top_p_milli: milli(params.top_p),
+        max_tokens: call.max_tokens.unwrap_or(params.max_tokens),
+        seed: params.seed,
+        stop: &params.stop,
+        prompt: &call.prompt,
+        template: &call.template,
+        template_version: call.template_version,
+        schema_hash: call.shape.schema_hash(),
+    };
+    let bytes = postcard::to_allocvec(&canonical)
+        .unwrap_or_else(|e| panic!("a canonical request always encodes: {e}"));
+    blake3::derive_key("hamlet 2026-11-22 llm request", &bytes)
+}
+
+/// Texts to embed, as agent code asks.
+#[derive(Clone, Debug, PartialEq)]
+pub struct EmbedCall {
+    /// Why ("memory", "query", …).
+    pub purpose: String,
+    /// For whom, if for an agent.
+    pub agent: Option<AgentId>,
+    /// The texts.
+    pub texts: Vec<String>,
+}
+
+impl EmbedCall {
+    /// Texts embedded for `purpose`.
+    pub fn new(purpose: &str, texts: Vec<String>) -> EmbedCall {
+        EmbedCall { purpose: purpose.to_owned(), agent: None, texts }
+    }
+}
+
+/// The blake3 hash of an embedding request.
+pub fn embed_hash(call: &EmbedCall, model: &str) -> [u8; 32] {
+    let bytes = postcard::to_allocvec(&(&call.purpose, call.agent, model, &call.texts))
+        .unwrap_or_else(|e| panic!("a canonical request always encodes: {e}"));
+    blake3::derive_key("hamlet 2026-11-22 embedding request", &bytes)
+}
+
+/// Lower-case hex of a hash, as the CLI prints it.
+pub fn hex(bytes: &[u8]) -> String {
+    use std::fmt::Write;
+    bytes.iter().fold(String::with_capacity(bytes.len() * 2), |mut s, b| {
+        let _ = write!(s, "{b:02x}");
+        s
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_hash_covers_what_decides_the_answer_and_not_the_attempt() {
+        let call =
+            Call::chat("importance", "Rate it.", "Mei brushes her teeth.", Shape::Importance);
+        let params = Params::default();
+        let h = request_hash(&call, &params, "m");
+        assert_eq!(h, request_hash(&call.clone(), &params, "m"), "stable");
+        assert_ne!(h, request_hash(&call, &params, "other"), "model");
+        let warmer = Params { temperature: 0.7, ..params.clone() };
+        assert_ne!(h, request_hash(&call, &warmer, "m"), "temperature");
+        let for_agent = call.clone().for_agent(AgentId(3));
+        assert_ne!(h, request_hash(&for_agent, &params, "m"), "agent");
+        let newer = call.clone().template("importance", 2);
+        assert_ne!(h, request_hash(&newer, &params, "m"), "template version");
+        let yes_no = Call { shape: Shape::YesNo, ..call.clone() };
+        assert_ne!(h, request_hash(&yes_no, &params, "m"), "answer shape");
+    }
+
+    #[test]
+    fn milli_is_total() {
+        assert_eq!(milli(0.7), 700);
+        assert_eq!(milli(f32::NAN), 0);
+        assert_eq!(milli(-1.0), 0);
+        assert_eq!(milli(f32::INFINITY), 0);
+    }
+}

@@ -1,0 +1,187 @@
+//! A test double: an OpenAI-compatible server on loopback that plays a script of replies
+//! (answers, 500s, 429s with `Retry-After`, slow answers, malformed JSON, dropped
+//! connections) over real HTTP, and keeps every request it received. Test code only.
+
+use std::collections::VecDeque;
+use std::net::SocketAddr;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::TcpListener;
+
+/// One scripted reply.
+#[derive(Clone, Debug)]
+pub enum Reply {
+    /// 200 with this chat answer's content.
+    Chat(String),
+    /// 200 with these embedding vectors.
+    Embed(Vec<Vec<f32>>),
+    /// A status, an optional `Retry-After` in seconds, and a body.
+    Status(u16, Option<u32>, String),
+    /// Wait, then give the reply.
+    Slow(Duration, Box<Reply>),
+    /// 200 with a body that is not JSON.
+    Malformed,
+    /// Read the request, then close the connection without a word.
+    Drop,
+}
+
+/// A request the server received.
+#[derive(Clone, Debug)]
+pub struct Received {
+    /// `POST /v1/chat/completions`, ….
+    pub line: String,
+    /// The `Authorization` header.
+    pub authorization: Option<String>,
+    /// The body, parsed.
+    pub body: serde_json::Value,
+}
+
+/// The running server.
+pub struct LoopbackServer {
+    /// Where it listens.
+    pub addr: SocketAddr,
+    script: Arc<Mutex<VecDeque<Reply>>>,
+    /// What it received, in order.
+    pub received: Arc<Mutex<Vec<Received>>>,
+    fallback: Reply,
+}
+
+impl LoopbackServer {
+    /// Starts a server that plays `script`, then answers `fallback` forever.
+    pub async fn start(script: Vec<Reply>, fallback: Reply) -> LoopbackServer {
+        let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind loopback");
+        let addr = listener.local_addr().expect("address");
+        let server = LoopbackServer {
+            addr,
+            script: Arc::new(Mutex::new(script.into())),
+            received: Arc::new(Mutex::new(Vec::new())),
+            fallback,
+        };
+        let (script, received, fallback) =
+            (server.script.clone(), server.received.clone(), server.fallback.clone());
+        tokio::spawn(async move {
+            loop {
+                let Ok((mut socket, _)) = listener.accept().await else { return };
+                let (script, received, fallback) =
+                    (script.clone(), received.clone(), fallback.clone());
+                tokio::spawn(async move {
+                    let Some(request) = read_request(&mut socket).await else { return };
+                    received.lock().unwrap().push(request);
+                    let reply = script.lock().unwrap().pop_front().unwrap_or(fallback);
+                    let _ = respond(&mut socket, reply).await;
+                });
+            }
+        });
+        server
+    }
+
+    /// The base URL to give the client.
+    pub fn base_url(&self) -> String {
+        format!("http://{}/v1", self.addr)
+    }
+
+    /// Requests received so far.
+    pub fn requests(&self) -> Vec<Received> {
+        self.received.lock().unwrap().clone()
+    }
+}
+
+async fn read_request(socket: &mut tokio::net::TcpStream) -> Option<Received> {
+    let mut buf = Vec::new();
+    let mut chunk = [0u8; 4096];
+    let head_end = loop {
+        let n = socket.read(&mut chunk).await.ok()?;
+        if n == 0 {
+            return None;
+        }
+        buf.extend_from_slice(&chunk[..n]);
+        if let Some(i) = buf.windows(4).position(|w| w == b"\r\n\r\n") {
+            break i + 4;
+        }
+    };
+    let head = String::from_utf8_lossy(&buf[..head_end]).into_owned();
+    let mut lines = head.lines();
+    let line = lines.next().unwrap_or_default().to_owned();
+    let mut length = 0usize;
+    let mut authorization = None;
+    for l in lines {
+        if let Some((k, v)) = l.split_once(':') {
+            if k.eq_ignore_ascii_case("content-length") {
+                length = v.trim().parse().unwrap_or(0);
+            }
+            if k.eq_ignore_ascii_case("authorization") {
+                authorization = Some(v.trim().to_owned());
+            }
+        }
+    }
+    while buf.len() < head_end + length {
+        let n = socket.read(&mut chunk).await.ok()?;
+        if n == 0 {
+            break;
+        }
+        buf.extend_from_slice(&chunk[..n]);
+    }
+    let body = serde_json::from_slice(&buf[head_end..]).unwrap_or(serde_json::Value::Null);
+    Some(Received { line, authorization, body })
+}
+
+fn respond(
+    socket: &mut tokio::net::TcpStream,
+    reply: Reply,
+) -> std::pin::Pin<Box<dyn std::future::Future<Output = std::io::Result<()>> + Send + '_>> {
+    Box::pin(async move {
+        let (status, extra, body) = match reply {
+            Reply::Chat(content) => (200, String::new(), chat_body(&content)),
+            Reply::Embed(vectors) => (200, String::new(), embed_body(&vectors)),
+            Reply::Status(code, retry, body) => {
+                (code, retry.map(|s| format!("Retry-After: {s}\r\n")).unwrap_or_default(), body)
+            }
+            Reply::Slow(delay, then) => {
+                tokio::time::sleep(delay).await;
+                return respond(socket, *then).await;
+            }
+            Reply::Malformed => (200, String::new(), "{\"id\": \"x\", \"choices\": [".to_owned()),
+            Reply::Drop => return socket.shutdown().await,
+        };
+        let response = format!(
+            "HTTP/1.1 {status} X\r\nContent-Type: application/json\r\nContent-Length: {}\r\n{extra}Connection: close\r\n\r\n{body}",
+            body.len()
+        );
+        socket.write_all(response.as_bytes()).await?;
+        socket.shutdown().await
+    })
+}
+
+/// A chat completion whose message content is `content`.
+pub fn chat_body(content: &str) -> String {
+    serde_json::json!({
+        "id": "chatcmpl-loopback",
+        "object": "chat.completion",
+        "created": 0,
+        "model": "loopback-model",
+        "choices": [{
+            "index": 0,
+            "message": { "role": "assistant", "content": content },
+            "finish_reason": "stop",
+        }],
+        "usage": { "prompt_tokens": 21, "completion_tokens": 4, "total_tokens": 25 },
+    })
+    .to_string()
+}
+
+fn embed_body(vectors: &[Vec<f32>]) -> String {
+    let data: Vec<serde_json::Value> = vectors
+        .iter()
+        .enumerate()
+        .map(|(i, v)| serde_json::json!({ "object": "embedding", "index": i, "embedding": v }))
+        .collect();
+    serde_json::json!({
+        "object": "list",
+        "model": "loopback-embed",
+        "data": data,
+        "usage": { "prompt_tokens": 7, "total_tokens": 7 },
+    })
+    .to_string()
+}

@@ -1,0 +1,97 @@
+//! The real embedded models: the default Qwen2.5-Coder-1.5B answers a schema-constrained
+//! question, and all-MiniLM-L6-v2 gives the measured similarities. The models are fetched
+//! by `./hamlet-dev test` before the tests run; without them these tests fail and say how
+//! to fetch them (set HAMLET_SKIP_MODEL_TESTS=1 to skip them deliberately).
+
+use hamlet_gateway::answer::{Answer, Shape};
+use hamlet_gateway::config::{self, Env, FileSettings, Flags};
+use hamlet_gateway::models::{self, ModelChoice};
+use hamlet_gateway::{Call, EmbedCall};
+
+fn skip() -> bool {
+    std::env::var_os("HAMLET_SKIP_MODEL_TESTS").is_some_and(|v| v == "1")
+}
+
+fn installed(choice: ModelChoice) -> std::path::PathBuf {
+    models::installed(choice).unwrap_or_else(|| {
+        panic!(
+            "the {choice} model is not installed: run `cargo run --release -- models fetch --model {choice}` \
+             (or `./hamlet-dev setup`); HAMLET_SKIP_MODEL_TESTS=1 skips these tests"
+        )
+    })
+}
+
+#[test]
+fn the_default_model_rates_importance_within_its_schema() {
+    if skip() {
+        return;
+    }
+    installed(ModelChoice::Default);
+    installed(ModelChoice::Embeddings);
+    let settings = config::resolve(
+        &FileSettings::default(),
+        &Env::default(),
+        &Flags { slots: Some(2), ..Flags::default() },
+    )
+    .unwrap();
+    let llm = config::llm_backend(&settings).unwrap();
+    let embed = config::embed_backend(&settings).unwrap();
+    let gateway = config::gateway(&settings, llm, embed);
+    let runtime = tokio::runtime::Runtime::new().unwrap();
+    let ask = |memory: &str| {
+        let call = Call::chat(
+            "importance",
+            "On a scale of 1 to 10, where 1 is purely mundane (brushing teeth, making the bed) and \
+             10 is extremely poignant (a break-up, a college acceptance), rate the likely \
+             poignancy of the memory. Answer in JSON.",
+            &format!("Memory: {memory}"),
+            Shape::Importance,
+        );
+        runtime.block_on(gateway.ask(&call)).unwrap()
+    };
+    let teeth = ask("Mei Lin is brushing her teeth");
+    let college = ask("Mei Lin got the letter: she was accepted to the college of her dreams");
+    for answered in [&teeth, &college] {
+        assert!(!answered.fallback, "{:?}", answered.events);
+        assert!(matches!(answered.answer, Answer::Importance(1..=10)));
+    }
+    let (Answer::Importance(low), Answer::Importance(high)) = (&teeth.answer, &college.answer)
+    else {
+        unreachable!()
+    };
+    assert!(low < high, "brushing teeth ({low}) rates below a college acceptance ({high})");
+    // Same question, same seed: the same answer, token for token.
+    let again = ask("Mei Lin is brushing her teeth");
+    let text = |a: &hamlet_gateway::Answered| match a.events.last() {
+        Some(hamlet_log::Body::LlmResponded(r)) => r.text.clone(),
+        other => panic!("{other:?}"),
+    };
+    assert_eq!(text(&again), text(&teeth));
+}
+
+#[test]
+fn the_embedding_model_gives_the_measured_similarities() {
+    if skip() {
+        return;
+    }
+    installed(ModelChoice::Embeddings);
+    let settings =
+        config::resolve(&FileSettings::default(), &Env::default(), &Flags::default()).unwrap();
+    let embed = config::embed_backend(&settings).unwrap();
+    let runtime = tokio::runtime::Runtime::new().unwrap();
+    let call = EmbedCall::new(
+        "test",
+        vec![
+            "Isabella is planning a Valentine's Day party".into(),
+            "Isabella invites friends to a party at Hobbs Cafe".into(),
+            "John brushes his teeth".into(),
+        ],
+    );
+    let vectors = runtime.block_on(embed.embed(&call, [0; 32])).unwrap().vectors;
+    let dot = |a: &[f32], b: &[f32]| a.iter().zip(b).map(|(x, y)| x * y).sum::<f32>();
+    assert_eq!(vectors[0].len(), 384);
+    let party = dot(&vectors[0], &vectors[1]);
+    let teeth = dot(&vectors[0], &vectors[2]);
+    assert!((party - 0.6057).abs() < 0.005, "party {party}");
+    assert!((teeth + 0.0202).abs() < 0.005, "teeth {teeth}");
+}
