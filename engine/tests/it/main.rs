@@ -4,6 +4,10 @@ mod cli;
 mod crash;
 mod fold;
 mod golden;
+mod llm;
+#[path = "../../../gateway/tests/it/loopback.rs"]
+#[allow(dead_code, reason = "shared with the gateway's tests, which use all of it")]
+mod loopback;
 mod power_loss;
 mod store_model;
 mod support;
