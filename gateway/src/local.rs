@@ -75,6 +75,10 @@ pub struct LocalStats {
     pub generated: u64,
     /// Decode calls made.
     pub decodes: u64,
+    /// Wall-clock milliseconds spent reading prompts.
+    pub prompt_ms: u64,
+    /// Wall-clock milliseconds spent generating (decoding and sampling).
+    pub generate_ms: u64,
 }
 
 struct Job {
@@ -271,7 +275,9 @@ fn worker(
         .with_n_threads(threads)
         .with_n_threads_batch(threads)
         .with_n_seq_max(slots)
-        .with_kv_unified(true);
+        // One KV stream per slot: attention reads only its own sequence's cells (a unified
+        // cache makes every sequence attend over every slot's cached prefix).
+        .with_kv_unified(false);
     let ctx = match model.new_context(backend, params) {
         Ok(ctx) => ctx,
         Err(e) => {
@@ -446,7 +452,10 @@ impl Server<'_> {
         }
         self.stats.prompt_cached += keep as u64;
         self.stats.prompt_evaluated += (tokens.len() - keep) as u64;
-        let logits_at = match self.feed(seq, keep, &tokens[keep..]) {
+        let watch = crate::stopwatch::Stopwatch::start();
+        let fed = self.feed(seq, keep, &tokens[keep..]);
+        self.stats.prompt_ms += u64::from(watch.millis());
+        let logits_at = match fed {
             Ok(at) => at,
             Err(e) => {
                 let _ = self.ctx.clear_kv_cache_seq(Some(index as u32), None, None);
@@ -554,6 +563,12 @@ impl Server<'_> {
 
     /// One decode of every active sequence's last token, then one sample each.
     fn step(&mut self) {
+        let watch = crate::stopwatch::Stopwatch::start();
+        self.step_untimed();
+        self.stats.generate_ms += u64::from(watch.millis());
+    }
+
+    fn step_untimed(&mut self) {
         let active: Vec<usize> =
             (0..self.slots.len()).filter(|&i| self.slots[i].active.is_some()).collect();
         let mut batch = LlamaBatch::new(active.len().max(1), 1);

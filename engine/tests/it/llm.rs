@@ -151,3 +151,26 @@ async fn a_wrong_key_is_a_clear_error() {
     assert_eq!(missing.status.code(), Some(2));
     assert!(stderr.contains("--model"), "{stderr}");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn fetching_an_installed_model_only_checks_its_hash() {
+    if std::env::var_os("HAMLET_SKIP_MODEL_TESTS").is_some_and(|v| v == "1") {
+        return;
+    }
+    // No python3 on the PATH: a fetch that tried to download would fail.
+    let out = tokio::task::spawn_blocking(|| {
+        Command::new(env!("CARGO_BIN_EXE_hamlet"))
+            .args(["models", "fetch", "--model", "embeddings", "--quiet"])
+            .env("PATH", "/nonexistent")
+            .output()
+            .unwrap()
+    })
+    .await
+    .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        out.status.success(),
+        "the embedding model must be installed first (`./hamlet-dev setup`): {stderr}"
+    );
+    assert!(stderr.contains("already installed, SHA-256 verified"), "{stderr}");
+}
