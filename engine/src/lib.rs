@@ -5,6 +5,7 @@
 //!   points) and the sled index derived from it; fork, import, export.
 //! * [`fold`]: the town as a pure, total function of its events, and its state hash.
 //! * [`history`]: the town at any moment (`state_at`), from the nearest checkpoint.
+//! * [`mind`]: memory streams and retrieval, folded from the log.
 //! * [`synth`]: synthetic, town-shaped event streams for benchmarks and tests.
 //! * [`rng`]: `SimRng`, the engine's only randomness, seeded from events.
 //!
@@ -15,6 +16,7 @@ pub mod describe;
 pub mod economy;
 pub mod fold;
 pub mod history;
+pub mod mind;
 pub mod rng;
 pub mod store;
 pub mod synth;

@@ -1,0 +1,231 @@
+//! The prompt templates of `engine/prompts/`, compiled into the binary: parsed, checked and
+//! rendered in chat style (system and user messages) or completion style (one text, for
+//! base models).
+
+use std::collections::BTreeMap;
+
+use hamlet_gateway::answer::Shape;
+use hamlet_gateway::Call;
+use hamlet_log::event::{ChatMessage, Prompt};
+use serde::Deserialize;
+
+/// How the model takes its prompt.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Style {
+    /// System and user messages, for instruction models.
+    Chat,
+    /// One text ending in an answer cue, for base models.
+    Completion,
+}
+
+/// One template.
+#[derive(Clone, Debug, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Template {
+    /// Its name, also the call's purpose.
+    pub name: String,
+    /// Bumped whenever its words change.
+    pub version: u32,
+    /// The answer's shape, by name ("importance", "day_plan", "choice", …).
+    pub shape: String,
+    /// Who the model is being, and the rules.
+    pub system: String,
+    /// The question, with `{placeholders}`.
+    pub user: String,
+}
+
+/// A template that cannot be rendered.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum PromptError {
+    /// No template by that name.
+    #[error("no prompt template `{0}`")]
+    Unknown(String),
+    /// A placeholder without a value.
+    #[error("prompt template `{template}` needs a value for `{{{name}}}`")]
+    Missing {
+        /// The template.
+        template: String,
+        /// The placeholder.
+        name: String,
+    },
+    /// The call's shape is not the template's.
+    #[error("prompt template `{template}` answers a `{expected}`, not a `{given}`")]
+    WrongShape {
+        /// The template.
+        template: String,
+        /// Its shape.
+        expected: String,
+        /// The shape given.
+        given: String,
+    },
+}
+
+const FILES: &[(&str, &str)] = &[
+    ("importance", include_str!("../../prompts/importance.toml")),
+    ("day_plan", include_str!("../../prompts/day_plan.toml")),
+    ("hour_plan", include_str!("../../prompts/hour_plan.toml")),
+    ("location", include_str!("../../prompts/location.toml")),
+    ("react", include_str!("../../prompts/react.toml")),
+    ("turn", include_str!("../../prompts/turn.toml")),
+    ("reflection_questions", include_str!("../../prompts/reflection_questions.toml")),
+    ("insights", include_str!("../../prompts/insights.toml")),
+    ("summary", include_str!("../../prompts/summary.toml")),
+    ("interview", include_str!("../../prompts/interview.toml")),
+    ("inner_voice", include_str!("../../prompts/inner_voice.toml")),
+];
+
+/// Every template, by name.
+pub fn templates() -> &'static BTreeMap<String, Template> {
+    static ALL: std::sync::OnceLock<BTreeMap<String, Template>> = std::sync::OnceLock::new();
+    ALL.get_or_init(|| {
+        FILES
+            .iter()
+            .map(|(file, text)| {
+                let t: Template = toml::from_str(text)
+                    .unwrap_or_else(|e| panic!("engine/prompts/{file}.toml: {e}"));
+                assert_eq!(&t.name, file, "engine/prompts/{file}.toml names itself");
+                (t.name.clone(), t)
+            })
+            .collect()
+    })
+}
+
+/// The names of a text's `{placeholders}`, in order of first appearance.
+pub fn placeholders(text: &str) -> Vec<String> {
+    let mut out: Vec<String> = Vec::new();
+    let mut rest = text;
+    while let Some(open) = rest.find('{') {
+        let after = &rest[open + 1..];
+        let Some(close) = after.find('}') else { break };
+        let name = &after[..close];
+        if !name.is_empty() && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_') {
+            if !out.iter().any(|n| n == name) {
+                out.push(name.to_owned());
+            }
+            rest = &after[close + 1..];
+        } else {
+            rest = after;
+        }
+    }
+    out
+}
+
+fn fill(template: &str, text: &str, vars: &BTreeMap<&str, String>) -> Result<String, PromptError> {
+    let mut out = text.trim().to_owned();
+    for name in placeholders(text) {
+        let value = vars.get(name.as_str()).ok_or_else(|| PromptError::Missing {
+            template: template.to_owned(),
+            name: name.clone(),
+        })?;
+        out = out.replace(&format!("{{{name}}}"), value.trim());
+    }
+    Ok(out)
+}
+
+impl Template {
+    /// The rendered prompt.
+    pub fn render(
+        &self,
+        vars: &BTreeMap<&str, String>,
+        style: Style,
+    ) -> Result<Prompt, PromptError> {
+        let system = fill(&self.name, &self.system, vars)?;
+        let user = fill(&self.name, &self.user, vars)?;
+        Ok(match style {
+            Style::Chat => Prompt::Chat(vec![
+                ChatMessage { role: "system".into(), content: system },
+                ChatMessage { role: "user".into(), content: user },
+            ]),
+            Style::Completion => {
+                let cue = if self.shape == "text" { "Answer:" } else { "Answer (JSON):" };
+                Prompt::Text(format!("{system}\n\n{user}\n{cue}"))
+            }
+        })
+    }
+
+    /// A gateway call of this template with `shape`, which must be the template's.
+    pub fn call(
+        &self,
+        vars: &BTreeMap<&str, String>,
+        style: Style,
+        shape: Shape,
+    ) -> Result<Call, PromptError> {
+        let given = match &shape {
+            Shape::Plan { min_minutes: 30, .. } => "day_plan",
+            Shape::Plan { .. } => "hour_plan",
+            Shape::YesNo => "yes_no",
+            other => other.name(),
+        };
+        if given != self.shape {
+            return Err(PromptError::WrongShape {
+                template: self.name.clone(),
+                expected: self.shape.clone(),
+                given: given.to_owned(),
+            });
+        }
+        Ok(Call {
+            purpose: self.name.clone(),
+            agent: None,
+            template: self.name.clone(),
+            template_version: self.version,
+            prompt: self.render(vars, style)?,
+            shape,
+            max_tokens: None,
+        })
+    }
+}
+
+/// A template by name.
+pub fn template(name: &str) -> Result<&'static Template, PromptError> {
+    templates().get(name).ok_or_else(|| PromptError::Unknown(name.to_owned()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_template_parses_names_itself_and_has_a_known_shape() {
+        assert_eq!(templates().len(), FILES.len());
+        for t in templates().values() {
+            assert!(t.version >= 1, "{}", t.name);
+            let known = [
+                "importance",
+                "day_plan",
+                "hour_plan",
+                "choice",
+                "yes_no",
+                "turn",
+                "text",
+                "insights",
+            ];
+            assert!(known.contains(&t.shape.as_str()), "{}: {}", t.name, t.shape);
+            assert!(!placeholders(&format!("{}{}", t.system, t.user)).is_empty(), "{}", t.name);
+        }
+    }
+
+    #[test]
+    fn rendering_fills_every_placeholder_or_says_which_is_missing() {
+        let t = template("importance").unwrap();
+        let mut vars = BTreeMap::new();
+        vars.insert("agent", "Mei Lin".to_owned());
+        assert_eq!(
+            t.render(&vars, Style::Chat),
+            Err(PromptError::Missing { template: "importance".into(), name: "memory".into() })
+        );
+        vars.insert("memory", "the stove is idle".to_owned());
+        let Ok(Prompt::Chat(messages)) = t.render(&vars, Style::Chat) else { panic!() };
+        assert_eq!(messages[1].content, "Mei Lin remembers: the stove is idle");
+        assert!(!messages[0].content.contains('{') || messages[0].content.contains("\"rating\""));
+        let Ok(Prompt::Text(text)) = t.render(&vars, Style::Completion) else { panic!() };
+        assert!(text.ends_with("Mei Lin remembers: the stove is idle\nAnswer (JSON):"), "{text}");
+        let call = t.call(&vars, Style::Chat, Shape::Importance).unwrap();
+        assert_eq!((call.template.as_str(), call.template_version), ("importance", 1));
+        assert!(t.call(&vars, Style::Chat, Shape::YesNo).is_err());
+    }
+
+    #[test]
+    fn json_braces_are_not_placeholders() {
+        assert_eq!(placeholders(r#"Reply {"rating": <1-10>} for {agent} and {agent}"#), ["agent"]);
+    }
+}
