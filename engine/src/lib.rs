@@ -5,7 +5,9 @@
 //!   points) and the sled index derived from it; fork, import, export.
 //! * [`fold`]: the town as a pure, total function of its events, and its state hash.
 //! * [`history`]: the town at any moment (`state_at`), from the nearest checkpoint.
-//! * [`mind`]: memory streams and retrieval, folded from the log.
+//! * [`mind`]: memory streams and retrieval, folded from the log; remembering and recalling
+//!   through the gateway.
+//! * [`pending`]: batches of events whose causes point into the batch.
 //! * [`synth`]: synthetic, town-shaped event streams for benchmarks and tests.
 //! * [`rng`]: `SimRng`, the engine's only randomness, seeded from events.
 //!
@@ -17,6 +19,7 @@ pub mod economy;
 pub mod fold;
 pub mod history;
 pub mod mind;
+pub mod pending;
 pub mod rng;
 pub mod store;
 pub mod synth;

@@ -5,12 +5,15 @@
 //! * [`retrieval`]: the paper's retrieval function over a memory stream: recency,
 //!   importance and relevance, each min–max normalised, weighted, top k — producing the
 //!   `Retrieved` event that records the scores.
+//! * [`think`]: remembering (importance rated, text embedded) and recalling through the
+//!   gateway, as batches of events that name their causes.
 //! * [`prompt`]: the versioned prompt templates of `engine/prompts/`, rendered for chat or
 //!   completion models.
 //!
-//! Nothing here asks a model or reads a clock: the agent loop asks the gateway, commits the
-//! answers as events, and these folds read them back.
+//! The folds never ask a model or read a clock; `think` asks the gateway and returns events,
+//! which the agent loop commits in canonical order and the folds read back.
 
 pub mod memory;
 pub mod prompt;
 pub mod retrieval;
+pub mod think;

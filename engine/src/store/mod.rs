@@ -699,6 +699,22 @@ impl<S: Storage> Store<S> {
         branch: BranchId,
         events: &[NewEvent],
     ) -> Result<Vec<EventId>, StoreError> {
+        self.append_linked(branch, events, &[])
+    }
+
+    /// As [`Store::append_durable`], where an event may also name earlier events *of the
+    /// same batch* as causes: `links[i]` lists the batch positions (all below `i`) whose ids
+    /// are appended to event `i`'s causes as the batch is chained. `links` may be shorter
+    /// than `events` (the rest have no in-batch causes).
+    ///
+    /// # Panics
+    /// As `append_durable`, and on a link to the event itself or a later one.
+    pub fn append_linked(
+        &mut self,
+        branch: BranchId,
+        events: &[NewEvent],
+        links: &[Vec<usize>],
+    ) -> Result<Vec<EventId>, StoreError> {
         self.check_writable()?;
         let row =
             self.branches.get(&branch).ok_or_else(|| StoreError::NoBranch(branch.to_string()))?;
@@ -706,7 +722,23 @@ impl<S: Storage> Store<S> {
         let mut builder = ChunkBuilder::new(branch, row.head_id, seq);
         let mut records = Vec::new();
         let mut ids = Vec::with_capacity(events.len());
-        for event in events {
+        for (i, event) in events.iter().enumerate() {
+            let linked;
+            let event = match links.get(i).filter(|l| !l.is_empty()) {
+                None => event,
+                Some(link) => {
+                    let mut with = event.clone();
+                    for &j in link {
+                        assert!(
+                            j < i,
+                            "{branch}: batch event {i} names batch event {j} as a cause"
+                        );
+                        with.causes.push(ids[j]);
+                    }
+                    linked = with;
+                    &linked
+                }
+            };
             assert!(
                 event.sim_time_secs >= time,
                 "{branch}: event #{seq} at {}s is before the branch's head at {time}s",

@@ -8,6 +8,7 @@ mod llm;
 #[path = "../../../gateway/tests/it/loopback.rs"]
 #[allow(dead_code, reason = "shared with the gateway's tests, which use all of it")]
 mod loopback;
+mod mind;
 mod power_loss;
 mod store_model;
 mod support;
