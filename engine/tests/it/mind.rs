@@ -8,7 +8,7 @@ use std::sync::{Arc, Mutex};
 use hamlet_engine::mind::memory::Minds;
 use hamlet_engine::mind::prompt::Style;
 use hamlet_engine::mind::retrieval::RetrievalSettings;
-use hamlet_engine::mind::think::{recall, remember};
+use hamlet_engine::mind::think::{recall, reflect, reflection_due, remember, ReflectionSettings};
 use hamlet_engine::pending::Pending;
 use hamlet_engine::store::Store;
 use hamlet_gateway::backend::{
@@ -103,6 +103,7 @@ fn memories_are_rated_embedded_committed_and_traceable_to_their_prompt() {
             MemoryKind::Observation,
             &texts,
             &[],
+            &[],
             3600,
             &mut pending,
         ))
@@ -160,4 +161,120 @@ fn memories_are_rated_embedded_committed_and_traceable_to_their_prompt() {
     let cause = store.event_at(branch, head + ids.len() as u64 - 1).unwrap();
     assert_eq!(last.header.causes, vec![cause.id]);
     assert!(matches!(cause.body, Body::EmbeddingReturned(_)));
+}
+
+#[test]
+fn a_reflection_asks_questions_recalls_and_stores_insights_citing_memories() {
+    let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+    let llm = ScriptedRater(Mutex::new(VecDeque::from([
+        // three observations
+        r#"{"rating": 8}"#,
+        r#"{"rating": 7}"#,
+        r#"{"rating": 3}"#,
+        // the questions
+        "1. Why is Mei excited about the party?\n2. Who will Mei meet there?\n3. What does Mei paint?",
+        // two insights citing statements
+        r#"{"insights":[{"insight":"Mei looks forward to the party","evidence":[1,2]},{"insight":"Mei paints to relax","evidence":[3]}]}"#,
+        // their ratings
+        r#"{"rating": 6}"#,
+        r#"{"rating": 4}"#,
+    ])));
+    let gateway = Gateway::new(
+        Arc::new(llm),
+        Arc::new(KeywordEmbedder),
+        Params::default(),
+        RetryPolicy::default(),
+        2,
+    );
+    let mei = AgentId(0);
+    let tmp = tempfile::tempdir().unwrap();
+    let mut store = Store::open(tmp.path()).unwrap();
+    let branch = store.create_root("main").unwrap();
+    let texts: Vec<String> = [
+        "Delphine invites Mei to a party at Marigold café",
+        "Tamsin says she will come to the party",
+        "Mei paints the pond at Millbrook park",
+    ]
+    .map(String::from)
+    .to_vec();
+    let mut pending = Pending::new();
+    rt.block_on(remember(
+        &gateway,
+        Style::Chat,
+        mei,
+        "Mei Lin",
+        MemoryKind::Observation,
+        &texts,
+        &[],
+        &[],
+        60,
+        &mut pending,
+    ))
+    .unwrap();
+    pending.commit(&mut store, branch).unwrap();
+    let fold = |store: &Store<_>| {
+        let head = store.branch(branch).unwrap().head_seq;
+        let mut minds = Minds::default();
+        store.events(branch, 0, head).unwrap().iter().for_each(|e| minds.apply(e));
+        minds
+    };
+    let minds = fold(&store);
+    let settings =
+        ReflectionSettings { threshold: 15, insights: 2, ..ReflectionSettings::default() };
+    let sum = reflection_due(minds.stream(mei), 0, &settings).expect("8 + 7 + 3 passes 15");
+    assert_eq!(sum, 18);
+    assert!(
+        reflection_due(minds.stream(mei), 0, &ReflectionSettings::default()).is_none(),
+        "150 is not reached"
+    );
+
+    let mut pending = Pending::new();
+    let added = rt
+        .block_on(reflect(
+            &gateway,
+            Style::Chat,
+            mei,
+            "Mei Lin",
+            minds.stream(mei),
+            sum,
+            120,
+            &settings,
+            &RetrievalSettings::default(),
+            &mut pending,
+        ))
+        .unwrap();
+    assert_eq!(added.len(), 2);
+    pending.commit(&mut store, branch).unwrap();
+    let minds = fold(&store);
+    let stream = minds.stream(mei);
+    let reflections: Vec<_> =
+        stream.memories().iter().filter(|m| m.kind == MemoryKind::Reflection).collect();
+    assert_eq!(reflections.len(), 2);
+    assert_eq!(reflections[0].description, "Mei looks forward to the party");
+    assert_eq!(reflections[0].importance, 6);
+    // Evidence points at memories of the stream, and the statement numbers map to them.
+    for r in &reflections {
+        assert!(!r.evidence.is_empty());
+        for e in &r.evidence {
+            assert!(stream.get(*e).is_some(), "evidence is a memory of the stream");
+        }
+    }
+    let painted = stream.memories().iter().find(|m| m.description.contains("paints")).unwrap();
+    assert!(
+        reflections[1].evidence.contains(&painted.id)
+            || reflections[0].evidence.contains(&painted.id)
+    );
+    let head = store.branch(branch).unwrap().head_seq;
+    let started = store
+        .events(branch, 0, head)
+        .unwrap()
+        .into_iter()
+        .find_map(|e| match e.body {
+            Body::ReflectionStarted(r) => Some(r),
+            _ => None,
+        })
+        .unwrap();
+    assert_eq!(started.importance_sum, 18);
+    assert_eq!(started.questions.len(), 3);
+    assert_eq!(started.questions[0], "Why is Mei excited about the party?");
 }
