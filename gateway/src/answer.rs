@@ -139,6 +139,11 @@ impl Shape {
         Shape::Plan { min_steps: 5, max_steps: 8, min_minutes: 30, max_minutes: 600 }
     }
 
+    /// A stretch of the day in parts of about an hour (15 to 120 minutes).
+    pub fn hour_parts() -> Shape {
+        Shape::Plan { min_steps: 1, max_steps: 12, min_minutes: 15, max_minutes: 120 }
+    }
+
     /// An hour decomposed into 5- to 15-minute actions.
     pub fn hour_plan() -> Shape {
         Shape::Plan { min_steps: 2, max_steps: 12, min_minutes: 5, max_minutes: 15 }

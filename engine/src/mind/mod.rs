@@ -5,6 +5,8 @@
 //! * [`retrieval`]: the paper's retrieval function over a memory stream: recency,
 //!   importance and relevance, each min–max normalised, weighted, top k — producing the
 //!   `Retrieved` event that records the scores.
+//! * [`plan`]: the day plan, its decomposition into hours and actions, and where each
+//!   happens, chosen from the agent's spatial memory.
 //! * [`think`]: remembering (importance rated, text embedded) and recalling through the
 //!   gateway, as batches of events that name their causes.
 //! * [`prompt`]: the versioned prompt templates of `engine/prompts/`, rendered for chat or
@@ -14,6 +16,7 @@
 //! which the agent loop commits in canonical order and the folds read back.
 
 pub mod memory;
+pub mod plan;
 pub mod prompt;
 pub mod retrieval;
 pub mod think;

@@ -63,6 +63,7 @@ pub enum PromptError {
 const FILES: &[(&str, &str)] = &[
     ("importance", include_str!("../../prompts/importance.toml")),
     ("day_plan", include_str!("../../prompts/day_plan.toml")),
+    ("hour_parts", include_str!("../../prompts/hour_parts.toml")),
     ("hour_plan", include_str!("../../prompts/hour_plan.toml")),
     ("location", include_str!("../../prompts/location.toml")),
     ("react", include_str!("../../prompts/react.toml")),
@@ -152,6 +153,7 @@ impl Template {
     ) -> Result<Call, PromptError> {
         let given = match &shape {
             Shape::Plan { min_minutes: 30, .. } => "day_plan",
+            Shape::Plan { min_minutes: 15, .. } => "hour_parts",
             Shape::Plan { .. } => "hour_plan",
             Shape::YesNo => "yes_no",
             other => other.name(),

@@ -278,3 +278,172 @@ fn a_reflection_asks_questions_recalls_and_stores_insights_citing_memories() {
     assert_eq!(started.questions.len(), 3);
     assert_eq!(started.questions[0], "Why is Mei excited about the party?");
 }
+
+fn scripted_gateway(answers: Vec<&'static str>) -> Gateway {
+    let llm = ScriptedRater(Mutex::new(answers.into()));
+    Gateway::new(
+        Arc::new(llm),
+        Arc::new(KeywordEmbedder),
+        Params::default(),
+        RetryPolicy::default(),
+        2,
+    )
+}
+
+#[test]
+fn a_day_is_planned_remembered_and_decomposed_within_its_stroke() {
+    use hamlet_engine::mind::plan::{decompose, plan_day};
+    use hamlet_log::event::{PlanLevel, PlanRef};
+    let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+    let plan = r#"{"steps":[{"start":"07:00","activity":"wake up and wash","minutes":60},
+        {"start":"08:00","activity":"breakfast with mother","minutes":60},
+        {"start":"09:00","activity":"drawing class at the college","minutes":180},
+        {"start":"12:00","activity":"lunch with Tamsin","minutes":60},
+        {"start":"13:00","activity":"paint at Millbrook park","minutes":240}]}"#;
+    let actions = r#"{"steps":[{"start":"07:00","activity":"get out of bed","minutes":5},
+        {"start":"07:05","activity":"brush teeth","minutes":10},
+        {"start":"07:50","activity":"dress","minutes":15},
+        {"start":"09:30","activity":"outside the stroke","minutes":10}]}"#;
+    let gateway = scripted_gateway(vec![plan, r#"{"rating": 3}"#, actions]);
+    let mei = AgentId(0);
+    let day1 = 86_400;
+    let mut pending = Pending::new();
+    let (made, _) = rt
+        .block_on(plan_day(
+            &gateway,
+            Style::Chat,
+            mei,
+            "Mei Lin",
+            "Mei Lin is an art student.",
+            "She painted.",
+            420,
+            day1,
+            day1 + 25_200,
+            &mut pending,
+        ))
+        .unwrap();
+    assert_eq!(made.level, PlanLevel::Day);
+    assert_eq!(made.items.len(), 5);
+    assert_eq!(made.items[2].start_secs, day1 + 9 * 3600);
+    assert_eq!(made.items[2].duration_secs, 3 * 3600);
+    let tmp = tempfile::tempdir().unwrap();
+    let mut store = Store::open(tmp.path()).unwrap();
+    let branch = store.create_root("main").unwrap();
+    let ids = pending.commit(&mut store, branch).unwrap();
+    let head = store.branch(branch).unwrap().head_seq;
+    let events = store.events(branch, 0, head).unwrap();
+    let plan_event = events.iter().find(|e| matches!(e.body, Body::PlanMade(_))).unwrap();
+    let memory = events.iter().find_map(|e| match &e.body {
+        Body::MemoryAdded(m) if m.kind == MemoryKind::Plan => Some((e, m)),
+        _ => None,
+    });
+    let (memory_event, memory) = memory.expect("the plan is remembered");
+    assert!(
+        memory.description.starts_with("Mei Lin plans: 07:00 wake up and wash (60 min); 08:00"),
+        "{}",
+        memory.description
+    );
+    assert!(memory_event.header.causes.contains(&plan_event.id));
+    assert_eq!(ids.len(), events.len() - 1);
+
+    let of = PlanRef { plan: plan_event.id, item: 0 };
+    let mut pending = Pending::new();
+    let (actions, _) = rt
+        .block_on(decompose(
+            &gateway,
+            Style::Chat,
+            mei,
+            "Mei Lin",
+            "Mei Lin is an art student.",
+            &made.items[0],
+            of,
+            PlanLevel::Action,
+            day1 + 25_200,
+            &mut pending,
+        ))
+        .unwrap();
+    assert_eq!(actions.decomposes, Some(of));
+    let starts: Vec<u64> = actions.items.iter().map(|i| (i.start_secs - day1) / 60).collect();
+    assert_eq!(starts, [420, 425, 470], "the action outside the stroke is dropped");
+    assert_eq!(actions.items[2].duration_secs, 600, "cut at the stroke's end");
+}
+
+#[test]
+fn a_place_is_chosen_down_the_spatial_tree_preferring_where_the_agent_is() {
+    use hamlet_engine::mind::plan::choose_place;
+    use hamlet_engine::town::spatial::SpatialMemory;
+    let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+    let mut known = SpatialMemory::default();
+    let mut put = |s: &str, a: &str, o: &str| {
+        known
+            .known
+            .entry(s.into())
+            .or_default()
+            .entry(a.into())
+            .or_default()
+            .insert(o.into(), "idle".into());
+    };
+    put("Lin house", "kitchen", "stove");
+    put("Lin house", "bedroom", "bed");
+    put("Lin house", "bedroom", "easel");
+    put("Marigold café", "counter", "coffee machine");
+    let mei = AgentId(0);
+    // Asked at each level with more than one option: sector, arena, object.
+    let gateway = scripted_gateway(vec![
+        r#"{"choice": "Lin house"}"#,
+        r#"{"choice": "bedroom"}"#,
+        r#"{"choice": "easel"}"#,
+    ]);
+    let mut pending = Pending::new();
+    let (address, last) = rt
+        .block_on(choose_place(
+            &gateway,
+            Style::Chat,
+            mei,
+            "Mei Lin",
+            &known,
+            ("Marigold café", "counter"),
+            "paint",
+            0,
+            &mut pending,
+        ))
+        .unwrap();
+    assert_eq!(address, "Lin house:bedroom:easel");
+    assert!(last.is_some());
+    let asked: Vec<Vec<String>> = pending
+        .events()
+        .iter()
+        .filter_map(|e| match &e.body {
+            Body::LlmRequested(r) => match &r.prompt {
+                Prompt::Chat(m) => Some(
+                    m[1].content
+                        .lines()
+                        .filter(|l| l.starts_with("Options:"))
+                        .map(String::from)
+                        .collect(),
+                ),
+                _ => None,
+            },
+            _ => None,
+        })
+        .collect();
+    assert_eq!(asked[0], ["Options: Marigold café | Lin house"], "where it is comes first");
+    // The café has one arena and one object: after the sector, nothing more is asked; a
+    // model that does not answer falls back to the first option, where the agent is.
+    let gateway = scripted_gateway(vec!["no idea", "still no idea", "nope"]);
+    let mut pending = Pending::new();
+    let (address, _) = rt
+        .block_on(choose_place(
+            &gateway,
+            Style::Chat,
+            mei,
+            "Mei Lin",
+            &known,
+            ("Marigold café", "counter"),
+            "coffee",
+            0,
+            &mut pending,
+        ))
+        .unwrap();
+    assert_eq!(address, "Marigold café:counter:coffee machine");
+}

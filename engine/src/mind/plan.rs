@@ -1,0 +1,256 @@
+//! Planning, top down as the paper does it: a day in 5–8 broad strokes from the agent's
+//! summary and yesterday; a stroke decomposed into hour-long parts, then into 5–15-minute
+//! actions; and where each happens, chosen by walking the agent's own spatial tree
+//! (sector → arena → object), where it already is offered first. Plans are `PlanMade`
+//! events (a decomposition names the item it decomposes) and enter the memory stream.
+
+use std::collections::BTreeMap;
+
+use hamlet_gateway::answer::{Answer, PlanStep, Shape};
+use hamlet_gateway::Gateway;
+use hamlet_log::event::{AgentId, MemoryKind, PlanItem, PlanLevel, PlanMade, PlanRef};
+use hamlet_log::Body;
+
+use super::prompt::{template, Style};
+use super::think::{remember, ThinkError};
+use crate::describe::sim_time;
+use crate::pending::{Cause, Pending, PendingId};
+use crate::town::spatial::SpatialMemory;
+
+/// "HH:MM" of minutes after midnight.
+fn clock(minute: u64) -> String {
+    format!("{:02}:{:02}", (minute / 60) % 24, minute % 60)
+}
+
+fn items(steps: &[PlanStep], day_start_secs: u64) -> Vec<PlanItem> {
+    steps
+        .iter()
+        .map(|s| PlanItem {
+            description: s.activity.clone(),
+            address: String::new(),
+            start_secs: day_start_secs + u64::from(s.start_minute) * 60,
+            duration_secs: u32::from(s.minutes) * 60,
+        })
+        .collect()
+}
+
+/// The words a plan is remembered by.
+pub fn plan_words(name: &str, plan: &PlanMade) -> String {
+    let parts: Vec<String> = plan
+        .items
+        .iter()
+        .map(|i| {
+            format!("{} {} ({} min)", clock(i.start_secs / 60), i.description, i.duration_secs / 60)
+        })
+        .collect();
+    format!("{name} plans: {}", parts.join("; "))
+}
+
+/// Plans `agent`'s day starting at `day_start_secs` (midnight of that day) from its summary
+/// and yesterday's; adds the call's events, the `PlanMade` and the plan as a memory to the
+/// batch. An empty plan (the documented fallback) is recorded and not remembered.
+#[allow(clippy::too_many_arguments)]
+pub async fn plan_day(
+    gateway: &Gateway,
+    style: Style,
+    agent: AgentId,
+    name: &str,
+    summary: &str,
+    yesterday: &str,
+    wake_minute: u16,
+    day_start_secs: u64,
+    now: u64,
+    pending: &mut Pending,
+) -> Result<(PlanMade, PendingId), ThinkError> {
+    let date = sim_time(day_start_secs);
+    let vars = BTreeMap::from([
+        ("agent", name.to_owned()),
+        ("summary", summary.to_owned()),
+        ("yesterday", yesterday.to_owned()),
+        ("date", date.split_whitespace().next().unwrap_or("today").to_owned()),
+        ("wake", clock(u64::from(wake_minute))),
+    ]);
+    let mut call = template("day_plan")?.call(&vars, style, Shape::day_plan())?;
+    call.agent = Some(agent);
+    call.max_tokens = Some(400);
+    let answered = match gateway.ask(&call).await {
+        Ok(a) => a,
+        Err(e) => {
+            pending.push_chain(now, e.events().iter().cloned(), &[]);
+            return Err(e.into());
+        }
+    };
+    let asked = pending.push_chain(now, answered.events.iter().cloned(), &[]);
+    let steps = match &answered.answer {
+        Answer::Plan(steps) => steps.clone(),
+        _ => Vec::new(),
+    };
+    let plan = PlanMade {
+        agent,
+        level: PlanLevel::Day,
+        decomposes: None,
+        items: items(&steps, day_start_secs),
+    };
+    let causes: Vec<Cause> = asked.into_iter().map(Cause::Pending).collect();
+    let at = pending.push(now, Body::PlanMade(plan.clone()), &causes);
+    if !plan.items.is_empty() {
+        let words = plan_words(name, &plan);
+        remember(
+            gateway,
+            style,
+            agent,
+            name,
+            MemoryKind::Plan,
+            &[words],
+            &[],
+            &[Cause::Pending(at)],
+            now,
+            pending,
+        )
+        .await?;
+    }
+    Ok((plan, at))
+}
+
+/// Decomposes one committed plan item into finer items: hour-long parts of a day stroke, or
+/// 5–15-minute actions of an hour (`level`). The new plan names the item it decomposes and
+/// is caused by it.
+#[allow(clippy::too_many_arguments)]
+pub async fn decompose(
+    gateway: &Gateway,
+    style: Style,
+    agent: AgentId,
+    name: &str,
+    summary: &str,
+    item: &PlanItem,
+    of: PlanRef,
+    level: PlanLevel,
+    now: u64,
+    pending: &mut Pending,
+) -> Result<(PlanMade, PendingId), ThinkError> {
+    let start = item.start_secs / 60;
+    let end = start + u64::from(item.duration_secs) / 60;
+    let vars = BTreeMap::from([
+        ("agent", name.to_owned()),
+        ("summary", summary.to_owned()),
+        ("start", clock(start)),
+        ("end", clock(end)),
+        ("activity", item.description.clone()),
+    ]);
+    let (name_of_template, shape) = match level {
+        PlanLevel::Action => ("hour_plan", Shape::hour_plan()),
+        _ => ("hour_parts", Shape::hour_parts()),
+    };
+    let mut call = template(name_of_template)?.call(&vars, style, shape)?;
+    call.agent = Some(agent);
+    call.max_tokens = Some(400);
+    let answered = match gateway.ask(&call).await {
+        Ok(a) => a,
+        Err(e) => {
+            pending.push_chain(now, e.events().iter().cloned(), &[Cause::Logged(of.plan)]);
+            return Err(e.into());
+        }
+    };
+    let asked = pending.push_chain(now, answered.events.iter().cloned(), &[Cause::Logged(of.plan)]);
+    let day_start = item.start_secs - item.start_secs % 86_400;
+    let mut parts = match &answered.answer {
+        Answer::Plan(steps) => items(steps, day_start),
+        _ => Vec::new(),
+    };
+    // Parts keep to the item's time: what starts outside it is dropped, what runs past its
+    // end is cut there.
+    let item_end = item.start_secs + u64::from(item.duration_secs);
+    parts.retain(|p| p.start_secs >= item.start_secs && p.start_secs < item_end);
+    for p in &mut parts {
+        let room = item_end - p.start_secs;
+        p.duration_secs = p.duration_secs.min(u32::try_from(room).unwrap_or(u32::MAX));
+        p.address = item.address.clone();
+    }
+    let plan = PlanMade { agent, level, decomposes: Some(of), items: parts };
+    let mut causes = vec![Cause::Logged(of.plan)];
+    causes.extend(asked.map(Cause::Pending));
+    let at = pending.push(now, Body::PlanMade(plan.clone()), &causes);
+    Ok((plan, at))
+}
+
+/// Where `agent` does `activity`: a sector, an arena in it and (if it knows any) an object
+/// in that, each chosen from its spatial memory with where it is offered first. A level with
+/// one option asks nothing. Returns `sector:arena[:object]` (empty when it knows no place)
+/// and the position of the last choice's event.
+#[allow(clippy::too_many_arguments)]
+pub async fn choose_place(
+    gateway: &Gateway,
+    style: Style,
+    agent: AgentId,
+    name: &str,
+    known: &SpatialMemory,
+    here: (&str, &str),
+    activity: &str,
+    now: u64,
+    pending: &mut Pending,
+) -> Result<(String, Option<PendingId>), ThinkError> {
+    let mut last: Option<PendingId> = None;
+    let mut chosen: Vec<String> = Vec::new();
+    let here_text = format!("{}, {}", here.0, here.1);
+    let first = |names: Vec<&String>, prefer: &str| -> Vec<String> {
+        let mut v: Vec<String> = names.into_iter().cloned().collect();
+        if let Some(i) = v.iter().position(|n| n == prefer) {
+            let p = v.remove(i);
+            v.insert(0, p);
+        }
+        v
+    };
+    let sectors = first(known.known.keys().collect(), here.0);
+    let level_options = |chosen: &[String]| -> Vec<String> {
+        match chosen.len() {
+            0 => sectors.clone(),
+            1 => known
+                .known
+                .get(&chosen[0])
+                .map(|arenas| {
+                    let prefer = if chosen[0] == here.0 { here.1 } else { "" };
+                    first(arenas.keys().collect(), prefer)
+                })
+                .unwrap_or_default(),
+            _ => known
+                .known
+                .get(&chosen[0])
+                .and_then(|a| a.get(&chosen[1]))
+                .map(|objects| objects.keys().cloned().collect())
+                .unwrap_or_default(),
+        }
+    };
+    for _level in 0..3 {
+        let options = level_options(&chosen);
+        match options.len() {
+            0 => break,
+            1 => chosen.push(options[0].clone()),
+            _ => {
+                let vars = BTreeMap::from([
+                    ("agent", name.to_owned()),
+                    ("here", here_text.clone()),
+                    ("activity", activity.to_owned()),
+                    ("options", options.join(" | ")),
+                ]);
+                let mut call =
+                    template("location")?.call(&vars, style, Shape::Choice(options.clone()))?;
+                call.agent = Some(agent);
+                call.max_tokens = Some(48);
+                let causes: Vec<Cause> = last.into_iter().map(Cause::Pending).collect();
+                let answered = match gateway.ask(&call).await {
+                    Ok(a) => a,
+                    Err(e) => {
+                        pending.push_chain(now, e.events().iter().cloned(), &causes);
+                        return Err(e.into());
+                    }
+                };
+                last = pending.push_chain(now, answered.events.iter().cloned(), &causes).or(last);
+                match answered.answer {
+                    Answer::Choice(c) => chosen.push(c),
+                    _ => chosen.push(options[0].clone()),
+                }
+            }
+        }
+    }
+    Ok((chosen.join(":"), last))
+}
