@@ -7,6 +7,8 @@
 //!   `Retrieved` event that records the scores.
 //! * [`plan`]: the day plan, its decomposition into hours and actions, and where each
 //!   happens, chosen from the agent's spatial memory.
+//! * [`respond`]: continue or react, a line of dialogue, an interview answer, an inner
+//!   voice.
 //! * [`think`]: remembering (importance rated, text embedded) and recalling through the
 //!   gateway, as batches of events that name their causes.
 //! * [`prompt`]: the versioned prompt templates of `engine/prompts/`, rendered for chat or
@@ -18,5 +20,6 @@
 pub mod memory;
 pub mod plan;
 pub mod prompt;
+pub mod respond;
 pub mod retrieval;
 pub mod think;

@@ -447,3 +447,144 @@ fn a_place_is_chosen_down_the_spatial_tree_preferring_where_the_agent_is() {
         .unwrap();
     assert_eq!(address, "Marigold café:counter:coffee machine");
 }
+
+#[test]
+fn reacting_speaking_interviews_and_the_inner_voice_are_events_with_causes() {
+    use hamlet_engine::mind::respond::{
+        answer_interview, hear_inner_voice, should_react, speak, Situation,
+    };
+    let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+    let gateway = scripted_gateway(vec![
+        r#"{"rating": 7}"#,                                            // seed memory
+        r#"{"answer": "yes"}"#,                                        // react?
+        r#"{"say": "Tamsin! Are you coming tonight?", "end": false}"#, // a line
+        "I am going to Delphine's party at the café.",                 // interview, not remembered
+        "Yes, the party at six.",                                      // interview, remembered
+        r#"{"rating": 4}"#,                                            // ... its rating
+        "go and buy paint at the Thistle supply store",                // inner voice
+        r#"{"rating": 5}"#,                                            // ... its rating
+    ]);
+    let mei = AgentId(0);
+    let mut minds = Minds::default();
+    let tmp = tempfile::tempdir().unwrap();
+    let mut store = Store::open(tmp.path()).unwrap();
+    let branch = store.create_root("main").unwrap();
+    let mut commit = |pending: Pending, minds: &mut Minds| {
+        let from = store.branch(branch).unwrap().head_seq + 1;
+        pending.commit(&mut store, branch).unwrap();
+        let head = store.branch(branch).unwrap().head_seq;
+        let events = store.events(branch, from, head).unwrap();
+        events.iter().for_each(|e| minds.apply(e));
+        events
+    };
+    let mut pending = Pending::new();
+    let seed = vec!["Delphine invites Mei to a party at Marigold café".to_owned()];
+    rt.block_on(remember(
+        &gateway,
+        Style::Chat,
+        mei,
+        "Mei Lin",
+        MemoryKind::Seed,
+        &seed,
+        &[],
+        &[],
+        0,
+        &mut pending,
+    ))
+    .unwrap();
+    commit(pending, &mut minds);
+
+    let stream = minds.stream(mei).clone();
+    let who = Situation {
+        agent: mei,
+        name: "Mei Lin",
+        summary: "Mei Lin is an art student.",
+        time: "day0 17:00",
+        status: "walking",
+        stream: &stream,
+    };
+    let mut pending = Pending::new();
+    let (react, at) = rt
+        .block_on(should_react(
+            &gateway,
+            Style::Chat,
+            &who,
+            "Tamsin Hale is walking to the party",
+            "Tamsin Hale",
+            60,
+            &RetrievalSettings::default(),
+            &mut pending,
+        ))
+        .unwrap();
+    assert!(react && at.is_some());
+    let retrievals =
+        pending.events().iter().filter(|e| matches!(e.body, Body::Retrieved(_))).count();
+    assert_eq!(retrievals, 2, "the two retrievals the paper names");
+
+    let conversation = EventId([7; 32]);
+    let (turn, _) = rt
+        .block_on(speak(
+            &gateway,
+            Style::Chat,
+            &who,
+            "Tamsin Hale",
+            "Millbrook park",
+            conversation,
+            &[],
+            60,
+            &RetrievalSettings::default(),
+            &mut pending,
+        ))
+        .unwrap();
+    assert_eq!(turn.say, "Tamsin! Are you coming tonight?");
+    let said =
+        pending.events().iter().rev().find(|e| matches!(e.body, Body::DialogueTurn(_))).unwrap();
+    assert!(said.causes.contains(&conversation), "a line names its conversation");
+
+    let asked = EventId([8; 32]);
+    let (answer, _) = rt
+        .block_on(answer_interview(
+            &gateway,
+            Style::Chat,
+            &who,
+            asked,
+            "What are you doing tonight?",
+            false,
+            60,
+            &RetrievalSettings::default(),
+            &mut pending,
+        ))
+        .unwrap();
+    assert_eq!(answer, "I am going to Delphine's party at the café.");
+    let memories_before =
+        pending.events().iter().filter(|e| matches!(e.body, Body::MemoryAdded(_))).count();
+    assert_eq!(memories_before, 0, "an interview changes nothing unless asked to be remembered");
+    rt.block_on(answer_interview(
+        &gateway,
+        Style::Chat,
+        &who,
+        asked,
+        "When?",
+        true,
+        60,
+        &RetrievalSettings::default(),
+        &mut pending,
+    ))
+    .unwrap();
+    let intention = rt
+        .block_on(hear_inner_voice(
+            &gateway,
+            Style::Chat,
+            &who,
+            EventId([9; 32]),
+            "buy more paint",
+            60,
+            &mut pending,
+        ))
+        .unwrap();
+    assert_eq!(intention, "Mei Lin intends to go and buy paint at the Thistle supply store");
+    let events = commit(pending, &mut minds);
+    let kinds: Vec<MemoryKind> = minds.stream(mei).memories().iter().map(|m| m.kind).collect();
+    assert_eq!(kinds, [MemoryKind::Seed, MemoryKind::Chat, MemoryKind::Plan]);
+    assert_eq!(events.iter().filter(|e| matches!(e.body, Body::InterviewAnswered(_))).count(), 2);
+}

@@ -1,0 +1,260 @@
+//! Responding to the world and to the user: whether to react to what was just noticed
+//! (from the two retrievals the paper names), one line of dialogue at a time, interview
+//! answers, and inner-voice instructions.
+
+use std::collections::BTreeMap;
+
+use hamlet_gateway::answer::{Answer, Shape, Turn};
+use hamlet_gateway::Gateway;
+use hamlet_log::event::{AgentId, DialogueTurn, InterviewAnswered, MemoryKind};
+use hamlet_log::{Body, EventId};
+
+use super::memory::MemoryStream;
+use super::prompt::{template, Style};
+use super::retrieval::RetrievalSettings;
+use super::think::{recall, remember, ThinkError};
+use crate::pending::{Cause, Pending, PendingId};
+
+/// The descriptions of a retrieval's hits, joined, for a prompt.
+fn context(stream: &MemoryStream, hits: &[hamlet_log::event::RetrievalHit]) -> String {
+    let lines: Vec<&str> =
+        hits.iter().filter_map(|h| stream.get(h.memory).map(|m| m.description.as_str())).collect();
+    if lines.is_empty() {
+        "nothing in particular".to_owned()
+    } else {
+        lines.join("; ")
+    }
+}
+
+async fn ask(
+    gateway: &Gateway,
+    call: hamlet_gateway::Call,
+    causes: &[Cause],
+    now: u64,
+    pending: &mut Pending,
+) -> Result<(hamlet_gateway::Answered, Option<PendingId>), ThinkError> {
+    match gateway.ask(&call).await {
+        Ok(a) => {
+            let at = pending.push_chain(now, a.events.iter().cloned(), causes);
+            Ok((a, at))
+        }
+        Err(e) => {
+            pending.push_chain(now, e.events().iter().cloned(), causes);
+            Err(e.into())
+        }
+    }
+}
+
+/// What an agent is about to decide on.
+#[derive(Clone, Debug)]
+pub struct Situation<'a> {
+    /// The agent.
+    pub agent: AgentId,
+    /// Its name.
+    pub name: &'a str,
+    /// Its summary description.
+    pub summary: &'a str,
+    /// The time, in words.
+    pub time: &'a str,
+    /// What it is doing, in words.
+    pub status: &'a str,
+    /// Its memory stream.
+    pub stream: &'a MemoryStream,
+}
+
+/// Continue or react? Two retrievals, as the paper names them — what the agent remembers
+/// of the observation, and of its relationship with who or what it concerns — give the
+/// context (their memories joined, without a further summarising call); then a yes/no
+/// question. Returns the decision and the position of the answer's last event.
+#[allow(clippy::too_many_arguments)]
+pub async fn should_react(
+    gateway: &Gateway,
+    style: Style,
+    who: &Situation<'_>,
+    observation: &str,
+    subject: &str,
+    now: u64,
+    retrieval: &RetrievalSettings,
+    pending: &mut Pending,
+) -> Result<(bool, Option<PendingId>), ThinkError> {
+    let (about, at1) =
+        recall(gateway, who.agent, who.stream, observation, now, retrieval, pending).await?;
+    let relation = format!("{}'s relationship with {subject}", who.name);
+    let (with, at2) =
+        recall(gateway, who.agent, who.stream, &relation, now, retrieval, pending).await?;
+    let mut hits = about.hits;
+    for hit in with.hits {
+        if !hits.iter().any(|h| h.memory == hit.memory) {
+            hits.push(hit);
+        }
+    }
+    let vars = BTreeMap::from([
+        ("agent", who.name.to_owned()),
+        ("summary", who.summary.to_owned()),
+        ("time", who.time.to_owned()),
+        ("status", who.status.to_owned()),
+        ("observation", observation.to_owned()),
+        ("context", context(who.stream, &hits)),
+    ]);
+    let mut call = template("react")?.call(&vars, style, Shape::YesNo)?;
+    call.agent = Some(who.agent);
+    call.max_tokens = Some(16);
+    let (answered, at) =
+        ask(gateway, call, &[Cause::Pending(at1), Cause::Pending(at2)], now, pending).await?;
+    Ok((matches!(answered.answer, Answer::YesNo(true)), at))
+}
+
+/// One line of a conversation: the speaker recalls what it remembers of the other (and of
+/// the last thing said), then speaks. Adds the `DialogueTurn` (caused by the answer and the
+/// retrieval) to the batch; silence from a fallback ends the conversation.
+#[allow(clippy::too_many_arguments)]
+pub async fn speak(
+    gateway: &Gateway,
+    style: Style,
+    who: &Situation<'_>,
+    other: &str,
+    place: &str,
+    conversation: EventId,
+    dialogue: &[(String, String)],
+    now: u64,
+    retrieval: &RetrievalSettings,
+    pending: &mut Pending,
+) -> Result<(Turn, PendingId), ThinkError> {
+    let last_said = dialogue.last().map_or_else(String::new, |(_, text)| text.clone());
+    let query = format!("{other} {last_said}");
+    let (recalled, at) =
+        recall(gateway, who.agent, who.stream, query.trim(), now, retrieval, pending).await?;
+    let so_far: Vec<String> =
+        dialogue.iter().map(|(speaker, text)| format!("{speaker}: {text}")).collect();
+    let vars = BTreeMap::from([
+        ("agent", who.name.to_owned()),
+        ("summary", who.summary.to_owned()),
+        ("time", who.time.to_owned()),
+        ("place", place.to_owned()),
+        ("other", other.to_owned()),
+        ("memories", context(who.stream, &recalled.hits)),
+        (
+            "dialogue",
+            if so_far.is_empty() { "(nothing yet)".to_owned() } else { so_far.join("\n") },
+        ),
+    ]);
+    let mut call = template("turn")?.call(&vars, style, Shape::Turn)?;
+    call.agent = Some(who.agent);
+    call.max_tokens = Some(120);
+    let (answered, asked) =
+        ask(gateway, call, &[Cause::Logged(conversation), Cause::Pending(at)], now, pending)
+            .await?;
+    let turn = match answered.answer {
+        Answer::Turn(t) => t,
+        _ => Turn { say: String::new(), end: true },
+    };
+    let mut causes = vec![Cause::Logged(conversation), Cause::Pending(at)];
+    causes.extend(asked.map(Cause::Pending));
+    let body = Body::DialogueTurn(DialogueTurn {
+        conversation,
+        speaker: who.agent,
+        text: turn.say.clone(),
+        ends: turn.end || turn.say.is_empty(),
+    });
+    let at = pending.push(now, body, &causes);
+    Ok((turn, at))
+}
+
+/// Answers an interviewer's question (the `Intervened` event `question`) from memory. The
+/// answer is recorded; it enters the memory stream only if `remembered`.
+#[allow(clippy::too_many_arguments)]
+pub async fn answer_interview(
+    gateway: &Gateway,
+    style: Style,
+    who: &Situation<'_>,
+    question_event: EventId,
+    question: &str,
+    remembered: bool,
+    now: u64,
+    retrieval: &RetrievalSettings,
+    pending: &mut Pending,
+) -> Result<(String, PendingId), ThinkError> {
+    let (recalled, at) =
+        recall(gateway, who.agent, who.stream, question, now, retrieval, pending).await?;
+    let vars = BTreeMap::from([
+        ("agent", who.name.to_owned()),
+        ("memories", context(who.stream, &recalled.hits)),
+        ("question", question.to_owned()),
+    ]);
+    let mut call = template("interview")?.call(&vars, style, Shape::Text)?;
+    call.agent = Some(who.agent);
+    call.max_tokens = Some(160);
+    let causes = [Cause::Logged(question_event), Cause::Pending(at)];
+    let (answered, asked) = ask(gateway, call, &causes, now, pending).await?;
+    let answer = match answered.answer {
+        Answer::Text(t) if !answered.fallback => t,
+        _ => String::new(),
+    };
+    let mut because = causes.to_vec();
+    because.extend(asked.map(Cause::Pending));
+    let body = Body::InterviewAnswered(InterviewAnswered {
+        agent: who.agent,
+        question: question_event,
+        answer: answer.clone(),
+    });
+    let at = pending.push(now, body, &because);
+    if remembered && !answer.is_empty() {
+        let words = format!("{} was asked \"{question}\" and answered \"{answer}\"", who.name);
+        remember(
+            gateway,
+            style,
+            who.agent,
+            who.name,
+            MemoryKind::Chat,
+            &[words],
+            &[],
+            &[Cause::Pending(at)],
+            now,
+            pending,
+        )
+        .await?;
+    }
+    Ok((answer, at))
+}
+
+/// An inner-voice instruction (the `Intervened` event `instruction_event`) becomes the
+/// agent's own intention, remembered as a plan memory; the loop then re-plans from it.
+pub async fn hear_inner_voice(
+    gateway: &Gateway,
+    style: Style,
+    who: &Situation<'_>,
+    instruction_event: EventId,
+    instruction: &str,
+    now: u64,
+    pending: &mut Pending,
+) -> Result<String, ThinkError> {
+    let vars =
+        BTreeMap::from([("agent", who.name.to_owned()), ("instruction", instruction.to_owned())]);
+    let mut call = template("inner_voice")?.call(&vars, style, Shape::Text)?;
+    call.agent = Some(who.agent);
+    call.max_tokens = Some(60);
+    let (answered, asked) =
+        ask(gateway, call, &[Cause::Logged(instruction_event)], now, pending).await?;
+    let intention = match answered.answer {
+        Answer::Text(t) if !answered.fallback => {
+            format!("{} intends to {}", who.name, t.trim_end_matches('.'))
+        }
+        _ => format!("{} intends to follow the thought: {instruction}", who.name),
+    };
+    let mut causes = vec![Cause::Logged(instruction_event)];
+    causes.extend(asked.map(Cause::Pending));
+    remember(
+        gateway,
+        style,
+        who.agent,
+        who.name,
+        MemoryKind::Plan,
+        std::slice::from_ref(&intention),
+        &[],
+        &causes,
+        now,
+        pending,
+    )
+    .await?;
+    Ok(intention)
+}
