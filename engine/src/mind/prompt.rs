@@ -194,6 +194,7 @@ mod tests {
             let known = [
                 "importance",
                 "day_plan",
+                "hour_parts",
                 "hour_plan",
                 "choice",
                 "yes_no",
