@@ -9,6 +9,7 @@
 //!   happens, chosen from the agent's spatial memory.
 //! * [`respond`]: continue or react, a line of dialogue, an interview answer, an inner
 //!   voice.
+//! * [`schedule`]: where each agent is in its plans, and so what it needs next.
 //! * [`think`]: remembering (importance rated, text embedded) and recalling through the
 //!   gateway, as batches of events that name their causes.
 //! * [`prompt`]: the versioned prompt templates of `engine/prompts/`, rendered for chat or
@@ -22,4 +23,5 @@ pub mod plan;
 pub mod prompt;
 pub mod respond;
 pub mod retrieval;
+pub mod schedule;
 pub mod think;

@@ -1,0 +1,213 @@
+//! Where each agent is in its plans, as a fold of `PlanMade` events: the day plan, its
+//! hour parts, their actions — and so what the agent needs next at a moment: a day plan, a
+//! decomposition of the item under way, or to act on the action under way.
+
+use std::collections::BTreeMap;
+
+use hamlet_log::event::{AgentId, PlanItem, PlanLevel, PlanMade, PlanRef};
+use hamlet_log::{Body, Event, EventId};
+
+/// One agent's plans.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Schedule {
+    day: Option<(EventId, PlanMade)>,
+    /// The simulated day the day plan is for.
+    day_number: u64,
+    parts: BTreeMap<PlanRef, (EventId, PlanMade)>,
+}
+
+/// What an agent needs next.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Need {
+    /// No plan for today: plan the day.
+    PlanDay,
+    /// The item under way is not yet broken down to this level.
+    Decompose {
+        /// The item.
+        item: PlanRef,
+        /// Its words and times.
+        what: PlanItem,
+        /// The level to break it into.
+        level: PlanLevel,
+    },
+    /// The action under way.
+    Act {
+        /// The action item.
+        item: PlanRef,
+        /// Its words, place and times.
+        what: PlanItem,
+    },
+    /// The plan has nothing at this moment (before its first item or after its last).
+    Free,
+}
+
+fn covering(plan: &PlanMade, now: u64) -> Option<(u16, &PlanItem)> {
+    plan.items.iter().enumerate().find_map(|(i, item)| {
+        let end = item.start_secs.saturating_add(u64::from(item.duration_secs));
+        (item.start_secs <= now && now < end).then_some((i as u16, item))
+    })
+}
+
+impl Schedule {
+    /// What the agent needs at `now` (simulated seconds); a day plan made on another day
+    /// does not count.
+    pub fn need(&self, now: u64) -> Need {
+        let Some((day_id, day)) = &self.day else { return Need::PlanDay };
+        if self.day_number != now / 86_400 {
+            return Need::PlanDay;
+        }
+        let mut plan_id = *day_id;
+        let mut plan = day;
+        for level in [PlanLevel::Hour, PlanLevel::Action] {
+            let Some((index, item)) = covering(plan, now) else { return Need::Free };
+            let item_ref = PlanRef { plan: plan_id, item: index };
+            match self.parts.get(&item_ref) {
+                Some((id, parts)) if !parts.items.is_empty() => {
+                    plan_id = *id;
+                    plan = parts;
+                }
+                // An empty decomposition (a fallback) leaves the item itself to act on.
+                Some(_) => return Need::Act { item: item_ref, what: item.clone() },
+                None => return Need::Decompose { item: item_ref, what: item.clone(), level },
+            }
+        }
+        match covering(plan, now) {
+            Some((index, item)) => {
+                Need::Act { item: PlanRef { plan: plan_id, item: index }, what: item.clone() }
+            }
+            None => Need::Free,
+        }
+    }
+
+    /// The day plan, if any.
+    pub fn day(&self) -> Option<&PlanMade> {
+        self.day.as_ref().map(|(_, p)| p)
+    }
+}
+
+/// Every agent's schedule, folded from the log.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Schedules {
+    by_agent: BTreeMap<AgentId, Schedule>,
+}
+
+impl Schedules {
+    /// Folds one event in: a day plan replaces the agent's plans; a decomposition is kept
+    /// under the item it decomposes.
+    pub fn apply(&mut self, event: &Event) {
+        let Body::PlanMade(plan) = &event.body else { return };
+        let schedule = self.by_agent.entry(plan.agent).or_default();
+        match (plan.level, plan.decomposes) {
+            (PlanLevel::Day, _) => {
+                // The day its items are on; an empty plan (a fallback) is for the day it
+                // was made.
+                schedule.day_number =
+                    plan.items.first().map_or(event.sim_time_secs(), |i| i.start_secs) / 86_400;
+                schedule.day = Some((event.id, plan.clone()));
+                schedule.parts.clear();
+            }
+            (_, Some(of)) => {
+                schedule.parts.insert(of, (event.id, plan.clone()));
+            }
+            (_, None) => {}
+        }
+    }
+
+    /// An agent's schedule (empty if it has none).
+    pub fn of(&self, agent: AgentId) -> Schedule {
+        self.by_agent.get(&agent).cloned().unwrap_or_default()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use hamlet_log::event::Header;
+    use hamlet_log::BranchId;
+
+    use super::*;
+
+    const MEI: AgentId = AgentId(0);
+    const DAY1: u64 = 86_400;
+
+    fn item(what: &str, start_min: u64, minutes: u32) -> PlanItem {
+        PlanItem {
+            description: what.into(),
+            address: String::new(),
+            start_secs: DAY1 + start_min * 60,
+            duration_secs: minutes * 60,
+        }
+    }
+
+    fn plan(n: u8, level: PlanLevel, decomposes: Option<PlanRef>, items: Vec<PlanItem>) -> Event {
+        Event {
+            id: EventId([n; 32]),
+            parent: EventId::NONE,
+            branch: BranchId(EventId([0xbb; 32])),
+            header: Header { seq: u64::from(n), sim_time_secs: DAY1, causes: vec![] },
+            body: Body::PlanMade(PlanMade { agent: MEI, level, decomposes, items }),
+        }
+    }
+
+    #[test]
+    fn needs_go_from_day_plan_to_parts_to_actions_to_acting() {
+        let mut s = Schedules::default();
+        let at = |m: u64| DAY1 + m * 60;
+        assert_eq!(s.of(MEI).need(at(420)), Need::PlanDay);
+        s.apply(&plan(
+            1,
+            PlanLevel::Day,
+            None,
+            vec![item("morning", 420, 180), item("paint", 600, 240)],
+        ));
+        let day = PlanRef { plan: EventId([1; 32]), item: 0 };
+        assert!(
+            matches!(s.of(MEI).need(at(430)), Need::Decompose { item, level: PlanLevel::Hour, .. } if item == day)
+        );
+        assert_eq!(s.of(MEI).need(at(300)), Need::Free, "before the first item");
+        s.apply(&plan(
+            2,
+            PlanLevel::Hour,
+            Some(day),
+            vec![item("wash", 420, 60), item("breakfast", 480, 60)],
+        ));
+        let hour = PlanRef { plan: EventId([2; 32]), item: 1 };
+        assert!(
+            matches!(s.of(MEI).need(at(485)), Need::Decompose { item, level: PlanLevel::Action, .. } if item == hour)
+        );
+        s.apply(&plan(
+            3,
+            PlanLevel::Action,
+            Some(hour),
+            vec![item("cook eggs", 480, 10), item("eat", 490, 15)],
+        ));
+        match s.of(MEI).need(at(495)) {
+            Need::Act { item, what } => {
+                assert_eq!(item, PlanRef { plan: EventId([3; 32]), item: 1 });
+                assert_eq!(what.description, "eat");
+            }
+            other => panic!("{other:?}"),
+        }
+        assert_eq!(
+            s.of(MEI).need(at(510)),
+            Need::Free,
+            "between the last action and the hour's end"
+        );
+        // The next day needs a new plan; a new day plan replaces everything.
+        assert_eq!(s.of(MEI).need(DAY1 + 86_400 + 3600), Need::PlanDay);
+        s.apply(&plan(4, PlanLevel::Day, None, vec![item("rest", 420, 600)]));
+        assert!(s.of(MEI).day().is_some_and(|d| d.items.len() == 1));
+    }
+
+    #[test]
+    fn an_empty_decomposition_means_acting_on_the_item_itself() {
+        let mut s = Schedules::default();
+        s.apply(&plan(1, PlanLevel::Day, None, vec![item("morning", 420, 180)]));
+        let day = PlanRef { plan: EventId([1; 32]), item: 0 };
+        s.apply(&plan(2, PlanLevel::Hour, Some(day), vec![]));
+        assert!(matches!(s.of(MEI).need(DAY1 + 430 * 60), Need::Act { item, .. } if item == day));
+        // An empty day plan is still today's plan; tomorrow needs a new one.
+        s.apply(&plan(3, PlanLevel::Day, None, vec![]));
+        assert_eq!(s.of(MEI).need(DAY1 + 600), Need::Free);
+        assert_eq!(s.of(MEI).need(DAY1 + 86_400 + 600), Need::PlanDay);
+    }
+}
