@@ -21,6 +21,7 @@ pub mod history;
 pub mod mind;
 pub mod pending;
 pub mod rng;
+pub mod sim;
 pub mod store;
 pub mod synth;
 pub mod town;

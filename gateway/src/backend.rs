@@ -103,6 +103,12 @@ pub trait LlmBackend: Send + Sync {
     fn is_recorded(&self) -> bool {
         false
     }
+    /// For a recording: the latency recorded for the try just answered for `request_hash`,
+    /// which the gateway records again instead of its own (so a re-run's events are
+    /// byte-identical).
+    fn recorded_latency_ms(&self, _request_hash: [u8; 32]) -> Option<u32> {
+        None
+    }
 }
 
 /// An embedding model.
@@ -122,5 +128,9 @@ pub trait EmbedBackend: Send + Sync {
     /// True when answers come from a recording.
     fn is_recorded(&self) -> bool {
         false
+    }
+    /// For a recording: the latency recorded for the try just answered.
+    fn recorded_latency_ms(&self, _request_hash: [u8; 32]) -> Option<u32> {
+        None
     }
 }

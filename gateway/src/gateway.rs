@@ -207,7 +207,7 @@ impl Gateway {
                     )),
                 }
             };
-            let latency_ms = watch.millis();
+            let latency_ms = self.llm.recorded_latency_ms(hash).unwrap_or_else(|| watch.millis());
             let failure = match result {
                 Ok(completion) => {
                     out.tokens_prompt = out.tokens_prompt.saturating_add(completion.tokens_prompt);
@@ -357,7 +357,8 @@ impl Gateway {
                     )),
                 }
             };
-            let latency_ms = watch.millis();
+            let latency_ms =
+                self.embedder.recorded_latency_ms(hash).unwrap_or_else(|| watch.millis());
             let failure = match result.and_then(|v| checked_vectors(v, call.texts.len())) {
                 Ok(v) => {
                     events.push(Body::EmbeddingReturned(EmbeddingReturned {

@@ -27,6 +27,9 @@ enum Outcome {
     Failed(BackendError),
 }
 
+/// An outcome with the latency recorded for it.
+type Timed = (Outcome, u32);
+
 /// Answers from a recording.
 pub struct Replay {
     backend: String,
@@ -36,14 +39,15 @@ pub struct Replay {
     model: String,
     embed_model: String,
     params: Option<Params>,
-    outcomes: Mutex<BTreeMap<[u8; 32], VecDeque<Outcome>>>,
+    outcomes: Mutex<BTreeMap<[u8; 32], VecDeque<Timed>>>,
+    latencies: Mutex<BTreeMap<[u8; 32], u32>>,
     requests: Vec<LlmRequested>,
 }
 
 impl Replay {
     /// Collects the recorded calls from a recording's events, in log order.
     pub fn from_events<'a>(events: impl IntoIterator<Item = &'a Body>) -> Replay {
-        let mut outcomes: BTreeMap<[u8; 32], VecDeque<Outcome>> = BTreeMap::new();
+        let mut outcomes: BTreeMap<[u8; 32], VecDeque<Timed>> = BTreeMap::new();
         let mut requests = Vec::new();
         let (mut model, mut embed_model, mut params) = (String::new(), String::new(), None);
         let (mut backend, mut server) = (String::new(), String::new());
@@ -68,23 +72,20 @@ impl Replay {
                     }
                 }
                 Body::LlmResponded(r) if !r.fallback => {
-                    outcomes.entry(r.request_hash).or_default().push_back(Outcome::Answer(
-                        Completion {
-                            text: r.text.clone(),
-                            tokens_prompt: r.tokens_prompt,
-                            tokens_completion: r.tokens_completion,
-                            finish_reason: r.finish_reason.clone(),
-                            response_model: r.response_model.clone(),
-                            response_id: r.response_id.clone(),
-                        },
-                    ));
+                    let answer = Outcome::Answer(Completion {
+                        text: r.text.clone(),
+                        tokens_prompt: r.tokens_prompt,
+                        tokens_completion: r.tokens_completion,
+                        finish_reason: r.finish_reason.clone(),
+                        response_model: r.response_model.clone(),
+                        response_id: r.response_id.clone(),
+                    });
+                    outcomes.entry(r.request_hash).or_default().push_back((answer, r.latency_ms));
                 }
                 // Bad answers are the gateway's verdict on a recorded answer, not an outcome.
                 Body::LlmFailed(f) if f.kind != FailureKind::BadAnswer => {
-                    outcomes
-                        .entry(f.request_hash)
-                        .or_default()
-                        .push_back(Outcome::Failed(BackendError::new(f.kind, f.message.clone())));
+                    let failed = Outcome::Failed(BackendError::new(f.kind, f.message.clone()));
+                    outcomes.entry(f.request_hash).or_default().push_back((failed, f.latency_ms));
                 }
                 Body::EmbeddingRequested(r) if embed_model.is_empty() => {
                     embed_model = r.model.clone();
@@ -92,9 +93,9 @@ impl Replay {
                     embed_server = r.server.clone();
                 }
                 Body::EmbeddingReturned(r) => {
-                    outcomes.entry(r.request_hash).or_default().push_back(Outcome::Vectors(
-                        Vectors { vectors: r.vectors.clone(), tokens: r.tokens },
-                    ));
+                    let vectors =
+                        Outcome::Vectors(Vectors { vectors: r.vectors.clone(), tokens: r.tokens });
+                    outcomes.entry(r.request_hash).or_default().push_back((vectors, r.latency_ms));
                 }
                 _ => {}
             }
@@ -108,6 +109,7 @@ impl Replay {
             embed_model,
             params,
             outcomes: Mutex::new(outcomes),
+            latencies: Mutex::new(BTreeMap::new()),
             requests,
         }
     }
@@ -124,7 +126,15 @@ impl Replay {
     }
 
     fn next(&self, hash: [u8; 32]) -> Option<Outcome> {
-        self.outcomes.lock().ok()?.get_mut(&hash)?.pop_front()
+        let (outcome, latency) = self.outcomes.lock().ok()?.get_mut(&hash)?.pop_front()?;
+        if let Ok(mut latencies) = self.latencies.lock() {
+            latencies.insert(hash, latency);
+        }
+        Some(outcome)
+    }
+
+    fn latency(&self, hash: [u8; 32]) -> Option<u32> {
+        self.latencies.lock().ok()?.remove(&hash)
     }
 
     fn miss(&self, attempt: &Attempt<'_>) -> BackendError {
@@ -264,6 +274,10 @@ impl LlmBackend for Replay {
     fn is_recorded(&self) -> bool {
         true
     }
+
+    fn recorded_latency_ms(&self, request_hash: [u8; 32]) -> Option<u32> {
+        self.latency(request_hash)
+    }
 }
 
 impl EmbedBackend for Replay {
@@ -307,5 +321,9 @@ impl EmbedBackend for Replay {
 
     fn is_recorded(&self) -> bool {
         true
+    }
+
+    fn recorded_latency_ms(&self, request_hash: [u8; 32]) -> Option<u32> {
+        self.latency(request_hash)
     }
 }

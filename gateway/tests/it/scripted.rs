@@ -36,6 +36,8 @@ impl LlmBackend for ScriptedLlm {
     ) -> BoxFuture<'a, Result<Completion, BackendError>> {
         let next = self.script.lock().unwrap().pop_front();
         Box::pin(async move {
+            // Long enough to show as latency: a replay must record the recorded one.
+            tokio::time::sleep(std::time::Duration::from_millis(15)).await;
             let text = next.unwrap_or_else(|| {
                 Err(BackendError::new(hamlet_log::event::FailureKind::Refused, "script over"))
             })?;
