@@ -359,7 +359,11 @@ impl Gateway {
             };
             let latency_ms =
                 self.embedder.recorded_latency_ms(hash).unwrap_or_else(|| watch.millis());
-            let failure = match result.and_then(|v| checked_vectors(v, call.texts.len())) {
+            // Recorded vectors were normalised when recorded: scaling them again would move
+            // their last bits, and a re-run must be byte-identical.
+            let normalise = !self.embedder.is_recorded();
+            let failure = match result.and_then(|v| checked_vectors(v, call.texts.len(), normalise))
+            {
                 Ok(v) => {
                     events.push(Body::EmbeddingReturned(EmbeddingReturned {
                         request_hash: hash,
@@ -397,10 +401,11 @@ impl Gateway {
     }
 }
 
-/// One vector per text, all of one length, finite; scaled to unit length.
+/// One vector per text, all of one length, finite; scaled to unit length if `normalise`.
 fn checked_vectors(
     mut v: crate::backend::Vectors,
     texts: usize,
+    normalise: bool,
 ) -> Result<crate::backend::Vectors, BackendError> {
     let bad = |m: String| Err(BackendError::new(FailureKind::BadAnswer, m));
     if v.vectors.len() != texts {
@@ -415,7 +420,7 @@ fn checked_vectors(
             return bad(format!("vector {i} holds a value that is not a finite number"));
         }
         let norm = vector.iter().map(|x| x * x).sum::<f32>().sqrt();
-        if norm > 0.0 {
+        if normalise && norm > 0.0 {
             vector.iter_mut().for_each(|x| *x /= norm);
         }
     }

@@ -10,6 +10,7 @@ mod llm;
 mod loopback;
 mod mind;
 mod power_loss;
+mod sim;
 mod store_model;
 mod support;
 mod tidy;
