@@ -6,8 +6,10 @@
 #![allow(missing_docs, reason = "criterion's macros generate undocumented items")]
 
 use std::hint::black_box;
-use std::process::Command;
 use std::time::{Duration, Instant};
+
+#[path = "../../gateway/benches/support/machine.rs"]
+mod machine;
 
 use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion, Throughput};
 use hamlet_engine::fold::Town;
@@ -27,38 +29,6 @@ fn n_events() -> u64 {
     })
 }
 
-fn first_line(cmd: &str, args: &[&str]) -> String {
-    Command::new(cmd)
-        .args(args)
-        .output()
-        .ok()
-        .map(|o| String::from_utf8_lossy(&o.stdout).lines().next().unwrap_or("").trim().to_owned())
-        .unwrap_or_default()
-}
-
-fn machine() -> String {
-    let cpuinfo = std::fs::read_to_string("/proc/cpuinfo").unwrap_or_default();
-    let cpu = cpuinfo
-        .lines()
-        .find_map(|l| l.strip_prefix("model name").and_then(|r| r.split(':').nth(1)))
-        .unwrap_or("unknown cpu")
-        .trim()
-        .to_owned();
-    let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
-    let mem_kb: u64 = std::fs::read_to_string("/proc/meminfo")
-        .unwrap_or_default()
-        .lines()
-        .find_map(|l| l.strip_prefix("MemTotal:"))
-        .and_then(|r| r.split_whitespace().next()?.parse().ok())
-        .unwrap_or(0);
-    format!(
-        "machine: {cpu}, {cores} cores, {:.1} GiB; {}; commit {}; release",
-        mem_kb as f64 / (1 << 20) as f64,
-        first_line("rustc", &["--version"]),
-        first_line("git", &["rev-parse", "--short", "HEAD"]),
-    )
-}
-
 struct Data {
     bytes: Vec<u8>,
     with_checkpoints: Vec<u8>,
@@ -67,7 +37,7 @@ struct Data {
 fn data() -> &'static Data {
     static DATA: std::sync::OnceLock<Data> = std::sync::OnceLock::new();
     DATA.get_or_init(|| {
-        println!("{}", machine());
+        println!("{}", machine::machine());
         let n = n_events();
         let bytes =
             write_recording(SynthSpec { n_events: n, n_agents: 25, seed: 1 }, Vec::new(), |_| {})

@@ -1,27 +1,40 @@
-//! The simulation loop, one step at a time: the clock advances; each agent perceives,
-//! remembers what is new, plans (day, hour parts, actions) when its schedule needs it,
-//! chooses where to act, starts the action and walks one tile; reflects when its recent
-//! memories pass the threshold. Every agent's events form one batch; batches are committed
-//! in agent order, so the log does not depend on which model answer came first. All state
-//! the loop reads is folded from the log, so a run resumes from its store.
+//! The simulation loop, one step at a time.
 //!
-//! Still to come (see the agent-minds issue): conversations when agents meet, reactions
-//! re-planning, per-agent strategies, concurrency within a step, `hamlet run`.
+//! A step is three commits:
+//! 1. the clock (`ClockStepped`, alone);
+//! 2. every agent's thinking, built **concurrently** (each agent reads the town as folded
+//!    at the tick and writes its own batch: perceive, remember what is new, maybe decide to
+//!    react to someone, plan/decompose/choose a place/start an action/walk by its schedule,
+//!    reflect when due), then joined in agent order with the conversations the reactions
+//!    start, and committed as one batch;
+//! 3. every open conversation, run concurrently to its end (alternating lines, then both
+//!    agents remember it, spend the next minutes talking, and re-plan the rest of their hour),
+//!    joined in conversation order and committed as one batch.
+//!
+//! Batches are joined in canonical order, so the log does not depend on which model answer
+//! came first. All state the loop reads is folded from the log, so a run resumes from its
+//! store: a tick with nothing after it means the step's thinking is still to do, and an open
+//! conversation is continued from its last line.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 
 use hamlet_gateway::Gateway;
-use hamlet_log::event::{AgentId, MemoryKind, Perceived};
-use hamlet_log::{Body, BranchId, Event};
+use hamlet_log::event::{
+    AgentId, ConversationEnded, ConversationStarted, Intervened, Intervention, MemoryKind,
+    Perceived, PlanItem, PlanLevel,
+};
+use hamlet_log::{Body, BranchId, Event, EventId};
 
+use crate::describe::sim_time;
 use crate::fold::Town;
 use crate::mind::memory::{seed_statements, Minds};
 use crate::mind::plan::{choose_place, decompose, plan_day};
 use crate::mind::prompt::Style;
+use crate::mind::respond::{answer_interview, hear_inner_voice, should_react, speak, Situation};
 use crate::mind::retrieval::RetrievalSettings;
 use crate::mind::schedule::{Need, Schedules};
 use crate::mind::think::{reflect, reflection_due, remember, ReflectionSettings, ThinkError};
-use crate::pending::{Cause, Pending};
+use crate::pending::{Cause, Pending, PendingId};
 use crate::store::{Storage, Store, StoreError};
 use crate::town::spatial::SpatialMemory;
 use crate::town::{actions, clock, genesis, perception, walk, Definition};
@@ -35,6 +48,44 @@ pub enum SimError {
     /// A model call failed for good.
     #[error(transparent)]
     Think(#[from] ThinkError),
+    /// The store holds no run to resume.
+    #[error("{0}")]
+    Resume(String),
+}
+
+/// Which parts of the architecture an agent uses: the paper's full architecture and its
+/// ablations, chosen per agent in the town file (`strategy`), so the paper's comparison can
+/// be rerun in one town.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub enum Strategy {
+    /// Memory, reflection, planning, reacting.
+    Full,
+    /// No reflection.
+    NoReflection,
+    /// No reflection, and no planning ahead: actions are decided a quarter hour at a time.
+    NoReflectionNoPlanning,
+}
+
+impl Strategy {
+    /// The strategy named in a town file (see [`crate::town::STRATEGIES`]).
+    pub fn named(name: &str) -> Option<Strategy> {
+        match name {
+            "full" => Some(Strategy::Full),
+            "no_reflection" => Some(Strategy::NoReflection),
+            "no_reflection_no_planning" => Some(Strategy::NoReflectionNoPlanning),
+            _ => None,
+        }
+    }
+
+    /// Whether the agent reflects.
+    pub fn reflects(self) -> bool {
+        self == Strategy::Full
+    }
+
+    /// Whether the agent plans its day ahead (and re-plans after reacting).
+    pub fn plans(self) -> bool {
+        self != Strategy::NoReflectionNoPlanning
+    }
 }
 
 /// How the agents think.
@@ -48,6 +99,15 @@ pub struct SimSettings {
     pub reflection: ReflectionSettings,
     /// When agents wake, minutes after midnight.
     pub wake_minute: u16,
+    /// Lines in a conversation, at most (both speakers together).
+    pub max_turns: usize,
+    /// Simulated seconds before the same two agents may start talking again.
+    pub talk_cooldown_secs: u64,
+    /// Simulated seconds before an agent asks itself again whether to react to the same
+    /// other agent.
+    pub reconsider_secs: u64,
+    /// How far ahead an agent without a day plan decides its actions, in minutes.
+    pub moment_minutes: u32,
 }
 
 impl Default for SimSettings {
@@ -57,8 +117,29 @@ impl Default for SimSettings {
             retrieval: RetrievalSettings::default(),
             reflection: ReflectionSettings::default(),
             wake_minute: 7 * 60,
+            max_turns: 8,
+            talk_cooldown_secs: 3600,
+            reconsider_secs: 1800,
+            moment_minutes: 15,
         }
     }
+}
+
+/// How many of an agent's latest memories are checked before remembering an observation
+/// again (one made within the hour is not made twice).
+const RECENT_OBSERVATIONS: usize = 200;
+
+/// The query of the continue-or-react question's second retrieval, after the agent's name
+/// (see [`should_react`]).
+const RELATIONSHIP: &str = "'s relationship with ";
+
+/// What one agent's thinking leads to beyond its own batch.
+#[derive(Clone, Copy, Debug)]
+struct Talk {
+    /// Whom it decided to talk to.
+    with: AgentId,
+    /// The decision's last event, in the agent's batch.
+    decided: PendingId,
 }
 
 /// A running town: the store it writes, and the folds it reads.
@@ -74,6 +155,21 @@ pub struct Sim<S: Storage> {
     spatial: BTreeMap<AgentId, SpatialMemory>,
     last_seen: BTreeMap<AgentId, BTreeMap<String, u64>>,
     last_reflection: BTreeMap<AgentId, u64>,
+    strategies: BTreeMap<AgentId, Strategy>,
+    /// When each pair (lower id first) last started talking.
+    last_talk: BTreeMap<(AgentId, AgentId), u64>,
+    /// Open conversations: where, and the lines so far (speaker, words).
+    dialogues: BTreeMap<EventId, (String, Vec<(AgentId, String)>)>,
+    /// Open conversations in the order they started (ids depend on measured latencies, so
+    /// they must not decide an order).
+    started: Vec<EventId>,
+    /// Until when each agent spends the minutes after a conversation talking.
+    talking_until: BTreeMap<AgentId, u64>,
+    /// When each agent last asked itself whether to react to another (folded from the
+    /// relationship retrieval that question makes).
+    considered: BTreeMap<(AgentId, AgentId), u64>,
+    /// The head is a tick whose thinking is still to do.
+    at_tick: bool,
 }
 
 impl<S: Storage> Sim<S> {
@@ -89,19 +185,7 @@ impl<S: Storage> Sim<S> {
     ) -> Result<Sim<S>, SimError> {
         let branch = store.create_root(name)?;
         store.append_durable(branch, &genesis::genesis(&town, seed))?;
-        let mut sim = Sim {
-            store,
-            branch,
-            town,
-            gateway,
-            settings,
-            state: Town::default(),
-            minds: Minds::default(),
-            schedules: Schedules::default(),
-            spatial: BTreeMap::new(),
-            last_seen: BTreeMap::new(),
-            last_reflection: BTreeMap::new(),
-        };
+        let mut sim = Sim::new(store, branch, town, gateway, settings);
         sim.refold()?;
         let now = sim.state.sim_time_secs;
         let agents: Vec<(AgentId, String, String)> = sim
@@ -112,7 +196,8 @@ impl<S: Storage> Sim<S> {
             .collect();
         for (agent, name, persona) in agents {
             let mut pending = Pending::new();
-            let seeds = seed_statements(&persona);
+            let seeds: Vec<String> =
+                seed_statements(&persona).into_iter().map(str::to_owned).collect();
             let style = sim.settings.style;
             let result = remember(
                 &sim.gateway,
@@ -133,7 +218,102 @@ impl<S: Storage> Sim<S> {
         Ok(sim)
     }
 
-    /// Folds the whole branch again (on start and resume).
+    /// Opens the run on `branch` of `store` again: the town is read from the branch's
+    /// `TownLoaded` event and everything else is folded from the log, so the run goes on
+    /// exactly where it stopped (an agent whose seed memories were not all written gets the
+    /// rest first).
+    pub async fn resume(
+        store: Store<S>,
+        branch: BranchId,
+        gateway: Gateway,
+        settings: SimSettings,
+    ) -> Result<Sim<S>, SimError> {
+        let head = store.branch(branch).map_or(0, |b| b.head_seq);
+        let events = store.events(branch, 0, head)?;
+        let source = events
+            .iter()
+            .find_map(|e| match &e.body {
+                Body::TownLoaded(t) => Some(t.source.clone()),
+                _ => None,
+            })
+            .ok_or_else(|| SimError::Resume(format!("branch {branch} holds no town to resume")))?;
+        let town = Definition::parse("the recorded town", &source)
+            .map_err(|e| SimError::Resume(format!("the recorded town does not load: {e}")))?;
+        let mut sim = Sim::new(store, branch, town, gateway, settings);
+        sim.refold()?;
+        let now = sim.state.sim_time_secs;
+        let missing: Vec<(AgentId, String, Vec<String>)> = sim
+            .state
+            .agents
+            .iter()
+            .filter_map(|(id, a)| {
+                let have: BTreeSet<&str> = sim
+                    .minds
+                    .stream(*id)
+                    .recent(usize::MAX)
+                    .iter()
+                    .map(|m| m.description.as_str())
+                    .collect();
+                let rest: Vec<String> = seed_statements(&a.persona)
+                    .into_iter()
+                    .filter(|s| !have.contains(s))
+                    .map(str::to_owned)
+                    .collect();
+                (sim.state.step == 0 && !rest.is_empty()).then(|| (*id, a.name.clone(), rest))
+            })
+            .collect();
+        for (agent, name, seeds) in missing {
+            let mut pending = Pending::new();
+            let style = sim.settings.style;
+            let result = remember(
+                &sim.gateway,
+                style,
+                agent,
+                &name,
+                MemoryKind::Seed,
+                &seeds,
+                &[],
+                &[],
+                now,
+                &mut pending,
+            )
+            .await;
+            sim.commit(pending)?;
+            result?;
+        }
+        Ok(sim)
+    }
+
+    fn new(
+        store: Store<S>,
+        branch: BranchId,
+        town: Definition,
+        gateway: Gateway,
+        settings: SimSettings,
+    ) -> Sim<S> {
+        Sim {
+            store,
+            branch,
+            town,
+            gateway,
+            settings,
+            state: Town::default(),
+            minds: Minds::default(),
+            schedules: Schedules::default(),
+            spatial: BTreeMap::new(),
+            last_seen: BTreeMap::new(),
+            last_reflection: BTreeMap::new(),
+            strategies: BTreeMap::new(),
+            last_talk: BTreeMap::new(),
+            dialogues: BTreeMap::new(),
+            started: Vec::new(),
+            talking_until: BTreeMap::new(),
+            considered: BTreeMap::new(),
+            at_tick: false,
+        }
+    }
+
+    /// Folds the whole branch again.
     fn refold(&mut self) -> Result<(), StoreError> {
         let head = self.store.branch(self.branch).map_or(0, |b| b.head_seq);
         let events = self.store.events(self.branch, 0, head)?;
@@ -141,6 +321,14 @@ impl<S: Storage> Sim<S> {
         self.minds = Minds::default();
         self.schedules = Schedules::default();
         self.spatial.clear();
+        self.last_seen.clear();
+        self.last_reflection.clear();
+        self.strategies.clear();
+        self.last_talk.clear();
+        self.dialogues.clear();
+        self.started.clear();
+        self.talking_until.clear();
+        self.considered.clear();
         for event in &events {
             self.fold(event);
         }
@@ -151,30 +339,73 @@ impl<S: Storage> Sim<S> {
         self.state.apply(event);
         self.minds.apply(event);
         self.schedules.apply(event);
-        if let Body::Perceived(p) = &event.body {
-            self.spatial.entry(p.agent).or_default().apply(p.agent, event);
-            let seen = self.last_seen.entry(p.agent).or_default();
-            for percept in &p.percepts {
-                seen.insert(percept.subject.clone(), self.state.step);
+        self.at_tick = matches!(event.body, Body::ClockStepped(_));
+        match &event.body {
+            Body::Perceived(p) => {
+                self.spatial.entry(p.agent).or_default().apply(p.agent, event);
+                let seen = self.last_seen.entry(p.agent).or_default();
+                for percept in &p.percepts {
+                    seen.insert(percept.subject.clone(), self.state.step);
+                }
             }
-        }
-        if let Body::ReflectionStarted(r) = &event.body {
-            self.last_reflection.insert(r.agent, event.sim_time_secs());
+            Body::ReflectionStarted(r) => {
+                self.last_reflection.insert(r.agent, event.sim_time_secs());
+            }
+            Body::AgentJoined(j) => {
+                let named = j.traits.iter().find(|(k, _)| k == "strategy");
+                let strategy = named.and_then(|(_, v)| Strategy::named(v));
+                self.strategies.insert(j.agent, strategy.unwrap_or(Strategy::Full));
+            }
+            Body::ConversationStarted(c) => {
+                if let [a, b] = c.agents[..] {
+                    self.last_talk.insert((a.min(b), a.max(b)), event.sim_time_secs());
+                }
+                self.dialogues.insert(event.id, (c.address.clone(), Vec::new()));
+                self.started.push(event.id);
+            }
+            Body::DialogueTurn(t) => {
+                if let Some((_, lines)) = self.dialogues.get_mut(&t.conversation) {
+                    lines.push((t.speaker, t.text.clone()));
+                }
+            }
+            Body::Retrieved(r) => {
+                // The continue-or-react question recalls "A's relationship with B".
+                let me = self.state.agents.get(&r.agent).map(|a| a.name.as_str());
+                let about = me
+                    .and_then(|me| r.query.strip_prefix(me))
+                    .and_then(|rest| rest.strip_prefix(RELATIONSHIP));
+                let other = about.and_then(|name| {
+                    self.state.agents.iter().find(|(_, a)| a.name == name).map(|(id, _)| *id)
+                });
+                if let Some(other) = other {
+                    self.considered.insert((r.agent, other), event.sim_time_secs());
+                }
+            }
+            Body::ConversationEnded(e) => {
+                self.started.retain(|c| *c != e.conversation);
+                if let Some((_, lines)) = self.dialogues.remove(&e.conversation) {
+                    let until = event.sim_time_secs() + self.talk_secs(lines.len());
+                    for (speaker, _) in lines {
+                        self.talking_until.insert(speaker, until);
+                    }
+                }
+            }
+            _ => {}
         }
     }
 
     /// Commits a batch and folds what was committed.
-    fn commit(&mut self, pending: Pending) -> Result<(), StoreError> {
+    fn commit(&mut self, pending: Pending) -> Result<Vec<EventId>, StoreError> {
         if pending.is_empty() {
-            return Ok(());
+            return Ok(Vec::new());
         }
         let from = self.store.branch(self.branch).map_or(0, |b| b.head_seq) + 1;
-        pending.commit(&mut self.store, self.branch)?;
+        let ids = pending.commit(&mut self.store, self.branch)?;
         let head = self.store.branch(self.branch).map_or(0, |b| b.head_seq);
         for event in self.store.events(self.branch, from, head)? {
             self.fold(&event);
         }
-        Ok(())
+        Ok(ids)
     }
 
     /// The town as folded so far.
@@ -192,46 +423,160 @@ impl<S: Storage> Sim<S> {
         self.branch
     }
 
-    /// One step of the clock and of every agent.
-    pub async fn step(&mut self) -> Result<(), SimError> {
-        let tick = clock::advance(&self.town, &self.state, 1);
-        self.store.append_durable(self.branch, &[tick])?;
-        self.refold_tail()?;
-        let ids: Vec<AgentId> = self.state.agents.keys().copied().collect();
-        for agent in ids {
-            let batch = self.think(agent).await;
-            let (pending, result) = match batch {
-                Ok(p) => (p, Ok(())),
-                Err((p, e)) => (p, Err(e)),
-            };
-            self.commit(pending)?;
-            result?;
-        }
-        Ok(())
+    /// The town run.
+    pub fn town(&self) -> &Definition {
+        &self.town
     }
 
-    fn refold_tail(&mut self) -> Result<(), StoreError> {
-        let head = self.store.branch(self.branch).map_or(0, |b| b.head_seq);
-        let event = self.store.event_at(self.branch, head)?;
-        self.fold(&event);
-        Ok(())
+    /// The gateway the agents think through.
+    pub fn gateway(&self) -> &Gateway {
+        &self.gateway
+    }
+
+    /// True when the last step stopped part way (its thinking or its conversations still to
+    /// do): the next [`Sim::step`] finishes it without moving the clock.
+    pub fn mid_step(&self) -> bool {
+        self.at_tick || !self.dialogues.is_empty()
+    }
+
+    /// An agent's strategy.
+    pub fn strategy(&self, agent: AgentId) -> Strategy {
+        self.strategies.get(&agent).copied().unwrap_or(Strategy::Full)
+    }
+
+    /// One step: the clock, every agent's thinking, then every open conversation to its end
+    /// — or, when the last step stopped part way ([`Sim::mid_step`]), the rest of it.
+    pub async fn step(&mut self) -> Result<(), SimError> {
+        if !self.at_tick && !self.dialogues.is_empty() {
+            // A step stopped after its agents' batch: finish its conversations.
+            return self.converse_all().await;
+        }
+        if !self.at_tick {
+            let tick = clock::advance(&self.town, &self.state, 1);
+            self.store.append_durable(self.branch, &[tick])?;
+            let head = self.store.branch(self.branch).map_or(0, |b| b.head_seq);
+            let event = self.store.event_at(self.branch, head)?;
+            self.fold(&event);
+        }
+        // Every agent thinks, concurrently, each into its own batch.
+        let ids: Vec<AgentId> = self.state.agents.keys().copied().collect();
+        let this = &*self;
+        let thoughts = futures::future::join_all(ids.iter().map(|&a| this.think(a))).await;
+        let mut batch = Pending::new();
+        let mut failure = None;
+        let mut talks: Vec<(AgentId, Talk, usize)> = Vec::new();
+        for (&agent, (pending, result)) in ids.iter().zip(thoughts) {
+            let offset = batch.append(pending);
+            match result {
+                Ok(Some(talk)) => talks.push((agent, talk, offset)),
+                Ok(None) => {}
+                Err(e) => failure = failure.or(Some(e)),
+            }
+        }
+        // Reactions become conversations, first come (in agent order) first served.
+        if failure.is_none() {
+            let now = self.state.sim_time_secs;
+            let mut taken = BTreeSet::new();
+            for (agent, talk, offset) in talks {
+                if taken.contains(&agent) || taken.contains(&talk.with) {
+                    continue;
+                }
+                taken.extend([agent, talk.with]);
+                let address = self.address_of(agent);
+                let started = ConversationStarted { agents: vec![agent, talk.with], address };
+                let decided = Pending::shifted(talk.decided, offset);
+                batch.push(now, Body::ConversationStarted(started), &[Cause::Pending(decided)]);
+            }
+        }
+        self.commit(batch)?;
+        // The step's thinking is written, even when nobody did anything.
+        self.at_tick = false;
+        if let Some(e) = failure {
+            return Err(e);
+        }
+        self.converse_all().await
+    }
+
+    /// Runs every open conversation to its end, concurrently; commits them in order.
+    async fn converse_all(&mut self) -> Result<(), SimError> {
+        let open = self.started.clone();
+        if open.is_empty() {
+            return Ok(());
+        }
+        let this = &*self;
+        let talked = futures::future::join_all(open.iter().map(|&c| this.converse(c))).await;
+        let mut batch = Pending::new();
+        let mut failure = None;
+        for (pending, result) in talked {
+            batch.append(pending);
+            if let Err(e) = result {
+                failure = failure.or(Some(e));
+            }
+        }
+        self.commit(batch)?;
+        failure.map_or(Ok(()), Err)
+    }
+
+    fn address_of(&self, agent: AgentId) -> String {
+        let tile = self.state.agents.get(&agent).map(|a| a.tile);
+        tile.and_then(|t| self.town.address_of(t)).unwrap_or_default()
+    }
+
+    /// An agent's summary description: its seed paragraph.
+    fn summary(&self, agent: AgentId) -> String {
+        let persona = self.state.agents.get(&agent).map_or("", |a| a.persona.as_str());
+        seed_statements(persona).join("; ")
+    }
+
+    /// What `agent` is doing at `now`, in words.
+    fn status(&self, agent: AgentId, now: u64) -> String {
+        let action = self.state.agents.get(&agent).and_then(|a| a.action.as_ref());
+        match action {
+            Some(a) if a.started_secs + u64::from(a.duration_secs) > now => a.description.clone(),
+            _ => "idle".to_owned(),
+        }
+    }
+
+    /// True while `agent` talks, or spends the minutes after a conversation talking.
+    fn busy(&self, agent: AgentId, now: u64) -> bool {
+        let Some(a) = self.state.agents.get(&agent) else { return true };
+        a.conversation.is_some() || self.talking_until.get(&agent).is_some_and(|&t| now < t)
+    }
+
+    /// How long a conversation of `lines` lines takes: two steps for the first line and
+    /// one for each further one, at least a minute.
+    fn talk_secs(&self, lines: usize) -> u64 {
+        let step = u64::from(self.town.seconds_per_step.max(1));
+        ((lines as u64 + 1) * step).max(60)
+    }
+
+    /// True while `agent` sleeps (its action says so) or has not yet woken today.
+    fn asleep(&self, agent: AgentId, now: u64) -> bool {
+        let before_waking = now % 86_400 < u64::from(self.settings.wake_minute) * 60;
+        before_waking || self.status(agent, now).to_ascii_lowercase().contains("sleep")
     }
 
     /// One agent's step, as a batch (also when a call failed: its events are kept).
-    async fn think(&mut self, agent: AgentId) -> Result<Pending, (Pending, SimError)> {
+    async fn think(&self, agent: AgentId) -> (Pending, Result<Option<Talk>, SimError>) {
         let mut pending = Pending::new();
-        match self.think_into(agent, &mut pending).await {
-            Ok(()) => Ok(pending),
-            Err(e) => Err((pending, e)),
-        }
+        let result = self.think_into(agent, &mut pending).await;
+        (pending, result)
     }
 
-    async fn think_into(&mut self, agent: AgentId, pending: &mut Pending) -> Result<(), SimError> {
+    async fn think_into(
+        &self,
+        agent: AgentId,
+        pending: &mut Pending,
+    ) -> Result<Option<Talk>, SimError> {
         let now = self.state.sim_time_secs;
         let step = self.state.step;
         let style = self.settings.style;
-        let Some(me) = self.state.agents.get(&agent).cloned() else { return Ok(()) };
-        let name = me.name.clone();
+        let strategy = self.strategy(agent);
+        let Some(me) = self.state.agents.get(&agent) else { return Ok(None) };
+        if me.conversation.is_some() {
+            return Ok(None);
+        }
+        let name = me.name.as_str();
         // Perceive, and remember what is new.
         let seen = self.last_seen.get(&agent).cloned().unwrap_or_default();
         let percepts = perception::perceive(&self.town, &self.state, agent, step, &seen);
@@ -241,33 +586,135 @@ impl<S: Storage> Sim<S> {
                 Body::Perceived(Perceived { agent, percepts: percepts.clone() }),
                 &[],
             );
-            let observations: Vec<String> =
-                percepts.iter().map(|p| format!("{} is {}", p.subject, p.description)).collect();
-            remember(
-                &self.gateway,
-                style,
-                agent,
-                &name,
-                MemoryKind::Observation,
-                &observations,
-                &[],
-                &[Cause::Pending(at)],
-                now,
-                pending,
-            )
-            .await?;
+            // What the agent already remembers noticing this past hour (the stove still
+            // idle) is not a new memory: only what changed is rated and embedded.
+            let stream = self.minds.stream(agent);
+            let known: BTreeSet<&str> = stream
+                .recent(RECENT_OBSERVATIONS)
+                .iter()
+                .filter(|m| m.created_secs + 3600 > now)
+                .map(|m| m.description.as_str())
+                .collect();
+            let observations: Vec<String> = percepts
+                .iter()
+                .map(|p| format!("{} is {}", p.subject, p.description))
+                .filter(|o| !known.contains(o.as_str()))
+                .collect();
+            if !observations.is_empty() {
+                remember(
+                    &self.gateway,
+                    style,
+                    agent,
+                    name,
+                    MemoryKind::Observation,
+                    &observations,
+                    &[],
+                    &[Cause::Pending(at)],
+                    now,
+                    pending,
+                )
+                .await?;
+            }
         }
-        let summary = seed_statements(&me.persona).join("; ");
-        // Plan, decompose or act.
+        let summary = self.summary(agent);
+        // React to someone newly noticed? (At most one question a step: the nearest. An
+        // agent that plans ahead plans its day first.)
+        let planned = |a: AgentId| {
+            !self.strategy(a).plans() || self.schedules.of(a).need(now) != Need::PlanDay
+        };
+        if planned(agent) && !self.busy(agent, now) && !self.asleep(agent, now) {
+            let candidate = percepts.iter().find_map(|p| {
+                let (&other, o) = self.state.agents.iter().find(|(_, o)| o.name == p.subject)?;
+                let pair = (agent.min(other), agent.max(other));
+                let recent = self
+                    .last_talk
+                    .get(&pair)
+                    .is_some_and(|&t| now.saturating_sub(t) < self.settings.talk_cooldown_secs);
+                // Someone considered lately is not considered again (an agent sharing a room
+                // with its family would otherwise ask every minute).
+                let considered = self
+                    .considered
+                    .get(&(agent, other))
+                    .is_some_and(|&t| now.saturating_sub(t) < self.settings.reconsider_secs);
+                let free = planned(other) && !self.busy(other, now) && !self.asleep(other, now);
+                (free && !recent && !considered)
+                    .then(|| (other, o.name.clone(), p.description.clone()))
+            });
+            if let Some((other, other_name, doing)) = candidate {
+                let time = sim_time(now);
+                let status = self.status(agent, now);
+                let who = Situation {
+                    agent,
+                    name,
+                    summary: &summary,
+                    time: &time,
+                    status: &status,
+                    stream: self.minds.stream(agent),
+                };
+                let observation = format!("{other_name} is {doing}");
+                let (react, at) = should_react(
+                    &self.gateway,
+                    style,
+                    &who,
+                    &observation,
+                    &other_name,
+                    now,
+                    &self.settings.retrieval,
+                    pending,
+                )
+                .await?;
+                if let (true, Some(decided)) = (react, at) {
+                    return Ok(Some(Talk { with: other, decided }));
+                }
+            }
+        }
+        if !self.busy(agent, now) {
+            self.act(agent, strategy, &summary, now, pending).await?;
+        }
+        // Reflect when the recent memories pass the threshold.
+        if strategy.reflects() {
+            let since = self.last_reflection.get(&agent).copied().unwrap_or(0);
+            let stream = self.minds.stream(agent);
+            if let Some(sum) = reflection_due(stream, since, &self.settings.reflection) {
+                reflect(
+                    &self.gateway,
+                    style,
+                    agent,
+                    name,
+                    stream,
+                    sum,
+                    now,
+                    &self.settings.reflection,
+                    &self.settings.retrieval,
+                    pending,
+                )
+                .await?;
+            }
+        }
+        Ok(None)
+    }
+
+    /// Plans, decomposes or acts by the agent's schedule.
+    async fn act(
+        &self,
+        agent: AgentId,
+        strategy: Strategy,
+        summary: &str,
+        now: u64,
+        pending: &mut Pending,
+    ) -> Result<(), SimError> {
+        let style = self.settings.style;
+        let Some(me) = self.state.agents.get(&agent) else { return Ok(()) };
+        let name = me.name.as_str();
         match self.schedules.of(agent).need(now) {
-            Need::PlanDay => {
+            Need::PlanDay if strategy.plans() => {
                 let day_start = now - now % 86_400;
                 plan_day(
                     &self.gateway,
                     style,
                     agent,
-                    &name,
-                    &summary,
+                    name,
+                    summary,
                     "an ordinary day",
                     self.settings.wake_minute,
                     day_start,
@@ -276,15 +723,44 @@ impl<S: Storage> Sim<S> {
                 )
                 .await?;
             }
-            Need::Decompose { item, what, level } => {
+            Need::PlanDay => {
+                // No planning ahead: the next quarter hour, decided now (from the minute
+                // under way, so the plan covers now).
+                let start = now - now % 60;
+                let moment = PlanItem {
+                    description: format!("whatever {name} would do next"),
+                    address: String::new(),
+                    start_secs: start,
+                    duration_secs: self.settings.moment_minutes * 60,
+                };
                 decompose(
                     &self.gateway,
                     style,
                     agent,
-                    &name,
-                    &summary,
+                    name,
+                    summary,
+                    &moment,
+                    None,
+                    PlanLevel::Action,
+                    now,
+                    pending,
+                )
+                .await?;
+            }
+            Need::Decompose { item, what, level } => {
+                // The place is chosen once for an hour part, and its actions happen there.
+                let mut what = what;
+                if level == PlanLevel::Action && what.address.is_empty() {
+                    what.address = self.place_for(agent, &what.description, now, pending).await?;
+                }
+                decompose(
+                    &self.gateway,
+                    style,
+                    agent,
+                    name,
+                    summary,
                     &what,
-                    item,
+                    Some(item),
                     level,
                     now,
                     pending,
@@ -296,22 +772,26 @@ impl<S: Storage> Sim<S> {
                 let address = match doing {
                     Some(a) => a.address.clone(),
                     None => {
-                        let here = self.town.address_of(me.tile).unwrap_or_default();
-                        let mut parts = here.splitn(3, ':');
-                        let here = (parts.next().unwrap_or(""), parts.next().unwrap_or(""));
-                        let known = self.known(agent);
-                        let (address, chose) = choose_place(
-                            &self.gateway,
-                            style,
-                            agent,
-                            &name,
-                            &known,
-                            here,
-                            &what.description,
-                            now,
-                            pending,
-                        )
-                        .await?;
+                        let (address, chose) = if what.address.is_empty() {
+                            let here = self.town.address_of(me.tile).unwrap_or_default();
+                            let mut parts = here.splitn(3, ':');
+                            let here = (parts.next().unwrap_or(""), parts.next().unwrap_or(""));
+                            let known = self.known(agent);
+                            choose_place(
+                                &self.gateway,
+                                style,
+                                agent,
+                                name,
+                                &known,
+                                here,
+                                &what.description,
+                                now,
+                                pending,
+                            )
+                            .await?
+                        } else {
+                            (what.address.clone(), None)
+                        };
                         let end = what.start_secs + u64::from(what.duration_secs);
                         let start = actions::Start {
                             agent,
@@ -341,27 +821,329 @@ impl<S: Storage> Sim<S> {
             }
             Need::Free => {}
         }
-        // Reflect when the recent memories pass the threshold.
-        let since = self.last_reflection.get(&agent).copied().unwrap_or(0);
-        if let Some(sum) =
-            reflection_due(self.minds.stream(agent), since, &self.settings.reflection)
-        {
-            let stream = self.minds.stream(agent).clone();
-            reflect(
+        Ok(())
+    }
+
+    /// Where `agent` does `activity`, chosen down its spatial tree (see [`choose_place`]).
+    async fn place_for(
+        &self,
+        agent: AgentId,
+        activity: &str,
+        now: u64,
+        pending: &mut Pending,
+    ) -> Result<String, SimError> {
+        let Some(me) = self.state.agents.get(&agent) else { return Ok(String::new()) };
+        let here = self.town.address_of(me.tile).unwrap_or_default();
+        let mut parts = here.splitn(3, ':');
+        let here = (parts.next().unwrap_or(""), parts.next().unwrap_or(""));
+        let known = self.known(agent);
+        let style = self.settings.style;
+        let (address, _) = choose_place(
+            &self.gateway,
+            style,
+            agent,
+            &me.name,
+            &known,
+            here,
+            activity,
+            now,
+            pending,
+        )
+        .await?;
+        Ok(address)
+    }
+
+    /// One open conversation, to its end: the agents speak in turn (the one who started
+    /// first) until one ends it, falls silent, or the turn limit; then each remembers it,
+    /// spends the next minutes talking, and re-plans the rest of the hour it interrupted.
+    async fn converse(&self, conversation: EventId) -> (Pending, Result<(), SimError>) {
+        let mut pending = Pending::new();
+        let result = self.converse_into(conversation, &mut pending).await;
+        (pending, result)
+    }
+
+    async fn converse_into(
+        &self,
+        conversation: EventId,
+        pending: &mut Pending,
+    ) -> Result<(), SimError> {
+        let now = self.state.sim_time_secs;
+        let style = self.settings.style;
+        let Some(open) = self.state.conversations.get(&conversation) else { return Ok(()) };
+        let Some((address, said)) = self.dialogues.get(&conversation) else { return Ok(()) };
+        let agents = open.agents.clone();
+        let names: Vec<String> = agents
+            .iter()
+            .map(|a| self.state.agents.get(a).map_or_else(String::new, |x| x.name.clone()))
+            .collect();
+        let place = address.replace(':', ", ");
+        let time = sim_time(now);
+        let mut dialogue: Vec<(String, String)> = said
+            .iter()
+            .map(|(speaker, text)| {
+                let i = agents.iter().position(|a| a == speaker).unwrap_or(0);
+                (names[i].clone(), text.clone())
+            })
+            .collect();
+        let mut last = None;
+        let mut reason = "the turn limit".to_owned();
+        let n = agents.len().max(1);
+        while dialogue.len() < self.settings.max_turns {
+            let i = dialogue.len() % n;
+            let (speaker, other) = (agents[i], &names[(i + 1) % n]);
+            let summary = self.summary(speaker);
+            let status = format!("talking with {other}");
+            let who = Situation {
+                agent: speaker,
+                name: &names[i],
+                summary: &summary,
+                time: &time,
+                status: &status,
+                stream: self.minds.stream(speaker),
+            };
+            let (turn, at) = speak(
+                &self.gateway,
+                style,
+                &who,
+                other,
+                &place,
+                conversation,
+                &dialogue,
+                now,
+                &self.settings.retrieval,
+                pending,
+            )
+            .await?;
+            last = Some(at);
+            if turn.say.is_empty() {
+                reason = format!("{} fell silent", names[i]);
+                break;
+            }
+            dialogue.push((names[i].clone(), turn.say));
+            if turn.end {
+                reason = format!("{} ended it", names[i]);
+                break;
+            }
+        }
+        let causes = match last {
+            Some(at) => vec![Cause::Pending(at)],
+            None => vec![Cause::Logged(conversation)],
+        };
+        let ended = pending.push(
+            now,
+            Body::ConversationEnded(ConversationEnded { conversation, reason }),
+            &causes,
+        );
+        let talk_secs = self.talk_secs(dialogue.len());
+        let lines: Vec<String> =
+            dialogue.iter().map(|(speaker, text)| format!("{speaker}: \"{text}\"")).collect();
+        for (i, &agent) in agents.iter().enumerate() {
+            let other = &names[(i + 1) % n];
+            let memory = if lines.is_empty() {
+                format!("{} and {other} met at {place} but did not talk", names[i])
+            } else {
+                format!("{} talked with {other} at {place}. {}", names[i], lines.join(" "))
+            };
+            remember(
                 &self.gateway,
                 style,
                 agent,
-                &name,
-                &stream,
-                sum,
+                &names[i],
+                MemoryKind::Chat,
+                &[memory],
+                &[],
+                &[Cause::Pending(ended)],
                 now,
-                &self.settings.reflection,
-                &self.settings.retrieval,
+                pending,
+            )
+            .await?;
+            let description = format!("talking with {other}");
+            let here = self.address_of(agent);
+            let start = actions::Start {
+                agent,
+                description: &description,
+                emoji: "💬",
+                address: &here,
+                duration_secs: talk_secs as u32,
+                object_state: None,
+                plan_item: None,
+            };
+            if let Ok(events) = actions::start(&self.town, &self.state, &start, now) {
+                for e in events {
+                    pending.push(now, e.body, &[Cause::Pending(ended)]);
+                }
+            }
+            // Re-plan the rest of the hour the conversation interrupted.
+            let Some((hour, what)) = self.schedules.of(agent).hour_under_way(now) else {
+                continue;
+            };
+            if !self.strategy(agent).plans() {
+                continue;
+            }
+            let resume_at = (now + talk_secs).div_ceil(60) * 60;
+            let hour_end = what.start_secs + u64::from(what.duration_secs);
+            if hour_end < resume_at + 5 * 60 {
+                continue;
+            }
+            let rest = PlanItem {
+                description: format!("{} (after talking with {other})", what.description),
+                address: what.address.clone(),
+                start_secs: resume_at,
+                duration_secs: (hour_end - resume_at) as u32,
+            };
+            let summary = self.summary(agent);
+            decompose(
+                &self.gateway,
+                style,
+                agent,
+                &names[i],
+                &summary,
+                &rest,
+                Some(hour),
+                PlanLevel::Action,
+                now,
                 pending,
             )
             .await?;
         }
         Ok(())
+    }
+
+    /// The user interviews `agent`: the question (an `Intervened` event) is answered from
+    /// the agent's memory at the branch's head, and everything is committed. The agent
+    /// keeps the exchange as a memory only if `remember` (`hamlet interview` writes an
+    /// interview that is not remembered on a fork, so the run itself stays untouched).
+    /// Returns the answer (empty when the model gave none).
+    pub async fn interview(
+        &mut self,
+        agent: AgentId,
+        question: &str,
+        remember: bool,
+    ) -> Result<String, SimError> {
+        let asked = Intervention::Interview { agent, question: question.to_owned(), remember };
+        let question_event = self.intervene(asked)?;
+        let now = self.state.sim_time_secs;
+        let mut pending = Pending::new();
+        let result = {
+            let (summary, time, status) =
+                (self.summary(agent), sim_time(now), self.status(agent, now));
+            let name = self.state.agents.get(&agent).map_or("", |a| a.name.as_str());
+            let who = Situation {
+                agent,
+                name,
+                summary: &summary,
+                time: &time,
+                status: &status,
+                stream: self.minds.stream(agent),
+            };
+            answer_interview(
+                &self.gateway,
+                self.settings.style,
+                &who,
+                question_event,
+                question,
+                remember,
+                now,
+                &self.settings.retrieval,
+                &mut pending,
+            )
+            .await
+        };
+        self.commit(pending)?;
+        Ok(result?.0)
+    }
+
+    /// The user speaks as `agent`'s inner voice: the instruction (an `Intervened` event)
+    /// becomes the agent's intention, remembered as a plan memory, and the agent re-plans
+    /// from it — the rest of the hour under way (or, without planning ahead, its next
+    /// quarter hour) is decomposed again with the intention first. Returns the intention.
+    pub async fn inner_voice(
+        &mut self,
+        agent: AgentId,
+        instruction: &str,
+    ) -> Result<String, SimError> {
+        let heard = Intervention::InnerVoice { agent, text: instruction.to_owned() };
+        let instruction_event = self.intervene(heard)?;
+        let now = self.state.sim_time_secs;
+        let style = self.settings.style;
+        let mut pending = Pending::new();
+        let result = async {
+            let (summary, time, status) =
+                (self.summary(agent), sim_time(now), self.status(agent, now));
+            let name = self.state.agents.get(&agent).map_or("", |a| a.name.as_str());
+            let who = Situation {
+                agent,
+                name,
+                summary: &summary,
+                time: &time,
+                status: &status,
+                stream: self.minds.stream(agent),
+            };
+            let intention = hear_inner_voice(
+                &self.gateway,
+                style,
+                &who,
+                instruction_event,
+                instruction,
+                now,
+                &mut pending,
+            )
+            .await?;
+            let start = now - now % 60;
+            let (what, of) = match self.schedules.of(agent).hour_under_way(now) {
+                Some((hour, item)) if self.strategy(agent).plans() => {
+                    let end = item.start_secs + u64::from(item.duration_secs);
+                    let rest = PlanItem {
+                        description: format!("{intention}; then: {}", item.description),
+                        address: item.address.clone(),
+                        start_secs: start,
+                        duration_secs: end.saturating_sub(start).max(300) as u32,
+                    };
+                    (rest, Some(hour))
+                }
+                Some(_) | None if !self.strategy(agent).plans() => {
+                    let moment = PlanItem {
+                        description: intention.clone(),
+                        address: String::new(),
+                        start_secs: start,
+                        duration_secs: self.settings.moment_minutes * 60,
+                    };
+                    (moment, None)
+                }
+                _ => return Ok(intention),
+            };
+            decompose(
+                &self.gateway,
+                style,
+                agent,
+                name,
+                &summary,
+                &what,
+                of,
+                PlanLevel::Action,
+                now,
+                &mut pending,
+            )
+            .await?;
+            Ok::<String, SimError>(intention)
+        }
+        .await;
+        self.commit(pending)?;
+        result
+    }
+
+    /// Commits what the user did, alone; returns its id.
+    fn intervene(&mut self, intervention: Intervention) -> Result<EventId, SimError> {
+        let now = self.state.sim_time_secs;
+        let mut pending = Pending::new();
+        pending.push(now, Body::Intervened(Intervened { intervention }), &[]);
+        let ids = self.commit(pending)?;
+        ids.first().copied().ok_or_else(|| SimError::Resume("nothing was committed".into()))
+    }
+
+    /// An agent by name.
+    pub fn agent_named(&self, name: &str) -> Option<AgentId> {
+        self.state.agents.iter().find(|(_, a)| a.name.eq_ignore_ascii_case(name)).map(|(id, _)| *id)
     }
 
     /// What `agent` knows of the town: what it has perceived, plus its home and workplace

@@ -17,28 +17,13 @@ use std::time::{Duration, Instant};
 use hamlet_gateway::answer::Shape;
 use hamlet_gateway::backend::{Attempt, BackendError, BoxFuture, Completion, LlmBackend};
 use hamlet_gateway::embed::LocalEmbedder;
+#[path = "support/machine.rs"]
+mod machine;
+
 use hamlet_gateway::local::{LocalConfig, LocalLlm};
 use hamlet_gateway::models::{self, ModelChoice};
 use hamlet_gateway::replay::Replay;
 use hamlet_gateway::{Call, Gateway, Params, RetryPolicy};
-
-fn machine() -> String {
-    let cpuinfo = std::fs::read_to_string("/proc/cpuinfo").unwrap_or_default();
-    let cpu = cpuinfo
-        .lines()
-        .find_map(|l| l.strip_prefix("model name").and_then(|r| r.split(':').nth(1)))
-        .unwrap_or("unknown cpu")
-        .trim()
-        .to_owned();
-    let avx2 = if cpuinfo.contains(" avx2") { "AVX2" } else { "no AVX2" };
-    let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
-    let rustc = std::process::Command::new("rustc")
-        .arg("--version")
-        .output()
-        .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_owned())
-        .unwrap_or_default();
-    format!("machine: {cpu} ({avx2}), {cores} cores; {rustc}; release")
-}
 
 /// A backend that answers at once: what is left is the gateway.
 struct Instant0;
@@ -284,7 +269,7 @@ fn main() {
     // HAMLET_BENCH_ONLY=overhead,embeddings,speed,prefix,batching runs only those parts.
     let only = std::env::var("HAMLET_BENCH_ONLY").unwrap_or_default();
     let part = |name: &str| only.is_empty() || only.split(',').any(|p| p == name);
-    println!("{}", machine());
+    println!("{}", machine::machine());
     let rt = rt();
     if part("overhead") {
         overhead(&rt, tiny);

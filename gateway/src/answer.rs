@@ -9,6 +9,7 @@
 //! | shape | fallback | why |
 //! |---|---|---|
 //! | importance | 5 | the middle of the scale: neither forgotten nor dominating retrieval |
+//! | ratings | 5 for each | as importance |
 //! | yes/no | no | the conservative choice: keep the current plan, do not start a conversation |
 //! | plan | no steps | the agent keeps the plan it has (or idles where it is) |
 //! | choice | the first option | agent code offers the current or most likely option first |
@@ -26,6 +27,12 @@ pub enum Shape {
     Text,
     /// `{"rating": 1..=10}`: how poignant a memory is.
     Importance,
+    /// `{"ratings": [1..=10, …]}`: the importance of several numbered memories, one
+    /// rating each, in order (one call instead of one per memory).
+    Ratings {
+        /// How many memories, and so ratings.
+        count: u16,
+    },
     /// `{"answer": "yes" | "no"}`.
     YesNo,
     /// `{"steps": [{"start": "HH:MM", "activity": "…", "minutes": n}, …]}`.
@@ -64,6 +71,8 @@ pub enum Answer {
     Text(String),
     /// A rating from 1 to 10.
     Importance(u8),
+    /// Ratings from 1 to 10, one per memory, in order.
+    Ratings(Vec<u8>),
     /// Yes (true) or no.
     YesNo(bool),
     /// Plan steps in time order.
@@ -125,6 +134,7 @@ impl Shape {
         match self {
             Shape::Text => "text",
             Shape::Importance => "importance",
+            Shape::Ratings { .. } => "ratings",
             Shape::YesNo => "yes_no",
             Shape::Plan { .. } => "plan",
             Shape::Choice(_) => "choice",
@@ -166,6 +176,14 @@ impl Shape {
             Shape::Importance => object(
                 json!({ "rating": { "type": "integer", "minimum": 1, "maximum": 10 } }),
                 &["rating"],
+            ),
+            Shape::Ratings { count } => object(
+                json!({ "ratings": {
+                    "type": "array",
+                    "items": { "type": "integer", "minimum": 1, "maximum": 10 },
+                    "minItems": count, "maxItems": count,
+                }}),
+                &["ratings"],
             ),
             Shape::YesNo => object(
                 json!({ "answer": { "type": "string", "enum": ["yes", "no"] } }),
@@ -238,6 +256,14 @@ int ::= [1-9] [0-9]?
                     r#"root ::= "{{" ws {} rating ws "}}"
 rating ::= "10" | [1-9]"#,
                     key("rating")
+                )
+            }
+            Shape::Ratings { count } => {
+                let more = count.saturating_sub(1);
+                format!(
+                    r#"root ::= "{{" ws {} "[" ws rating ("," ws rating){{{more}}} ws "]" ws "}}"
+rating ::= "10" | [1-9]"#,
+                    key("ratings")
                 )
             }
             Shape::YesNo => {
@@ -315,6 +341,19 @@ insight ::= "{{" ws {text} string ws "," ws {evidence} "[" int ("," ws int){{0,4
             Shape::Importance => {
                 let rating = int_in(field("rating")?, "rating", 1, 10)?;
                 Ok(Answer::Importance(rating as u8))
+            }
+            Shape::Ratings { count } => {
+                let Some(items) = field("ratings")?.as_array() else {
+                    return invalid("`ratings` is not a list");
+                };
+                if items.len() != usize::from(*count) {
+                    return invalid(format!("{} ratings, not {count}", items.len()));
+                }
+                let mut out = Vec::with_capacity(items.len());
+                for (i, item) in items.iter().enumerate() {
+                    out.push(int_in(item, &format!("rating {}", i + 1), 1, 10)? as u8);
+                }
+                Ok(Answer::Ratings(out))
             }
             Shape::YesNo => {
                 match field("answer")?.as_str().map(|s| s.trim().to_ascii_lowercase()) {
@@ -414,6 +453,7 @@ insight ::= "{{" ws {text} string ws "," ws {evidence} "[" int ("," ws int){{0,4
         match self {
             Shape::Text => Answer::Text(String::new()),
             Shape::Importance => Answer::Importance(5),
+            Shape::Ratings { count } => Answer::Ratings(vec![5; usize::from(*count)]),
             Shape::YesNo => Answer::YesNo(false),
             Shape::Plan { .. } => Answer::Plan(Vec::new()),
             Shape::Choice(options) => Answer::Choice(options.first().cloned().unwrap_or_default()),
@@ -597,6 +637,19 @@ mod tests {
     }
 
     #[test]
+    fn ratings_are_one_per_memory_each_one_to_ten() {
+        let s = Shape::Ratings { count: 3 };
+        assert_eq!(s.parse(r#"{"ratings": [2, 9, 10]}"#), Ok(Answer::Ratings(vec![2, 9, 10])));
+        assert!(s.parse(r#"{"ratings": [2, 9]}"#).is_err(), "too few");
+        assert!(s.parse(r#"{"ratings": [2, 9, 4, 4]}"#).is_err(), "too many");
+        assert!(s.parse(r#"{"ratings": [2, 11, 4]}"#).is_err());
+        assert!(s.parse(r#"{"ratings": "high"}"#).is_err());
+        assert_eq!(s.fallback(), Answer::Ratings(vec![5, 5, 5]));
+        let g = s.gbnf().unwrap_or_default();
+        assert!(g.contains(r#"("," ws rating){2}"#), "{g}");
+    }
+
+    #[test]
     fn plans_have_times_durations_and_order() {
         let s = Shape::day_plan();
         let steps: Vec<String> = (0..5)
@@ -669,6 +722,7 @@ mod tests {
     fn every_structured_shape_has_a_schema_and_a_grammar() {
         let shapes = [
             Shape::Importance,
+            Shape::Ratings { count: 4 },
             Shape::YesNo,
             Shape::day_plan(),
             Shape::Choice(vec!["a \"quoted\" place".into()]),

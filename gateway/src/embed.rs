@@ -24,7 +24,7 @@ use candle_transformers::models::bert::{BertModel, Config};
 use sha2::{Digest, Sha256};
 use tokenizers::{PaddingParams, PaddingStrategy, Tokenizer, TruncationParams};
 
-use crate::models::hex;
+use hamlet_log::id::hex;
 
 /// The model's name, as recorded in events.
 pub const MODEL_NAME: &str = "all-MiniLM-L6-v2";

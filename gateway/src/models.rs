@@ -10,6 +10,7 @@
 //! The models directory is `$HAMLET_MODELS_DIR` if set, else `$XDG_DATA_HOME/hamlet/models`,
 //! else `$HOME/.local/share/hamlet/models`.
 
+use hamlet_log::id::hex;
 use std::env;
 use std::ffi::OsString;
 use std::fmt;
@@ -849,17 +850,6 @@ pub fn sha256_file_with(path: &Path, mut read: impl FnMut(u64)) -> io::Result<[u
         read(n as u64);
     }
     Ok(hasher.finalize().into())
-}
-
-/// `bytes` as lowercase hex.
-pub fn hex(bytes: &[u8]) -> String {
-    const DIGITS: &[u8; 16] = b"0123456789abcdef";
-    let mut s = String::with_capacity(bytes.len() * 2);
-    for &b in bytes {
-        s.push(char::from(DIGITS[usize::from(b >> 4)]));
-        s.push(char::from(DIGITS[usize::from(b & 0xf)]));
-    }
-    s
 }
 
 #[cfg(test)]

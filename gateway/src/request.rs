@@ -156,13 +156,7 @@ pub fn embed_hash(call: &EmbedCall, model: &str) -> [u8; 32] {
 }
 
 /// Lower-case hex of a hash, as the CLI prints it.
-pub fn hex(bytes: &[u8]) -> String {
-    use std::fmt::Write;
-    bytes.iter().fold(String::with_capacity(bytes.len() * 2), |mut s, b| {
-        let _ = write!(s, "{b:02x}");
-        s
-    })
-}
+pub use hamlet_log::id::hex;
 
 #[cfg(test)]
 mod tests {

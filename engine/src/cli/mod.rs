@@ -6,6 +6,7 @@ mod recording;
 mod run;
 mod store;
 mod town;
+mod voice;
 
 use std::path::PathBuf;
 
@@ -99,6 +100,21 @@ hamlet run --town engine/towns/willowmere.toml --store run/ --base-url http://lo
 [prices.\"gpt-4o-mini\"]\n  prompt_per_million = 0.15\n  completion_per_million = 0.60\n\n\
 Examples:\n  hamlet cost town.hamlet\n  hamlet cost --store run/ --branch what-if --config prices.toml")]
     Cost(llm::CostArgs),
+    /// Ask an agent a question, answered from its memory (written on a fork unless --remember)
+    #[command(
+        after_help = "An interview is answered from the agent's memory at the branch's head. Without \
+--remember it is written on a new fork (BRANCH-interview-N) and the run is untouched.\n\n\
+Examples:\n  hamlet interview --store run/ --agent 'Tamsin Hale' 'Who are you voting for?'\n  \
+hamlet interview --store run/ --agent 'Tamsin Hale' --remember 'Will you come to the party?'"
+    )]
+    Interview(voice::InterviewArgs),
+    /// Speak as an agent's inner voice: it takes the instruction as its own intention and re-plans
+    #[command(
+        after_help = "The agent hears the instruction as its own thought, remembers the intention and \
+re-plans the rest of its hour from it; `hamlet run --resume` then goes on.\n\n\
+Example:\n  hamlet inner-voice --store run/ --agent 'Delphine Ashcombe' 'You want to throw a party at the café tonight'"
+    )]
+    InnerVoice(voice::InnerVoiceArgs),
 }
 
 /// Where events come from: a recording file or a store directory.
@@ -132,6 +148,8 @@ pub fn run(cli: Cli) -> anyhow::Result<Outcome> {
         Command::Models(c) => llm::models(c),
         Command::Llm(c) => llm::llm(c),
         Command::Cost(a) => llm::cost(a),
+        Command::Interview(a) => voice::interview(a),
+        Command::InnerVoice(a) => voice::inner_voice(a),
     }
 }
 

@@ -1,13 +1,18 @@
-//! `hamlet run`: a town, simulated with the configured model, into a store.
+//! `hamlet run`: a town, simulated with the configured model, into a store; `--resume`
+//! goes on with a run that stopped. Ctrl-C stops after the step under way (a second Ctrl-C
+//! stops at once; what was committed stays, and `--resume` finishes the step).
 
 use std::path::PathBuf;
+use std::sync::atomic::{AtomicU8, Ordering};
+use std::sync::Arc;
 
 use anyhow::Context;
 use clap::Args;
+use hamlet_engine::describe::sim_time;
 use hamlet_engine::sim::{Sim, SimSettings};
-use hamlet_engine::store::Store;
-use hamlet_engine::town::Definition;
-use hamlet_gateway::config;
+use hamlet_engine::store::{Storage, Store};
+use hamlet_engine::town::{Definition, WILLOWMERE};
+use hamlet_gateway::{config, cost};
 
 use super::llm::LlmArgs;
 use super::Outcome;
@@ -15,58 +20,163 @@ use super::Outcome;
 /// `hamlet run`.
 #[derive(Debug, Args)]
 pub struct RunArgs {
-    /// The town file
-    #[arg(long, value_name = "FILE", default_value = "engine/towns/willowmere.toml")]
-    town: PathBuf,
-    /// Simulated hours to run
+    /// The town file [default: Willowmere, the shipped town] (not with --resume: the run
+    /// goes on in the town it recorded)
+    #[arg(long, value_name = "FILE", conflicts_with = "resume")]
+    town: Option<PathBuf>,
+    /// Simulated hours, counted from the town's start (with --resume too: give the same
+    /// number to finish the run, a larger one to extend it)
     #[arg(long, default_value_t = 2.0)]
     hours: f64,
-    /// The store to write (created; must not hold a branch of the same name)
+    /// The store to write (created if missing)
     #[arg(long, value_name = "DIR")]
     store: PathBuf,
-    /// The branch to start
+    /// The branch to start (or, with --resume, to go on with)
     #[arg(long, default_value = "main")]
     branch: String,
     /// The run's seed
     #[arg(long = "run-seed", default_value_t = 0)]
     run_seed: u64,
+    /// Go on with the run on --branch in --store where it stopped (after Ctrl-C, a crash,
+    /// or to run it longer); nothing committed is redone
+    #[arg(long)]
+    resume: bool,
     #[command(flatten)]
     llm: LlmArgs,
 }
 
 pub fn run(a: RunArgs) -> anyhow::Result<Outcome> {
-    let town = Definition::load(&a.town).map_err(|e| anyhow::anyhow!("{e}"))?;
-    let (_, settings) = a.llm.settings()?;
-    let llm = config::llm_backend(&settings)?;
-    let embedder = config::embed_backend(&settings)?;
-    let gateway = config::gateway(&settings, llm, embedder);
+    let (file, settings) = a.llm.settings()?;
+    if !(a.hours.is_finite() && a.hours > 0.0) {
+        anyhow::bail!("--hours must be a positive number of simulated hours, not {}", a.hours);
+    }
     std::fs::create_dir_all(&a.store)
         .with_context(|| format!("cannot create {}", a.store.display()))?;
     let store = Store::open(&a.store)?;
-    let steps =
-        ((a.hours * 3600.0) / f64::from(town.seconds_per_step.max(1))).ceil().max(1.0) as u64;
+    let existing = store.find_branch(&a.branch).ok();
+    let town = match (&existing, a.resume) {
+        (Some(_), false) => anyhow::bail!(
+            "{} already holds a branch `{}`: go on with it with --resume, or start another with --branch NAME",
+            a.store.display(),
+            a.branch
+        ),
+        (None, true) => anyhow::bail!(
+            "{} holds no branch `{}` to resume (`hamlet store branches --store {}` lists them)",
+            a.store.display(),
+            a.branch,
+            a.store.display()
+        ),
+        (None, false) => Some(match &a.town {
+            Some(path) => Definition::load(path),
+            None => Definition::parse("willowmere.toml", WILLOWMERE),
+        }
+        .map_err(|e| anyhow::anyhow!("{e}"))?),
+        (Some(_), true) => None,
+    };
+    let llm = config::llm_backend(&settings)?;
+    let embedder = config::embed_backend(&settings)?;
+    let gateway = config::gateway(&settings, llm, embedder);
+
+    // Ctrl-C: the first stops after the step under way, the second at once.
+    let interrupts = Arc::new(AtomicU8::new(0));
     let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build()?;
-    let bar = indicatif::ProgressBar::new(steps);
+    {
+        let interrupts = interrupts.clone();
+        rt.spawn(async move {
+            while tokio::signal::ctrl_c().await.is_ok() {
+                if interrupts.fetch_add(1, Ordering::SeqCst) >= 1 {
+                    eprintln!(
+                        "\nstopped; what was committed is kept: `hamlet run --resume` goes on"
+                    );
+                    std::process::exit(130);
+                }
+                eprintln!("\nstopping after this step (Ctrl-C again to stop at once)");
+            }
+        });
+    }
+
+    let bar = indicatif::ProgressBar::new(0);
     bar.set_style(
         indicatif::ProgressStyle::with_template(
-            "{spinner} {msg} [{bar:30}] step {pos}/{len} · {elapsed} · ETA {eta}",
+            "{spinner} {msg}\n  [{bar:30}] step {pos}/{len} · {elapsed} · ETA {eta}",
         )
         .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar()),
     );
-    let hash = rt.block_on(async {
-        bar.set_message("seed memories");
-        let mut sim =
-            Sim::start(store, &a.branch, town, a.run_seed, gateway, SimSettings::default()).await?;
-        for _ in 0..steps {
+    let (hash, steps, stopped) = rt.block_on(async {
+        let mut sim = match town {
+            Some(town) => {
+                bar.set_message("seed memories: rating and embedding every persona's paragraph");
+                Sim::start(store, &a.branch, town, a.run_seed, gateway, SimSettings::default())
+                    .await?
+            }
+            None => {
+                let branch = store.find_branch(&a.branch)?.id;
+                bar.set_message("resuming");
+                Sim::resume(store, branch, gateway, SimSettings::default()).await?
+            }
+        };
+        let start = sim.town().start_secs;
+        let per_step = u64::from(sim.town().seconds_per_step.max(1));
+        let target = ((a.hours * 3600.0) / per_step as f64).ceil().max(1.0) as u64;
+        let first = sim.state().step;
+        bar.set_length(target);
+        bar.set_position(first.min(target));
+        bar.reset_eta();
+        let mut money = 0.0;
+        let mut stopped = false;
+        while sim.state().step < target || sim.mid_step() {
+            if interrupts.load(Ordering::SeqCst) > 0 {
+                stopped = true;
+                break;
+            }
+            let before = head(&sim);
             sim.step().await?;
+            let events = sim.store().events(sim.branch(), before + 1, head(&sim))?;
+            let report =
+                cost::report(events.iter().map(|e| (e.sim_time_secs(), &e.body)), &file.prices);
+            money += report.total.money;
             let s = sim.state();
-            bar.set_message(hamlet_engine::describe::sim_time(s.sim_time_secs));
-            bar.inc(1);
+            let cost = if report.unpriced.is_empty() && money == 0.0 {
+                String::new()
+            } else {
+                format!(" · ${money:.4}")
+            };
+            bar.set_message(format!(
+                "{} ({:.2} h) · {} calls · {} tokens{cost} · {} memories",
+                sim_time(s.sim_time_secs),
+                s.sim_time_secs.saturating_sub(start) as f64 / 3600.0,
+                s.llm.n_requests,
+                s.llm.tokens_prompt + s.llm.tokens_completion,
+                s.agents.values().map(|x| x.memories.len()).sum::<usize>(),
+            ));
+            bar.set_position(s.step.min(target));
         }
-        anyhow::Ok(sim.state().state_hash())
+        anyhow::Ok((sim.state().state_hash(), sim.state().step.saturating_sub(first), stopped))
     })?;
     bar.finish_and_clear();
-    println!("ran {steps} steps into {} (branch {}); state {hash}", a.store.display(), a.branch);
-    println!("export it: hamlet export --store {} --out run.hamlet", a.store.display());
+    if stopped {
+        println!(
+            "stopped after {steps} steps into {} (branch {}); state {hash}",
+            a.store.display(),
+            a.branch
+        );
+        println!(
+            "go on: hamlet run --resume --store {} --branch {} --hours {}",
+            a.store.display(),
+            a.branch,
+            a.hours
+        );
+    } else {
+        println!(
+            "ran {steps} steps into {} (branch {}); state {hash}",
+            a.store.display(),
+            a.branch
+        );
+        println!("export it: hamlet export --store {} --out run.hamlet", a.store.display());
+    }
     Ok(Outcome::Done)
+}
+
+fn head<S: Storage>(sim: &Sim<S>) -> u64 {
+    sim.store().branch(sim.branch()).map_or(0, |b| b.head_seq)
 }

@@ -125,6 +125,6 @@ impl Minds {
 
 /// The seed memories of a persona: its `;`-separated paragraph, one statement each,
 /// trimmed, empty ones dropped.
-pub fn seed_statements(persona: &str) -> Vec<String> {
-    persona.split(';').map(str::trim).filter(|s| !s.is_empty()).map(str::to_owned).collect()
+pub fn seed_statements(persona: &str) -> Vec<&str> {
+    persona.split(';').map(str::trim).filter(|s| !s.is_empty()).collect()
 }

@@ -12,7 +12,7 @@ use hamlet_log::event::{AgentId, MemoryKind, PlanItem, PlanLevel, PlanMade, Plan
 use hamlet_log::Body;
 
 use super::prompt::{template, Style};
-use super::think::{remember, ThinkError};
+use super::think::{ask, remember, ThinkError};
 use crate::describe::sim_time;
 use crate::pending::{Cause, Pending, PendingId};
 use crate::town::spatial::SpatialMemory;
@@ -73,14 +73,7 @@ pub async fn plan_day(
     let mut call = template("day_plan")?.call(&vars, style, Shape::day_plan())?;
     call.agent = Some(agent);
     call.max_tokens = Some(400);
-    let answered = match gateway.ask(&call).await {
-        Ok(a) => a,
-        Err(e) => {
-            pending.push_chain(now, e.events().iter().cloned(), &[]);
-            return Err(e.into());
-        }
-    };
-    let asked = pending.push_chain(now, answered.events.iter().cloned(), &[]);
+    let (answered, asked) = ask(gateway, call, &[], now, pending).await?;
     let steps = match &answered.answer {
         Answer::Plan(steps) => steps.clone(),
         _ => Vec::new(),
@@ -114,7 +107,8 @@ pub async fn plan_day(
 
 /// Decomposes one committed plan item into finer items: hour-long parts of a day stroke, or
 /// 5–15-minute actions of an hour (`level`). The new plan names the item it decomposes and
-/// is caused by it.
+/// is caused by it. With `of` = `None`, `item` is a stretch of time not in any plan, and the
+/// actions are planned moment to moment (agents whose strategy does not plan ahead).
 #[allow(clippy::too_many_arguments)]
 pub async fn decompose(
     gateway: &Gateway,
@@ -123,7 +117,7 @@ pub async fn decompose(
     name: &str,
     summary: &str,
     item: &PlanItem,
-    of: PlanRef,
+    of: Option<PlanRef>,
     level: PlanLevel,
     now: u64,
     pending: &mut Pending,
@@ -144,14 +138,8 @@ pub async fn decompose(
     let mut call = template(name_of_template)?.call(&vars, style, shape)?;
     call.agent = Some(agent);
     call.max_tokens = Some(400);
-    let answered = match gateway.ask(&call).await {
-        Ok(a) => a,
-        Err(e) => {
-            pending.push_chain(now, e.events().iter().cloned(), &[Cause::Logged(of.plan)]);
-            return Err(e.into());
-        }
-    };
-    let asked = pending.push_chain(now, answered.events.iter().cloned(), &[Cause::Logged(of.plan)]);
+    let because: Vec<Cause> = of.iter().map(|r| Cause::Logged(r.plan)).collect();
+    let (answered, asked) = ask(gateway, call, &because, now, pending).await?;
     let day_start = item.start_secs - item.start_secs % 86_400;
     let mut parts = match &answered.answer {
         Answer::Plan(steps) => items(steps, day_start),
@@ -166,8 +154,8 @@ pub async fn decompose(
         p.duration_secs = p.duration_secs.min(u32::try_from(room).unwrap_or(u32::MAX));
         p.address = item.address.clone();
     }
-    let plan = PlanMade { agent, level, decomposes: Some(of), items: parts };
-    let mut causes = vec![Cause::Logged(of.plan)];
+    let plan = PlanMade { agent, level, decomposes: of, items: parts };
+    let mut causes = because;
     causes.extend(asked.map(Cause::Pending));
     let at = pending.push(now, Body::PlanMade(plan.clone()), &causes);
     Ok((plan, at))
@@ -237,14 +225,8 @@ pub async fn choose_place(
                 call.agent = Some(agent);
                 call.max_tokens = Some(48);
                 let causes: Vec<Cause> = last.into_iter().map(Cause::Pending).collect();
-                let answered = match gateway.ask(&call).await {
-                    Ok(a) => a,
-                    Err(e) => {
-                        pending.push_chain(now, e.events().iter().cloned(), &causes);
-                        return Err(e.into());
-                    }
-                };
-                last = pending.push_chain(now, answered.events.iter().cloned(), &causes).or(last);
+                let (answered, asked) = ask(gateway, call, &causes, now, pending).await?;
+                last = asked.or(last);
                 match answered.answer {
                     Answer::Choice(c) => chosen.push(c),
                     _ => chosen.push(options[0].clone()),

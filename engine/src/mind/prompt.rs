@@ -62,6 +62,7 @@ pub enum PromptError {
 
 const FILES: &[(&str, &str)] = &[
     ("importance", include_str!("../../prompts/importance.toml")),
+    ("ratings", include_str!("../../prompts/ratings.toml")),
     ("day_plan", include_str!("../../prompts/day_plan.toml")),
     ("hour_parts", include_str!("../../prompts/hour_parts.toml")),
     ("hour_plan", include_str!("../../prompts/hour_plan.toml")),
@@ -193,6 +194,7 @@ mod tests {
             assert!(t.version >= 1, "{}", t.name);
             let known = [
                 "importance",
+                "ratings",
                 "day_plan",
                 "hour_parts",
                 "hour_plan",

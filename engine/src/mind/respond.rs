@@ -12,7 +12,7 @@ use hamlet_log::{Body, EventId};
 use super::memory::MemoryStream;
 use super::prompt::{template, Style};
 use super::retrieval::RetrievalSettings;
-use super::think::{recall, remember, ThinkError};
+use super::think::{ask, recall, remember, ThinkError};
 use crate::pending::{Cause, Pending, PendingId};
 
 /// The descriptions of a retrieval's hits, joined, for a prompt.
@@ -23,25 +23,6 @@ fn context(stream: &MemoryStream, hits: &[hamlet_log::event::RetrievalHit]) -> S
         "nothing in particular".to_owned()
     } else {
         lines.join("; ")
-    }
-}
-
-async fn ask(
-    gateway: &Gateway,
-    call: hamlet_gateway::Call,
-    causes: &[Cause],
-    now: u64,
-    pending: &mut Pending,
-) -> Result<(hamlet_gateway::Answered, Option<PendingId>), ThinkError> {
-    match gateway.ask(&call).await {
-        Ok(a) => {
-            let at = pending.push_chain(now, a.events.iter().cloned(), causes);
-            Ok((a, at))
-        }
-        Err(e) => {
-            pending.push_chain(now, e.events().iter().cloned(), causes);
-            Err(e.into())
-        }
     }
 }
 
@@ -79,6 +60,7 @@ pub async fn should_react(
 ) -> Result<(bool, Option<PendingId>), ThinkError> {
     let (about, at1) =
         recall(gateway, who.agent, who.stream, observation, now, retrieval, pending).await?;
+    // The loop knows a consideration by this query (`sim::RELATIONSHIP`).
     let relation = format!("{}'s relationship with {subject}", who.name);
     let (with, at2) =
         recall(gateway, who.agent, who.stream, &relation, now, retrieval, pending).await?;

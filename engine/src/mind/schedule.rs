@@ -14,6 +14,9 @@ pub struct Schedule {
     /// The simulated day the day plan is for.
     day_number: u64,
     parts: BTreeMap<PlanRef, (EventId, PlanMade)>,
+    /// The latest plan made moment to moment (actions decomposing nothing), by agents whose
+    /// strategy does not plan ahead.
+    loose: Option<(EventId, PlanMade)>,
 }
 
 /// What an agent needs next.
@@ -52,7 +55,18 @@ impl Schedule {
     /// What the agent needs at `now` (simulated seconds); a day plan made on another day
     /// does not count.
     pub fn need(&self, now: u64) -> Need {
-        let Some((day_id, day)) = &self.day else { return Need::PlanDay };
+        let Some((day_id, day)) = &self.day else {
+            // Without a day plan, a plan made moment to moment may cover now.
+            if let Some((id, plan)) = &self.loose {
+                if let Some((index, item)) = covering(plan, now) {
+                    return Need::Act {
+                        item: PlanRef { plan: *id, item: index },
+                        what: item.clone(),
+                    };
+                }
+            }
+            return Need::PlanDay;
+        };
         if self.day_number != now / 86_400 {
             return Need::PlanDay;
         }
@@ -77,6 +91,19 @@ impl Schedule {
             }
             None => Need::Free,
         }
+    }
+
+    /// The hour part under way at `now` (the item an action plan decomposes), if the day
+    /// plan has been broken down that far.
+    pub fn hour_under_way(&self, now: u64) -> Option<(PlanRef, PlanItem)> {
+        let (day_id, day) = self.day.as_ref()?;
+        if self.day_number != now / 86_400 {
+            return None;
+        }
+        let (index, _) = covering(day, now)?;
+        let (parts_id, parts) = self.parts.get(&PlanRef { plan: *day_id, item: index })?;
+        let (index, item) = covering(parts, now)?;
+        Some((PlanRef { plan: *parts_id, item: index }, item.clone()))
     }
 
     /// The day plan, if any.
@@ -109,6 +136,7 @@ impl Schedules {
             (_, Some(of)) => {
                 schedule.parts.insert(of, (event.id, plan.clone()));
             }
+            (PlanLevel::Action, None) => schedule.loose = Some((event.id, plan.clone())),
             (_, None) => {}
         }
     }
@@ -209,5 +237,34 @@ mod tests {
         s.apply(&plan(3, PlanLevel::Day, None, vec![]));
         assert_eq!(s.of(MEI).need(DAY1 + 600), Need::Free);
         assert_eq!(s.of(MEI).need(DAY1 + 86_400 + 600), Need::PlanDay);
+    }
+
+    #[test]
+    fn a_plan_made_moment_to_moment_covers_only_its_minutes() {
+        let mut s = Schedules::default();
+        s.apply(&plan(1, PlanLevel::Action, None, vec![item("sketch the pond", 420, 15)]));
+        assert!(matches!(
+            s.of(MEI).need(DAY1 + 425 * 60),
+            Need::Act { what, .. } if what.description == "sketch the pond"
+        ));
+        assert_eq!(s.of(MEI).need(DAY1 + 436 * 60), Need::PlanDay, "then it needs another");
+        assert_eq!(s.of(MEI).hour_under_way(DAY1 + 425 * 60), None);
+    }
+
+    #[test]
+    fn the_hour_under_way_is_the_part_an_action_plan_decomposes() {
+        let mut s = Schedules::default();
+        s.apply(&plan(1, PlanLevel::Day, None, vec![item("morning", 420, 180)]));
+        let day = PlanRef { plan: EventId([1; 32]), item: 0 };
+        assert_eq!(s.of(MEI).hour_under_way(DAY1 + 430 * 60), None, "not broken down yet");
+        s.apply(&plan(
+            2,
+            PlanLevel::Hour,
+            Some(day),
+            vec![item("wash", 420, 60), item("eat", 480, 60)],
+        ));
+        let (at, what) = s.of(MEI).hour_under_way(DAY1 + 490 * 60).expect("an hour part");
+        assert_eq!(at, PlanRef { plan: EventId([2; 32]), item: 1 });
+        assert_eq!(what.description, "eat");
     }
 }

@@ -6,7 +6,7 @@
 use std::collections::BTreeMap;
 
 use hamlet_gateway::answer::{Answer, Shape};
-use hamlet_gateway::{EmbedCall, Gateway, GatewayError};
+use hamlet_gateway::{Answered, Call, EmbedCall, Embedded, Gateway, GatewayError};
 use hamlet_log::event::{AgentId, MemoryAdded, MemoryKind, Retrieved};
 use hamlet_log::{Body, EventId};
 
@@ -26,19 +26,57 @@ pub enum ThinkError {
     Prompt(#[from] PromptError),
 }
 
-/// Pushes the events of a gateway call; returns the last one's position.
-fn push_events(
-    pending: &mut Pending,
-    now: u64,
-    events: &[Body],
+/// Asks the gateway and adds the call's events to the batch (also when it failed for good:
+/// every try is kept), the first caused by `causes`. Returns the answer and the position of
+/// its last event.
+pub async fn ask(
+    gateway: &Gateway,
+    call: Call,
     causes: &[Cause],
-) -> Option<PendingId> {
-    pending.push_chain(now, events.iter().cloned(), causes)
+    now: u64,
+    pending: &mut Pending,
+) -> Result<(Answered, Option<PendingId>), ThinkError> {
+    match gateway.ask(&call).await {
+        Ok(a) => {
+            let at = pending.push_chain(now, a.events.iter().cloned(), causes);
+            Ok((a, at))
+        }
+        Err(e) => {
+            pending.push_chain(now, e.events().iter().cloned(), causes);
+            Err(e.into())
+        }
+    }
 }
 
-/// Rates and embeds new memories of `agent`, and adds them to the batch: for each, the
-/// importance call's events, then (once for all) the embedding's, then a `MemoryAdded`
-/// caused by its rating and the embedding. Returns the memories' positions.
+/// Embeds through the gateway and adds the call's events to the batch, as [`ask`] does.
+pub async fn embed(
+    gateway: &Gateway,
+    call: EmbedCall,
+    now: u64,
+    pending: &mut Pending,
+) -> Result<(Embedded, Option<PendingId>), ThinkError> {
+    match gateway.embed(&call).await {
+        Ok(e) => {
+            let at = pending.push_chain(now, e.events.iter().cloned(), &[]);
+            Ok((e, at))
+        }
+        Err(e) => {
+            pending.push_chain(now, e.events().iter().cloned(), &[]);
+            Err(e.into())
+        }
+    }
+}
+
+/// How many memories one importance call rates at most. Rating them together costs one
+/// call instead of one per memory (a persona's seed memories, a step's observations);
+/// ten keeps the list short enough for a small model to keep count.
+pub const RATINGS_PER_CALL: usize = 10;
+
+/// Rates and embeds new memories of `agent`, and adds them to the batch: the importance
+/// calls' events (one memory alone is rated by the `importance` template, several by
+/// `ratings`, up to [`RATINGS_PER_CALL`] a call), then (once for all) the embedding's, then
+/// a `MemoryAdded` for each, caused by its rating and the embedding. Returns the memories'
+/// positions.
 #[allow(clippy::too_many_arguments)]
 pub async fn remember(
     gateway: &Gateway,
@@ -52,37 +90,38 @@ pub async fn remember(
     now: u64,
     pending: &mut Pending,
 ) -> Result<Vec<PendingId>, ThinkError> {
-    let importance = template("importance")?;
     let mut ratings = Vec::with_capacity(descriptions.len());
-    for description in descriptions {
-        let vars = BTreeMap::from([("agent", name.to_owned()), ("memory", description.clone())]);
-        let mut call = importance.call(&vars, style, Shape::Importance)?;
+    for group in descriptions.chunks(RATINGS_PER_CALL) {
+        let call = if let [description] = group {
+            let vars =
+                BTreeMap::from([("agent", name.to_owned()), ("memory", description.clone())]);
+            template("importance")?.call(&vars, style, Shape::Importance)?
+        } else {
+            let listed: Vec<String> =
+                group.iter().enumerate().map(|(i, d)| format!("{}. {d}", i + 1)).collect();
+            let vars = BTreeMap::from([
+                ("agent", name.to_owned()),
+                ("memories", listed.join("\n")),
+                ("count", group.len().to_string()),
+            ]);
+            let shape = Shape::Ratings { count: group.len() as u16 };
+            template("ratings")?.call(&vars, style, shape)?
+        };
+        let mut call = call;
         call.agent = Some(agent);
-        call.max_tokens = Some(16);
-        let answered = match gateway.ask(&call).await {
-            Ok(a) => a,
-            Err(e) => {
-                push_events(pending, now, e.events(), &[]);
-                return Err(e.into());
+        call.max_tokens = Some(8 + 4 * group.len() as u32);
+        let (answered, last) = ask(gateway, call, &[], now, pending).await?;
+        match answered.answer {
+            Answer::Importance(r) => ratings.push((r, last)),
+            Answer::Ratings(rs) if rs.len() == group.len() => {
+                ratings.extend(rs.into_iter().map(|r| (r, last)));
             }
-        };
-        let last = push_events(pending, now, &answered.events, &[]);
-        let rating = match answered.answer {
-            Answer::Importance(r) => r,
-            _ => 5,
-        };
-        ratings.push((rating, last));
-    }
-    let mut embed = EmbedCall::new("memory", descriptions.to_vec());
-    embed.agent = Some(agent);
-    let embedded = match gateway.embed(&embed).await {
-        Ok(e) => e,
-        Err(e) => {
-            push_events(pending, now, e.events(), &[]);
-            return Err(e.into());
+            _ => ratings.extend(group.iter().map(|_| (5, last))),
         }
-    };
-    let vectors_at = push_events(pending, now, &embedded.events, &[]);
+    }
+    let mut call = EmbedCall::new("memory", descriptions.to_vec());
+    call.agent = Some(agent);
+    let (embedded, vectors_at) = embed(gateway, call, now, pending).await?;
     let mut out = Vec::with_capacity(descriptions.len());
     for ((description, (rating, rated_at)), vector) in
         descriptions.iter().zip(ratings).zip(embedded.vectors)
@@ -117,16 +156,9 @@ pub async fn recall(
     settings: &RetrievalSettings,
     pending: &mut Pending,
 ) -> Result<(Retrieved, PendingId), ThinkError> {
-    let mut embed = EmbedCall::new("query", vec![query.to_owned()]);
-    embed.agent = Some(agent);
-    let embedded = match gateway.embed(&embed).await {
-        Ok(e) => e,
-        Err(e) => {
-            push_events(pending, now, e.events(), &[]);
-            return Err(e.into());
-        }
-    };
-    let vector_at = push_events(pending, now, &embedded.events, &[]);
+    let mut call = EmbedCall::new("query", vec![query.to_owned()]);
+    call.agent = Some(agent);
+    let (embedded, vector_at) = embed(gateway, call, now, pending).await?;
     let query_vector = embedded.vectors.into_iter().next().unwrap_or_default();
     let retrieved = retrieve(agent, stream, query, &query_vector, now, settings, |_| true);
     let causes: Vec<Cause> = vector_at.into_iter().map(Cause::Pending).collect();
@@ -210,14 +242,7 @@ pub async fn reflect(
     let mut call = template("reflection_questions")?.call(&vars, style, Shape::Text)?;
     call.agent = Some(agent);
     call.max_tokens = Some(96);
-    let answered = match gateway.ask(&call).await {
-        Ok(a) => a,
-        Err(e) => {
-            push_events(pending, now, e.events(), &[]);
-            return Err(e.into());
-        }
-    };
-    let asked_at = push_events(pending, now, &answered.events, &[]);
+    let (answered, asked_at) = ask(gateway, call, &[], now, pending).await?;
     let questions = match &answered.answer {
         Answer::Text(t) if !answered.fallback => questions_in(t, settings.questions),
         _ => Vec::new(),
@@ -266,14 +291,7 @@ pub async fn reflect(
     call.max_tokens = Some(320);
     let mut causes: Vec<Cause> = vec![Cause::Pending(started)];
     causes.extend(recalled_at.iter().copied().map(Cause::Pending));
-    let answered = match gateway.ask(&call).await {
-        Ok(a) => a,
-        Err(e) => {
-            push_events(pending, now, e.events(), &causes);
-            return Err(e.into());
-        }
-    };
-    let insights_at = push_events(pending, now, &answered.events, &causes);
+    let (answered, insights_at) = ask(gateway, call, &causes, now, pending).await?;
     let Answer::Insights(insights) = answered.answer else { return Ok(Vec::new()) };
     let mut out = Vec::new();
     for insight in insights {

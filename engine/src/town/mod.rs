@@ -180,6 +180,10 @@ fn full() -> String {
 /// Kinds of sector a town may have.
 pub const SECTOR_KINDS: &[&str] =
     &["home", "cafe", "market", "college", "dorm", "park", "bar", "store", "office", "other"];
+/// The shipped town, Willowmere (`engine/towns/willowmere.toml`), compiled in: what
+/// `hamlet run` runs when no town file is given.
+pub const WILLOWMERE: &str = include_str!("../../towns/willowmere.toml");
+
 /// The agent strategies: the paper's full architecture and its two ablations.
 pub const STRATEGIES: &[&str] = &["full", "no_reflection", "no_reflection_no_planning"];
 
@@ -273,7 +277,7 @@ pub struct Persona {
 impl Persona {
     /// The statements of the seed paragraph, trimmed, empty ones dropped.
     pub fn seed_statements(&self) -> Vec<&str> {
-        self.seed.split(';').map(str::trim).filter(|s| !s.is_empty()).collect()
+        crate::mind::memory::seed_statements(&self.seed)
     }
 }
 

@@ -10,6 +10,8 @@ mod llm;
 mod loopback;
 mod mind;
 mod power_loss;
+mod rules;
+mod run;
 mod sim;
 mod store_model;
 mod support;

@@ -76,11 +76,9 @@ impl EmbedBackend for KeywordEmbedder {
 #[test]
 fn memories_are_rated_embedded_committed_and_traceable_to_their_prompt() {
     let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
-    let llm = ScriptedRater(Mutex::new(VecDeque::from([
-        r#"{"rating": 9}"#,
-        "this is blank",
-        r#"{"rating": 2}"#,
-    ])));
+    // Two memories are rated in one call; the first answer is refused and retried.
+    let llm =
+        ScriptedRater(Mutex::new(VecDeque::from(["this is blank", r#"{"ratings": [9, 2]}"#])));
     let gateway = Gateway::new(
         Arc::new(llm),
         Arc::new(KeywordEmbedder),
@@ -138,7 +136,13 @@ fn memories_are_rated_embedded_committed_and_traceable_to_their_prompt() {
         }
         frontier.extend(e.header.causes.iter().copied());
     }
-    assert_eq!(seen_prompt.as_deref(), Some("Mei Lin remembers: Mei brushes her teeth"));
+    assert_eq!(
+        seen_prompt.as_deref(),
+        Some(
+            "What Mei Lin remembers:\n1. Delphine invites Mei to a party at Marigold café\n\
+             2. Mei brushes her teeth"
+        )
+    );
 
     // Recall: the party memory is relevant to a party query; the retrieval names the
     // query's embedding as its cause.
@@ -167,10 +171,8 @@ fn memories_are_rated_embedded_committed_and_traceable_to_their_prompt() {
 fn a_reflection_asks_questions_recalls_and_stores_insights_citing_memories() {
     let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
     let llm = ScriptedRater(Mutex::new(VecDeque::from([
-        // three observations
-        r#"{"rating": 8}"#,
-        r#"{"rating": 7}"#,
-        r#"{"rating": 3}"#,
+        // three observations, rated together
+        r#"{"ratings": [8, 7, 3]}"#,
         // the questions
         "1. Why is Mei excited about the party?\n2. Who will Mei meet there?\n3. What does Mei paint?",
         // two insights citing statements
@@ -356,7 +358,7 @@ fn a_day_is_planned_remembered_and_decomposed_within_its_stroke() {
             "Mei Lin",
             "Mei Lin is an art student.",
             &made.items[0],
-            of,
+            Some(of),
             PlanLevel::Action,
             day1 + 25_200,
             &mut pending,

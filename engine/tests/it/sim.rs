@@ -1,120 +1,21 @@
 //! The simulation loop over the shipped town with a rule-based test double for the model:
-//! agents plan, decompose, choose places, act and walk; the same answers give the same log,
-//! byte for byte, and so does a re-simulation against the recording with no model.
+//! agents plan, decompose, choose places, act, walk, react to each other, talk and re-plan;
+//! the same answers give the same log, byte for byte, and so does a re-simulation against
+//! the recording with no model; strategies switch reflection and planning off per agent; a
+//! run interrupted between steps or inside one resumes to the same log.
 
 use std::sync::Arc;
 
+use hamlet_engine::mind::think::ReflectionSettings;
 use hamlet_engine::sim::{Sim, SimSettings};
 use hamlet_engine::store::Store;
 use hamlet_engine::town::Definition;
-use hamlet_gateway::backend::{
-    Attempt, BackendError, BoxFuture, Completion, EmbedBackend, LlmBackend, Vectors,
-};
 use hamlet_gateway::replay::Replay;
-use hamlet_gateway::{EmbedCall, Gateway, Params, RetryPolicy};
-use hamlet_log::event::{PlanLevel, Prompt};
+use hamlet_gateway::{Gateway, Params, RetryPolicy};
+use hamlet_log::event::{AgentId, MemoryKind, PlanLevel};
 use hamlet_log::{Body, EventId};
 
-/// A test double: answers each prompt template by rule, instantly.
-struct RuleModel;
-
-fn between(text: &str) -> (u32, u32) {
-    // "From HH:MM to HH:MM"
-    let from = text.find("From ").map(|i| &text[i + 5..i + 10]).unwrap_or("07:00");
-    let to = text.find(" to ").map(|i| &text[i + 4..i + 9]).unwrap_or("08:00");
-    let m = |s: &str| {
-        let (h, m) = s.split_once(':').unwrap_or(("7", "0"));
-        h.parse::<u32>().unwrap_or(7) * 60 + m.parse::<u32>().unwrap_or(0)
-    };
-    (m(from), m(to))
-}
-
-fn hhmm(m: u32) -> String {
-    format!("{:02}:{:02}", m / 60, m % 60)
-}
-
-impl LlmBackend for RuleModel {
-    fn name(&self) -> &str {
-        "rule-test-double"
-    }
-    fn server(&self) -> String {
-        String::new()
-    }
-    fn model(&self) -> String {
-        "rules".into()
-    }
-    fn complete<'a>(&'a self, a: Attempt<'a>) -> BoxFuture<'a, Result<Completion, BackendError>> {
-        let user = match &a.call.prompt {
-            Prompt::Chat(m) => m.last().map(|m| m.content.clone()).unwrap_or_default(),
-            Prompt::Text(t) => t.clone(),
-        };
-        let text = match a.call.template.as_str() {
-            "importance" => r#"{"rating": 3}"#.to_owned(),
-            "day_plan" => r#"{"steps":[{"start":"07:00","activity":"get ready for the day","minutes":60},
-                {"start":"08:00","activity":"work","minutes":240},{"start":"12:00","activity":"lunch","minutes":60},
-                {"start":"13:00","activity":"work","minutes":240},{"start":"17:00","activity":"free time","minutes":300}]}"#
-                .to_owned(),
-            "hour_parts" => {
-                let (from, to) = between(&user);
-                format!(r#"{{"steps":[{{"start":"{}","activity":"the first part","minutes":{}}}]}}"#, hhmm(from), (to - from).clamp(15, 120))
-            }
-            "hour_plan" => {
-                let (from, _) = between(&user);
-                let steps: Vec<String> = (0..4)
-                    .map(|i| format!(r#"{{"start":"{}","activity":"step {i}","minutes":15}}"#, hhmm(from + 15 * i)))
-                    .collect();
-                format!(r#"{{"steps":[{}]}}"#, steps.join(","))
-            }
-            "location" => {
-                let options = user.lines().find_map(|l| l.strip_prefix("Options: ")).unwrap_or("");
-                let first = options.split(" | ").next().unwrap_or("");
-                format!(r#"{{"choice": {}}}"#, serde_json::to_string(first).unwrap())
-            }
-            "reflection_questions" => "What matters to them?\nWho do they see?\nWhat do they do?".into(),
-            _ => "not an answer".into(),
-        };
-        Box::pin(async move {
-            Ok(Completion {
-                tokens_prompt: 50,
-                tokens_completion: 10,
-                text,
-                finish_reason: "stop".into(),
-                response_model: "rules".into(),
-                response_id: String::new(),
-            })
-        })
-    }
-}
-
-/// A test double: a 4-dimensional embedding from the text's length and letters.
-struct LetterEmbedder;
-
-impl EmbedBackend for LetterEmbedder {
-    fn name(&self) -> &str {
-        "letters-test-double"
-    }
-    fn server(&self) -> String {
-        String::new()
-    }
-    fn model(&self) -> String {
-        "letters".into()
-    }
-    fn embed<'a>(
-        &'a self,
-        call: &'a EmbedCall,
-        _: [u8; 32],
-    ) -> BoxFuture<'a, Result<Vectors, BackendError>> {
-        let vectors = call
-            .texts
-            .iter()
-            .map(|t| {
-                let n = |c: char| t.chars().filter(|x| x.eq_ignore_ascii_case(&c)).count() as f32;
-                vec![n('a') + 1.0, n('e'), n('o'), t.len() as f32 / 10.0]
-            })
-            .collect();
-        Box::pin(async move { Ok(Vectors { vectors, tokens: 4 }) })
-    }
-}
+use crate::rules::{LetterEmbedder, RuleModel};
 
 fn town() -> Definition {
     Definition::load(
@@ -124,12 +25,20 @@ fn town() -> Definition {
 }
 
 fn run(gateway: Gateway, steps: usize) -> (tempfile::TempDir, Vec<hamlet_log::Event>) {
+    run_town(town(), SimSettings::default(), gateway, steps)
+}
+
+fn run_town(
+    town: Definition,
+    settings: SimSettings,
+    gateway: Gateway,
+    steps: usize,
+) -> (tempfile::TempDir, Vec<hamlet_log::Event>) {
     let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
     let tmp = tempfile::tempdir().unwrap();
     let store = Store::open(tmp.path()).unwrap();
     let events = rt.block_on(async {
-        let mut sim =
-            Sim::start(store, "main", town(), 7, gateway, SimSettings::default()).await.unwrap();
+        let mut sim = Sim::start(store, "main", town, 7, gateway, settings).await.unwrap();
         for _ in 0..steps {
             sim.step().await.unwrap();
         }
@@ -154,15 +63,23 @@ fn agents_plan_act_and_walk_and_the_same_answers_give_the_same_log() {
     let (_a, first) = run(rules(), 12);
     let count = |f: &dyn Fn(&Body) -> bool| first.iter().filter(|e| f(&e.body)).count();
     let agents = town().personas.len();
-    assert_eq!(count(&|b| matches!(b, Body::PlanMade(p) if p.level == PlanLevel::Day)), agents);
-    assert!(count(&|b| matches!(b, Body::PlanMade(p) if p.level == PlanLevel::Hour)) >= agents);
+    let planners =
+        town().personas.iter().filter(|p| p.strategy != "no_reflection_no_planning").count();
+    assert!(planners < agents, "the shipped town mixes strategies");
+    assert_eq!(count(&|b| matches!(b, Body::PlanMade(p) if p.level == PlanLevel::Day)), planners);
+    assert!(count(&|b| matches!(b, Body::PlanMade(p) if p.level == PlanLevel::Hour)) >= planners);
     assert!(count(&|b| matches!(b, Body::PlanMade(p) if p.level == PlanLevel::Action)) >= agents);
     assert!(count(&|b| matches!(b, Body::ActionStarted(_))) >= agents, "every agent acts");
     assert!(count(&|b| matches!(b, Body::Moved(_))) > 0, "someone walks");
     assert!(count(&|b| matches!(b, Body::MemoryAdded(_))) > agents, "seeds and more");
-    // Every action names the plan item it carries out, and that plan is in the log.
+    // Every action names the plan item it carries out (or the conversation it follows),
+    // and that plan is in the log.
     for e in &first {
         if let Body::ActionStarted(a) = &e.body {
+            if a.description.starts_with("talking with") {
+                assert!(a.plan_item.is_none());
+                continue;
+            }
             let item = a.plan_item.expect("an action carries out a plan item");
             assert!(e.header.causes.contains(&item.plan));
             assert!(first.iter().any(|p| p.id == item.plan));
@@ -185,4 +102,167 @@ fn agents_plan_act_and_walk_and_the_same_answers_give_the_same_log() {
     }
     assert_eq!(first.len(), again.len(), "the re-simulation is identical");
     assert_eq!(replay.unused(), 0);
+}
+
+#[test]
+fn agents_who_meet_react_talk_in_turn_remember_it_and_replan() {
+    let (_a, log) = run(rules(), 12);
+    let by_id = |id: EventId| log.iter().find(|e| e.id == id).expect("a cause is in the log");
+    let started: Vec<_> = log
+        .iter()
+        .filter_map(|e| match &e.body {
+            Body::ConversationStarted(c) => Some((e, c)),
+            _ => None,
+        })
+        .collect();
+    assert!(!started.is_empty(), "agents who see each other talk");
+    let mut replans = 0;
+    for (event, conversation) in &started {
+        // Started because the first agent decided to react: the cause is its yes.
+        let cause = by_id(event.header.causes[0]);
+        assert!(
+            matches!(&cause.body, Body::LlmResponded(r) if r.text.contains("yes")),
+            "{:?}",
+            cause.body
+        );
+        let turns: Vec<_> = log
+            .iter()
+            .filter_map(|e| match &e.body {
+                Body::DialogueTurn(t) if t.conversation == event.id => Some(t),
+                _ => None,
+            })
+            .collect();
+        assert_eq!(turns.len(), 3, "the double ends on the third line");
+        for (i, t) in turns.iter().enumerate() {
+            assert_eq!(t.speaker, conversation.agents[i % 2], "speakers alternate");
+        }
+        assert!(turns[2].ends && !turns[0].ends);
+        let ended = log
+            .iter()
+            .find(|e| matches!(&e.body, Body::ConversationEnded(x) if x.conversation == event.id))
+            .expect("the conversation ends");
+        // Both remember what was said (so it can spread), caused by the end.
+        for agent in &conversation.agents {
+            let memory = log.iter().find(|e| {
+                matches!(&e.body, Body::MemoryAdded(m) if m.agent == *agent
+                    && m.kind == MemoryKind::Chat
+                    && m.description.contains("the market opens late on Sunday"))
+                    && e.header.causes.contains(&ended.id)
+            });
+            assert!(memory.is_some(), "{agent:?} remembers the conversation");
+            // ...and, if it was acting on an hour's actions, re-plans the rest of the hour
+            // from the end of the talk.
+            let acting = log.iter().any(|e| {
+                e.header.seq < event.header.seq
+                    && matches!(&e.body, Body::PlanMade(p) if p.agent == *agent
+                        && p.level == PlanLevel::Action)
+            });
+            let replan = log.iter().find(|e| {
+                e.header.seq > ended.header.seq
+                    && matches!(&e.body, Body::PlanMade(p) if p.agent == *agent
+                        && p.level == PlanLevel::Action
+                        && p.items.first().is_some_and(|i| i.start_secs > ended.sim_time_secs()))
+            });
+            if acting {
+                assert!(replan.is_some(), "{agent:?} re-plans after talking");
+                replans += 1;
+            }
+        }
+    }
+    assert!(replans > 0, "a conversation interrupted someone's actions");
+    // The same pair does not start again within the cooldown.
+    let mut pairs: Vec<_> = started.iter().map(|(_, c)| c.agents.clone()).collect();
+    pairs.iter_mut().for_each(|p| p.sort());
+    let n = pairs.len();
+    pairs.sort();
+    pairs.dedup();
+    assert_eq!(pairs.len(), n);
+}
+
+#[test]
+fn strategies_switch_reflection_and_planning_off_per_agent() {
+    let source = town().source.clone();
+    let edited = source
+        .replacen("strategy = \"full\"", "strategy = \"no_reflection\"", 1)
+        .replacen("strategy = \"full\"", "strategy = \"no_reflection_no_planning\"", 1);
+    let town = Definition::parse("strategies.toml", &edited).unwrap();
+    let settings = SimSettings {
+        reflection: ReflectionSettings { threshold: 20, ..ReflectionSettings::default() },
+        ..SimSettings::default()
+    };
+    let (_a, log) = run_town(town, settings, rules(), 20);
+    let (plain, moment, full) = (AgentId(0), AgentId(1), AgentId(2));
+    let reflected = |a: AgentId| {
+        log.iter().any(|e| matches!(&e.body, Body::ReflectionStarted(r) if r.agent == a))
+    };
+    assert!(reflected(full), "the full architecture reflects past a low threshold");
+    assert!(!reflected(plain) && !reflected(moment), "the ablations never reflect");
+    let plans = |a: AgentId, level: PlanLevel| {
+        log.iter()
+            .filter(|e| matches!(&e.body, Body::PlanMade(p) if p.agent == a && p.level == level))
+            .count()
+    };
+    assert_eq!(plans(plain, PlanLevel::Day), 1, "no reflection still plans the day");
+    assert_eq!(plans(moment, PlanLevel::Day), 0, "no planning: no day plan");
+    assert_eq!(plans(moment, PlanLevel::Hour), 0);
+    let loose: Vec<EventId> = log
+        .iter()
+        .filter(|e| {
+            matches!(&e.body, Body::PlanMade(p) if p.agent == moment && p.decomposes.is_none()
+                && p.level == PlanLevel::Action && !p.items.is_empty())
+        })
+        .map(|e| e.id)
+        .collect();
+    assert_eq!(loose.len(), 1, "no planning: actions decided a quarter hour at a time");
+    let acted = log.iter().any(|e| {
+        matches!(&e.body, Body::ActionStarted(a) if a.agent == moment
+            && a.plan_item.is_some_and(|i| loose.contains(&i.plan)))
+    });
+    assert!(acted, "and carried out");
+}
+
+#[test]
+fn a_run_interrupted_anywhere_resumes_to_the_same_log() {
+    let steps = 8;
+    let (_a, whole) = run(rules(), steps);
+    let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+    // Cut the log after every kind of place a run can stop: after a tick (its thinking not
+    // yet written), after the agents' batch with a conversation just started (its lines not
+    // yet written), and between steps.
+    let tick = whole.iter().rposition(|e| matches!(e.body, Body::ClockStepped(_))).unwrap();
+    // (A batch is written whole or not at all: cut after the last conversation it starts.)
+    let mut talk =
+        whole.iter().position(|e| matches!(e.body, Body::ConversationStarted(_))).unwrap();
+    while matches!(whole[talk + 1].body, Body::ConversationStarted(_)) {
+        talk += 1;
+    }
+    let between = whole.iter().position(|e| matches!(e.body, Body::ClockStepped(_))).unwrap() - 1;
+    for cut in [tick + 1, talk + 1, between + 1] {
+        let tmp = tempfile::tempdir().unwrap();
+        let mut store = Store::open(tmp.path()).unwrap();
+        let branch = store.create_root("main").unwrap();
+        let copy: Vec<_> = whole[1..cut]
+            .iter()
+            .map(|e| {
+                let mut n = hamlet_log::NewEvent::new(e.sim_time_secs(), e.body.clone());
+                n.causes = e.header.causes.clone();
+                n
+            })
+            .collect();
+        store.append_durable(branch, &copy).unwrap();
+        let events = rt.block_on(async {
+            let mut sim =
+                Sim::resume(store, branch, rules(), SimSettings::default()).await.unwrap();
+            while sim.state().step < steps as u64 || sim.mid_step() {
+                sim.step().await.unwrap();
+            }
+            let head = sim.store().branch(sim.branch()).unwrap().head_seq;
+            sim.store().events(sim.branch(), 0, head).unwrap()
+        });
+        let differ = whole.iter().zip(&events).position(|(a, b)| a.id != b.id);
+        if let Some(i) = differ {
+            panic!("cut at #{cut}: differs at #{i}:\n{:?}\n{:?}", whole[i].body, events[i].body);
+        }
+        assert_eq!(whole.len(), events.len(), "cut at #{cut}");
+    }
 }

@@ -25,6 +25,8 @@ pub enum Reply {
     Malformed,
     /// Read the request, then close the connection without a word.
     Drop,
+    /// The reply this function makes of the request (a server that answers by rule).
+    Rules(fn(&Received) -> Reply),
 }
 
 /// A request the server received.
@@ -68,8 +70,9 @@ impl LoopbackServer {
                     (script.clone(), received.clone(), fallback.clone());
                 tokio::spawn(async move {
                     let Some(request) = read_request(&mut socket).await else { return };
-                    received.lock().unwrap().push(request);
                     let reply = script.lock().unwrap().pop_front().unwrap_or(fallback);
+                    let reply = by_rule(reply, &request);
+                    received.lock().unwrap().push(request);
                     let _ = respond(&mut socket, reply).await;
                 });
             }
@@ -85,6 +88,15 @@ impl LoopbackServer {
     /// Requests received so far.
     pub fn requests(&self) -> Vec<Received> {
         self.received.lock().unwrap().clone()
+    }
+}
+
+/// A reply with its rules applied to the request.
+fn by_rule(reply: Reply, request: &Received) -> Reply {
+    match reply {
+        Reply::Rules(rule) => rule(request),
+        Reply::Slow(delay, then) => Reply::Slow(delay, Box::new(by_rule(*then, request))),
+        other => other,
     }
 }
 
@@ -144,6 +156,7 @@ fn respond(
             }
             Reply::Malformed => (200, String::new(), "{\"id\": \"x\", \"choices\": [".to_owned()),
             Reply::Drop => return socket.shutdown().await,
+            Reply::Rules(_) => (500, String::new(), "{\"error\": \"a rule made a rule\"}".into()),
         };
         let response = format!(
             "HTTP/1.1 {status} X\r\nContent-Type: application/json\r\nContent-Length: {}\r\n{extra}Connection: close\r\n\r\n{body}",

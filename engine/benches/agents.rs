@@ -1,0 +1,160 @@
+//! The agent loop's numbers, over the shipped town (Willowmere, 10 agents):
+//!
+//! 1. **engine time per agent-step** with an instant rule-based test double for the model
+//!    and the embeddings: everything but the model (prompts, folds, retrieval, the log);
+//! 2. **model calls and tokens per agent per simulated hour, by purpose**, from the same run
+//!    (the double says yes to every reaction, so conversations are as frequent as the
+//!    loop's own limits allow: a worst case);
+//! 3. **wall time against a loopback HTTP server that takes 200 ms per request**, compared
+//!    with the serial sum of those 200 ms (what a loop that waits for one call at a time
+//!    would take).
+//!
+//! Run: `cargo bench -p hamlet-engine --bench agents` (`HAMLET_BENCH_STEPS` sets the steps of
+//! part 1, default 360 = one simulated hour; `-- --test` is CI's tiny run).
+
+#[path = "../../gateway/tests/it/loopback.rs"]
+#[allow(dead_code, reason = "shared with the tests, which use all of it")]
+mod loopback;
+#[path = "../../gateway/benches/support/machine.rs"]
+mod machine;
+#[path = "../tests/it/rules.rs"]
+#[allow(dead_code, reason = "shared with the tests, which use all of it")]
+mod rules;
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use hamlet_engine::sim::{Sim, SimSettings};
+use hamlet_engine::store::Store;
+use hamlet_engine::town::Definition;
+use hamlet_gateway::cost;
+use hamlet_gateway::openai::{Endpoint, OpenAi, OpenAiEmbed};
+use hamlet_gateway::{Gateway, Params, RetryPolicy};
+
+use loopback::{LoopbackServer, Reply};
+use rules::{over_http, LetterEmbedder, RuleModel};
+
+fn town() -> Definition {
+    Definition::load(
+        &std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("towns/willowmere.toml"),
+    )
+    .expect("the shipped town loads")
+}
+
+/// Runs `steps` steps of the town through `gateway`; returns the wall time of the steps
+/// (seed memories excluded) and the run's events.
+fn run(gateway: Gateway, steps: u64) -> (Duration, Vec<hamlet_log::Event>) {
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .expect("runtime");
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let store = Store::open(tmp.path()).expect("store");
+    rt.block_on(async {
+        let mut sim = Sim::start(store, "main", town(), 1, gateway, SimSettings::default())
+            .await
+            .expect("start");
+        let clock = Instant::now();
+        for _ in 0..steps {
+            sim.step().await.expect("step");
+        }
+        let took = clock.elapsed();
+        let head = sim.store().branch(sim.branch()).map_or(0, |b| b.head_seq);
+        (took, sim.store().events(sim.branch(), 0, head).expect("events"))
+    })
+}
+
+fn main() {
+    let tiny = std::env::args().any(|a| a == "--test");
+    println!("{}", machine::machine());
+    let agents = town().personas.len() as f64;
+
+    // 1 and 2: the instant double.
+    let steps: u64 = std::env::var("HAMLET_BENCH_STEPS")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(if tiny { 12 } else { 360 });
+    let gateway = Gateway::new(
+        Arc::new(RuleModel),
+        Arc::new(LetterEmbedder),
+        Params::default(),
+        RetryPolicy::default(),
+        16,
+    );
+    let (took, events) = run(gateway, steps);
+    let per = took.as_secs_f64() / (steps as f64 * agents);
+    println!(
+        "engine: {steps} steps × {agents} agents in {:.2} s: {:.2} ms per agent-step (instant model)",
+        took.as_secs_f64(),
+        per * 1e3
+    );
+    let hours = steps as f64 * f64::from(town().seconds_per_step) / 3600.0;
+    // Calls after the seed memories: what an hour of the loop costs.
+    let first_tick = events
+        .iter()
+        .position(|e| matches!(e.body, hamlet_log::Body::ClockStepped(_)))
+        .unwrap_or(0);
+    let report = cost::report(
+        events[first_tick..].iter().map(|e| (e.sim_time_secs(), &e.body)),
+        &Default::default(),
+    );
+    let per_agent_hour = |n: u64| n as f64 / agents / hours;
+    println!(
+        "model calls per agent per simulated hour: {:.1} ({:.0} prompt + {:.0} completion tokens); \
+         embedding calls {:.1}",
+        per_agent_hour(report.total.calls),
+        per_agent_hour(report.total.prompt_tokens),
+        per_agent_hour(report.total.completion_tokens),
+        per_agent_hour(report.total.embeddings),
+    );
+    for (purpose, t) in &report.by_purpose {
+        if t.calls > 0 {
+            println!("  {purpose:<22} {:>6.2} calls", per_agent_hour(t.calls));
+        }
+    }
+    let seeds = cost::report(
+        events[..first_tick].iter().map(|e| (e.sim_time_secs(), &e.body)),
+        &Default::default(),
+    );
+    println!(
+        "  (seed memories, once per run: {:.1} calls per agent)",
+        seeds.total.calls as f64 / agents
+    );
+
+    // 3: a server that takes 200 ms per request.
+    let latency = Duration::from_millis(200);
+    let steps = if tiny { 2 } else { 30 };
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .expect("runtime");
+    let server = rt.block_on(LoopbackServer::start(
+        vec![],
+        Reply::Slow(latency, Box::new(Reply::Rules(over_http))),
+    ));
+    let endpoint = |model: &str| Endpoint {
+        base_url: server.base_url(),
+        api_key: "sk-loopback".into(),
+        model: model.into(),
+    };
+    let gateway = Gateway::new(
+        Arc::new(OpenAi::new(endpoint("rules")).expect("client")),
+        Arc::new(OpenAiEmbed::new(endpoint("letters")).expect("client")),
+        Params::default(),
+        RetryPolicy { timeout: Duration::from_secs(30), ..RetryPolicy::default() },
+        16,
+    );
+    let (took, _) = run(gateway, steps);
+    let requests = server.requests().len() as f64;
+    let serial = requests * latency.as_secs_f64();
+    println!(
+        "10 agents, {steps} steps, against a 200 ms server: {:.1} s wall for {requests} requests \
+         (serial sum {:.1} s): {:.1}× faster than one call at a time",
+        took.as_secs_f64(),
+        serial,
+        serial / took.as_secs_f64()
+    );
+    drop(rt);
+}

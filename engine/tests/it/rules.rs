@@ -1,0 +1,197 @@
+//! Test doubles for the model, shared by the loop's tests (in process) and the command
+//! line's (over HTTP): every prompt template answered by a rule, instantly, and embeddings
+//! made from a text's letters. Test code only.
+
+use hamlet_engine::mind::prompt::templates;
+use hamlet_gateway::backend::{
+    Attempt, BackendError, BoxFuture, Completion, EmbedBackend, LlmBackend, Vectors,
+};
+use hamlet_gateway::EmbedCall;
+use hamlet_log::event::Prompt;
+
+use crate::loopback::{Received, Reply};
+
+fn between(text: &str) -> (u32, u32) {
+    // "From HH:MM to HH:MM"
+    let from = text.find("From ").map(|i| &text[i + 5..i + 10]).unwrap_or("07:00");
+    let to = text.find(" to ").map(|i| &text[i + 4..i + 9]).unwrap_or("08:00");
+    let m = |s: &str| {
+        let (h, m) = s.split_once(':').unwrap_or(("7", "0"));
+        h.parse::<u32>().unwrap_or(7) * 60 + m.parse::<u32>().unwrap_or(0)
+    };
+    (m(from), m(to))
+}
+
+fn hhmm(m: u32) -> String {
+    format!("{:02}:{:02}", m / 60, m % 60)
+}
+
+/// The answer to a call of `template` whose question (the user part) is `user`: a fixed
+/// day, hour parts and quarter-hour actions filling the times asked, the first option of
+/// every choice, yes to every reaction, three-line conversations about the market.
+pub fn answer(template: &str, user: &str) -> String {
+    match template {
+        "importance" => r#"{"rating": 3}"#.to_owned(),
+        "ratings" => {
+            let numbered = |l: &&str| {
+                l.split_once(". ").is_some_and(|(k, _)| k.parse::<u32>().is_ok())
+            };
+            let n = user.lines().filter(numbered).count();
+            format!(r#"{{"ratings": [{}]}}"#, vec!["3"; n].join(","))
+        }
+        "react" => r#"{"answer": "yes"}"#.to_owned(),
+        "turn" => {
+            let said = user.split("The conversation so far:").nth(1).unwrap_or("");
+            let lines = said.lines().filter(|l| l.contains(": ")).count();
+            format!(
+                r#"{{"say": "Line {} - the market opens late on Sunday.", "end": {}}}"#,
+                lines + 1,
+                lines >= 2
+            )
+        }
+        "day_plan" => r#"{"steps":[{"start":"07:00","activity":"get ready for the day","minutes":60},
+            {"start":"08:00","activity":"work","minutes":240},{"start":"12:00","activity":"lunch","minutes":60},
+            {"start":"13:00","activity":"work","minutes":240},{"start":"17:00","activity":"free time","minutes":300}]}"#
+            .to_owned(),
+        "hour_parts" => {
+            let (from, to) = between(user);
+            format!(
+                r#"{{"steps":[{{"start":"{}","activity":"the first part","minutes":{}}}]}}"#,
+                hhmm(from),
+                (to - from).clamp(15, 120)
+            )
+        }
+        "hour_plan" => {
+            let (from, _) = between(user);
+            let steps: Vec<String> = (0..4)
+                .map(|i| {
+                    format!(
+                        r#"{{"start":"{}","activity":"step {i}","minutes":15}}"#,
+                        hhmm(from + 15 * i)
+                    )
+                })
+                .collect();
+            format!(r#"{{"steps":[{}]}}"#, steps.join(","))
+        }
+        "location" => {
+            let options = user.lines().find_map(|l| l.strip_prefix("Options: ")).unwrap_or("");
+            let first = options.split(" | ").next().unwrap_or("");
+            format!(r#"{{"choice": {}}}"#, serde_json::to_string(first).unwrap())
+        }
+        "reflection_questions" => {
+            "What matters to them?\nWho do they see?\nWhat do they do?".into()
+        }
+        "interview" => "I am minding the café today, and the market opens late on Sunday.".into(),
+        "inner_voice" => "bake bread for the neighbours".into(),
+        _ => "not an answer".into(),
+    }
+}
+
+/// The template whose system part `system` is: every fixed piece of the template's system
+/// text (between its placeholders) is found in order.
+pub fn template_of(system: &str) -> String {
+    let matches = |template: &str| {
+        let mut rest = system;
+        for piece in template.trim().split(['{', '}']) {
+            let placeholder =
+                !piece.is_empty() && piece.chars().all(|c| c.is_ascii_alphanumeric() || c == '_');
+            if placeholder || piece.trim().is_empty() {
+                continue;
+            }
+            match rest.find(piece.trim()) {
+                Some(i) => rest = &rest[i + piece.trim().len()..],
+                None => return false,
+            }
+        }
+        true
+    };
+    templates().values().find(|t| matches(&t.system)).map(|t| t.name.clone()).unwrap_or_default()
+}
+
+/// A test double: answers each prompt template by rule, instantly.
+pub struct RuleModel;
+
+impl LlmBackend for RuleModel {
+    fn name(&self) -> &str {
+        "rule-test-double"
+    }
+    fn server(&self) -> String {
+        String::new()
+    }
+    fn model(&self) -> String {
+        "rules".into()
+    }
+    // The double answers at once; it says 0 ms so that two runs compare byte for byte.
+    fn recorded_latency_ms(&self, _: [u8; 32]) -> Option<u32> {
+        Some(0)
+    }
+    fn complete<'a>(&'a self, a: Attempt<'a>) -> BoxFuture<'a, Result<Completion, BackendError>> {
+        let user = match &a.call.prompt {
+            Prompt::Chat(m) => m.last().map(|m| m.content.clone()).unwrap_or_default(),
+            Prompt::Text(t) => t.clone(),
+        };
+        let text = answer(&a.call.template, &user);
+        Box::pin(async move {
+            Ok(Completion {
+                tokens_prompt: 50,
+                tokens_completion: 10,
+                text,
+                finish_reason: "stop".into(),
+                response_model: "rules".into(),
+                response_id: String::new(),
+            })
+        })
+    }
+}
+
+/// A 4-dimensional embedding from a text's length and letters.
+pub fn letters(text: &str) -> Vec<f32> {
+    let n = |c: char| text.chars().filter(|x| x.eq_ignore_ascii_case(&c)).count() as f32;
+    vec![n('a') + 1.0, n('e'), n('o'), text.len() as f32 / 10.0]
+}
+
+/// A test double: embeddings from letters.
+pub struct LetterEmbedder;
+
+impl EmbedBackend for LetterEmbedder {
+    fn name(&self) -> &str {
+        "letters-test-double"
+    }
+    fn server(&self) -> String {
+        String::new()
+    }
+    fn model(&self) -> String {
+        "letters".into()
+    }
+    fn recorded_latency_ms(&self, _: [u8; 32]) -> Option<u32> {
+        Some(0)
+    }
+    fn embed<'a>(
+        &'a self,
+        call: &'a EmbedCall,
+        _: [u8; 32],
+    ) -> BoxFuture<'a, Result<Vectors, BackendError>> {
+        let vectors = call.texts.iter().map(|t| letters(t)).collect();
+        Box::pin(async move { Ok(Vectors { vectors, tokens: 4 }) })
+    }
+}
+
+/// The same rules over HTTP, for [`crate::loopback::LoopbackServer`]: chat completions are
+/// answered by the template their system message is, embeddings from letters.
+pub fn over_http(request: &Received) -> Reply {
+    if request.line.contains("/embeddings") {
+        let input = &request.body["input"];
+        let texts: Vec<String> = match input {
+            serde_json::Value::Array(items) => {
+                items.iter().map(|t| t.as_str().unwrap_or_default().to_owned()).collect()
+            }
+            other => vec![other.as_str().unwrap_or_default().to_owned()],
+        };
+        return Reply::Embed(texts.iter().map(|t| letters(t)).collect());
+    }
+    let messages = request.body["messages"].as_array().cloned().unwrap_or_default();
+    let content = |i: usize| {
+        messages.get(i).and_then(|m| m["content"].as_str()).unwrap_or_default().to_owned()
+    };
+    Reply::Chat(answer(&template_of(&content(0)), &content(1)))
+}

@@ -1,0 +1,202 @@
+//! `hamlet run`, `hamlet interview` and `hamlet inner-voice` at the process boundary,
+//! against an OpenAI-compatible test-double server on loopback that answers by rule: a run
+//! stopped by Ctrl-C and resumed does what one that ran straight through did;
+//! an interview leaves the run untouched unless it is to be remembered; the inner voice
+//! makes the agent re-plan.
+
+use std::path::Path;
+use std::process::{Command, Output, Stdio};
+use std::time::Duration;
+
+use hamlet_engine::store::Store;
+use hamlet_log::Body;
+
+use crate::loopback::{LoopbackServer, Reply};
+use crate::rules::over_http;
+
+fn args(server: &LoopbackServer, store: &Path, rest: &[&str]) -> Vec<String> {
+    let mut out: Vec<String> = rest.iter().map(|s| (*s).to_owned()).collect();
+    out.extend(
+        [
+            "--store",
+            &store.display().to_string(),
+            "--base-url",
+            &server.base_url(),
+            "--model",
+            "rules",
+            "--embed",
+            "openai",
+            "--embed-model",
+            "letters",
+        ]
+        .map(str::to_owned),
+    );
+    out
+}
+
+fn command(args: &[String]) -> Command {
+    let mut c = Command::new(env!("CARGO_BIN_EXE_hamlet"));
+    c.args(args)
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .env("OPENAI_API_KEY", "sk-loopback")
+        .env_remove("OPENAI_BASE_URL")
+        .env_remove("HAMLET_CONFIG")
+        .env("XDG_CONFIG_HOME", "/nonexistent");
+    c
+}
+
+async fn hamlet(args: Vec<String>) -> Output {
+    tokio::task::spawn_blocking(move || command(&args).output().unwrap()).await.unwrap()
+}
+
+fn text(out: &Output) -> String {
+    format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr))
+}
+
+fn state_of(out: &Output) -> String {
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    stdout.split("state ").nth(1).and_then(|s| s.split_whitespace().next()).unwrap_or("").into()
+}
+
+fn events(store: &Path, branch: &str) -> Vec<hamlet_log::Event> {
+    let store = Store::open(store).unwrap();
+    let b = store.find_branch(branch).unwrap();
+    store.events(b.id, 0, b.head_seq).unwrap()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_run_stopped_by_ctrl_c_resumes_to_the_same_state() {
+    let server = LoopbackServer::start(vec![], Reply::Rules(over_http)).await;
+    let tmp = tempfile::tempdir().unwrap();
+    let (straight, stopped) = (tmp.path().join("straight"), tmp.path().join("stopped"));
+    let hours = "0.1"; // 36 steps of 10 s
+
+    let out = hamlet(args(&server, &straight, &["run", "--hours", hours])).await;
+    assert!(out.status.success(), "{}", text(&out));
+    let state = state_of(&out);
+    assert!(state.starts_with("st_") && state.len() == 67, "{}", text(&out));
+
+    // Ctrl-C as soon as the run has a store: it stops after the step under way.
+    let a = args(&server, &stopped, &["run", "--hours", hours]);
+    let child = tokio::task::spawn_blocking(move || {
+        let child = command(&a).stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().unwrap();
+        std::thread::sleep(Duration::from_millis(1000));
+        let _ = Command::new("kill").args(["-INT", &child.id().to_string()]).status();
+        child.wait_with_output().unwrap()
+    })
+    .await
+    .unwrap();
+    let said = text(&child);
+    assert!(child.status.success(), "{said}");
+    assert!(said.contains("stopping after this step"), "{said}");
+    assert!(said.contains("go on: hamlet run --resume"), "{said}");
+
+    // Starting it again is refused; resuming finishes it, to the same state.
+    let out = hamlet(args(&server, &stopped, &["run", "--hours", hours])).await;
+    assert_eq!(out.status.code(), Some(2), "{}", text(&out));
+    assert!(text(&out).contains("--resume"), "{}", text(&out));
+    let kept = events(&stopped, "main");
+    let out = hamlet(args(&server, &stopped, &["run", "--resume", "--hours", hours])).await;
+    assert!(out.status.success(), "{}", text(&out));
+    assert!(state_of(&out).starts_with("st_"), "{}", text(&out));
+    // Over real HTTP each answer's measured latency is in its event (and so in every id
+    // after it): compare what happened, step by step, instead of ids.
+    let resumed = events(&stopped, "main");
+    assert!(resumed[..kept.len()].iter().zip(&kept).all(|(a, b)| a.id == b.id), "kept as it was");
+    let what = |events: Vec<hamlet_log::Event>| -> Vec<String> {
+        events
+            .iter()
+            .map(|e| {
+                let detail = match &e.body {
+                    Body::MemoryAdded(m) => m.description.clone(),
+                    Body::DialogueTurn(t) => t.text.clone(),
+                    Body::ClockStepped(c) => c.step.to_string(),
+                    Body::LlmResponded(r) => r.text.clone(),
+                    Body::Moved(m) => format!("{:?}", m.to),
+                    _ => String::new(),
+                };
+                format!(
+                    "{} {} {detail}",
+                    e.sim_time_secs(),
+                    hamlet_log::event::kind_name(e.body.kind())
+                )
+            })
+            .collect()
+    };
+    let (a, b) = (what(events(&straight, "main")), what(resumed));
+    let differ = a.iter().zip(&b).position(|(x, y)| x != y);
+    assert!(
+        differ.is_none(),
+        "differs at #{differ:?}: {:?} / {:?}",
+        differ.map(|i| &a[i]),
+        differ.map(|i| &b[i])
+    );
+    assert_eq!(a.len(), b.len(), "the same run, stopped and resumed");
+    assert!(a.iter().any(|x| x.contains("ClockStepped 36")), "it ran to the end");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn interviews_leave_the_run_alone_unless_remembered_and_the_inner_voice_replans() {
+    let server = LoopbackServer::start(vec![], Reply::Rules(over_http)).await;
+    let tmp = tempfile::tempdir().unwrap();
+    let store = tmp.path().join("run");
+    let out = hamlet(args(&server, &store, &["run", "--hours", "0.01"])).await;
+    assert!(out.status.success(), "{}", text(&out));
+    let before = events(&store, "main");
+
+    let question = "What are you doing today?";
+    let out =
+        hamlet(args(&server, &store, &["interview", "--agent", "delphine ashcombe", question]))
+            .await;
+    assert!(out.status.success(), "{}", text(&out));
+    assert!(text(&out).contains("Delphine Ashcombe: I am minding the café"), "{}", text(&out));
+    assert_eq!(events(&store, "main").len(), before.len(), "the run is untouched");
+    let fork = events(&store, "main-interview-1");
+    let answered = fork.iter().find_map(|e| match &e.body {
+        Body::InterviewAnswered(a) => Some((e, a)),
+        _ => None,
+    });
+    let (event, answer) = answered.expect("the answer is on the fork");
+    assert!(answer.answer.contains("minding the café"));
+    assert!(event.header.causes.contains(&answer.question), "the answer names its question");
+    let remembered = |events: &[hamlet_log::Event]| {
+        events
+            .iter()
+            .any(|e| matches!(&e.body, Body::MemoryAdded(m) if m.description.contains("was asked")))
+    };
+    assert!(!remembered(&fork));
+
+    let out = hamlet(args(
+        &server,
+        &store,
+        &["interview", "--agent", "Delphine Ashcombe", "--remember", question],
+    ))
+    .await;
+    assert!(out.status.success(), "{}", text(&out));
+    assert!(remembered(&events(&store, "main")), "remembered on the run itself");
+
+    let out = hamlet(args(
+        &server,
+        &store,
+        &["inner-voice", "--agent", "Nobody Here", "You want to bake bread"],
+    ))
+    .await;
+    assert_eq!(out.status.code(), Some(2));
+    assert!(text(&out).contains("no agent named `Nobody Here`; the town has"), "{}", text(&out));
+    let n = events(&store, "main").len();
+    let out = hamlet(args(
+        &server,
+        &store,
+        &["inner-voice", "--agent", "Delphine Ashcombe", "You want to bake bread"],
+    ))
+    .await;
+    assert!(out.status.success(), "{}", text(&out));
+    assert!(text(&out).contains("Delphine Ashcombe intends to bake bread"), "{}", text(&out));
+    let after = events(&store, "main");
+    let new = &after[n..];
+    assert!(matches!(&new[0].body, Body::Intervened(_)));
+    let intention = new.iter().any(|e| {
+        matches!(&e.body, Body::MemoryAdded(m) if m.description.contains("intends to bake bread"))
+    });
+    assert!(intention, "the intention is remembered");
+}
