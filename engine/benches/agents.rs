@@ -55,6 +55,7 @@ fn run(gateway: Gateway, steps: u64) -> (Duration, Vec<hamlet_log::Event>) {
         let mut sim = Sim::start(store, "main", town(), 1, gateway, SimSettings::default())
             .await
             .expect("start");
+        #[expect(clippy::disallowed_methods, reason = "a benchmark measures wall time")]
         let clock = Instant::now();
         for _ in 0..steps {
             sim.step().await.expect("step");

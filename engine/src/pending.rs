@@ -54,6 +54,19 @@ impl Pending {
         PendingId(self.events.len() - 1)
     }
 
+    /// Adds a cause to an event already in the batch (a cause found after the event was
+    /// pushed, such as the place chosen for the plan that event is).
+    pub fn link(&mut self, id: PendingId, cause: Cause) {
+        let PendingId(i) = id;
+        match cause {
+            Cause::Logged(id) => self.events[i].causes.push(id),
+            Cause::Pending(PendingId(j)) => {
+                assert!(j < i, "a pending cause must come earlier");
+                self.links[i].push(j);
+            }
+        }
+    }
+
     /// Adds several events, each caused by the one before it and by `first_causes` for the
     /// first; returns the position of the last (or `None` if there were none).
     pub fn push_chain(

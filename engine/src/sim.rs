@@ -133,6 +133,15 @@ const RECENT_OBSERVATIONS: usize = 200;
 /// (see [`should_react`]).
 const RELATIONSHIP: &str = "'s relationship with ";
 
+/// An open conversation, as the loop folds it.
+#[derive(Clone, Debug, Default)]
+struct Dialogue {
+    agents: Vec<AgentId>,
+    address: String,
+    /// The lines so far: speaker, words (empty when the speaker fell silent).
+    lines: Vec<(AgentId, String)>,
+}
+
 /// What one agent's thinking leads to beyond its own batch.
 #[derive(Clone, Copy, Debug)]
 struct Talk {
@@ -158,8 +167,11 @@ pub struct Sim<S: Storage> {
     strategies: BTreeMap<AgentId, Strategy>,
     /// When each pair (lower id first) last started talking.
     last_talk: BTreeMap<(AgentId, AgentId), u64>,
-    /// Open conversations: where, and the lines so far (speaker, words).
-    dialogues: BTreeMap<EventId, (String, Vec<(AgentId, String)>)>,
+    /// Open conversations: who, where, and the lines so far (speaker, words).
+    dialogues: BTreeMap<EventId, Dialogue>,
+    /// Inner-voice instructions heard since each agent's last day plan (its next day plan
+    /// is made with them in mind).
+    intentions: BTreeMap<AgentId, Vec<String>>,
     /// Open conversations in the order they started (ids depend on measured latencies, so
     /// they must not decide an order).
     started: Vec<EventId>,
@@ -307,6 +319,7 @@ impl<S: Storage> Sim<S> {
             last_talk: BTreeMap::new(),
             dialogues: BTreeMap::new(),
             started: Vec::new(),
+            intentions: BTreeMap::new(),
             talking_until: BTreeMap::new(),
             considered: BTreeMap::new(),
             at_tick: false,
@@ -327,6 +340,7 @@ impl<S: Storage> Sim<S> {
         self.last_talk.clear();
         self.dialogues.clear();
         self.started.clear();
+        self.intentions.clear();
         self.talking_until.clear();
         self.considered.clear();
         for event in &events {
@@ -339,7 +353,10 @@ impl<S: Storage> Sim<S> {
         self.state.apply(event);
         self.minds.apply(event);
         self.schedules.apply(event);
-        self.at_tick = matches!(event.body, Body::ClockStepped(_));
+        // (A fork's first event does not end the step its parent stopped in.)
+        if !matches!(event.body, Body::BranchCreated(_)) {
+            self.at_tick = matches!(event.body, Body::ClockStepped(_));
+        }
         match &event.body {
             Body::Perceived(p) => {
                 self.spatial.entry(p.agent).or_default().apply(p.agent, event);
@@ -351,6 +368,14 @@ impl<S: Storage> Sim<S> {
             Body::ReflectionStarted(r) => {
                 self.last_reflection.insert(r.agent, event.sim_time_secs());
             }
+            Body::Intervened(i) => {
+                if let Intervention::InnerVoice { agent, text } = &i.intervention {
+                    self.intentions.entry(*agent).or_default().push(text.clone());
+                }
+            }
+            Body::PlanMade(p) if p.level == PlanLevel::Day => {
+                self.intentions.remove(&p.agent);
+            }
             Body::AgentJoined(j) => {
                 let named = j.traits.iter().find(|(k, _)| k == "strategy");
                 let strategy = named.and_then(|(_, v)| Strategy::named(v));
@@ -360,12 +385,20 @@ impl<S: Storage> Sim<S> {
                 if let [a, b] = c.agents[..] {
                     self.last_talk.insert((a.min(b), a.max(b)), event.sim_time_secs());
                 }
-                self.dialogues.insert(event.id, (c.address.clone(), Vec::new()));
-                self.started.push(event.id);
+                // Only a conversation the town took (its agents exist) is run.
+                if self.state.conversations.contains_key(&event.id) {
+                    let dialogue = Dialogue {
+                        agents: c.agents.clone(),
+                        address: c.address.clone(),
+                        lines: Vec::new(),
+                    };
+                    self.dialogues.insert(event.id, dialogue);
+                    self.started.push(event.id);
+                }
             }
             Body::DialogueTurn(t) => {
-                if let Some((_, lines)) = self.dialogues.get_mut(&t.conversation) {
-                    lines.push((t.speaker, t.text.clone()));
+                if let Some(d) = self.dialogues.get_mut(&t.conversation) {
+                    d.lines.push((t.speaker, t.text.clone()));
                 }
             }
             Body::Retrieved(r) => {
@@ -383,10 +416,11 @@ impl<S: Storage> Sim<S> {
             }
             Body::ConversationEnded(e) => {
                 self.started.retain(|c| *c != e.conversation);
-                if let Some((_, lines)) = self.dialogues.remove(&e.conversation) {
-                    let until = event.sim_time_secs() + self.talk_secs(lines.len());
-                    for (speaker, _) in lines {
-                        self.talking_until.insert(speaker, until);
+                if let Some(d) = self.dialogues.remove(&e.conversation) {
+                    let said = d.lines.iter().filter(|(_, text)| !text.is_empty()).count();
+                    let until = event.sim_time_secs() + self.talk_secs(said);
+                    for agent in d.agents {
+                        self.talking_until.insert(agent, until);
                     }
                 }
             }
@@ -709,13 +743,19 @@ impl<S: Storage> Sim<S> {
         match self.schedules.of(agent).need(now) {
             Need::PlanDay if strategy.plans() => {
                 let day_start = now - now % 86_400;
+                let day = match self.intentions.get(&agent) {
+                    Some(thoughts) => {
+                        format!("an ordinary day; {name} has in mind: {}", thoughts.join("; "))
+                    }
+                    None => "an ordinary day".to_owned(),
+                };
                 plan_day(
                     &self.gateway,
                     style,
                     agent,
                     name,
                     summary,
-                    "an ordinary day",
+                    &day,
                     self.settings.wake_minute,
                     day_start,
                     now,
@@ -750,10 +790,13 @@ impl<S: Storage> Sim<S> {
             Need::Decompose { item, what, level } => {
                 // The place is chosen once for an hour part, and its actions happen there.
                 let mut what = what;
+                let mut chose = None;
                 if level == PlanLevel::Action && what.address.is_empty() {
-                    what.address = self.place_for(agent, &what.description, now, pending).await?;
+                    let (address, at) =
+                        self.place_for(agent, &what.description, now, pending).await?;
+                    (what.address, chose) = (address, at);
                 }
-                decompose(
+                let (_, planned) = decompose(
                     &self.gateway,
                     style,
                     agent,
@@ -766,6 +809,9 @@ impl<S: Storage> Sim<S> {
                     pending,
                 )
                 .await?;
+                if let Some(chose) = chose {
+                    pending.link(planned, Cause::Pending(chose));
+                }
             }
             Need::Act { item, what } => {
                 let doing = me.action.as_ref().filter(|a| a.plan_item == Some(item));
@@ -824,21 +870,22 @@ impl<S: Storage> Sim<S> {
         Ok(())
     }
 
-    /// Where `agent` does `activity`, chosen down its spatial tree (see [`choose_place`]).
+    /// Where `agent` does `activity`, chosen down its spatial tree (see [`choose_place`]),
+    /// and the position of the last choice's event.
     async fn place_for(
         &self,
         agent: AgentId,
         activity: &str,
         now: u64,
         pending: &mut Pending,
-    ) -> Result<String, SimError> {
-        let Some(me) = self.state.agents.get(&agent) else { return Ok(String::new()) };
+    ) -> Result<(String, Option<PendingId>), SimError> {
+        let Some(me) = self.state.agents.get(&agent) else { return Ok((String::new(), None)) };
         let here = self.town.address_of(me.tile).unwrap_or_default();
         let mut parts = here.splitn(3, ':');
         let here = (parts.next().unwrap_or(""), parts.next().unwrap_or(""));
         let known = self.known(agent);
         let style = self.settings.style;
-        let (address, _) = choose_place(
+        let chosen = choose_place(
             &self.gateway,
             style,
             agent,
@@ -850,7 +897,7 @@ impl<S: Storage> Sim<S> {
             pending,
         )
         .await?;
-        Ok(address)
+        Ok(chosen)
     }
 
     /// One open conversation, to its end: the agents speak in turn (the one who started
@@ -869,9 +916,13 @@ impl<S: Storage> Sim<S> {
     ) -> Result<(), SimError> {
         let now = self.state.sim_time_secs;
         let style = self.settings.style;
-        let Some(open) = self.state.conversations.get(&conversation) else { return Ok(()) };
-        let Some((address, said)) = self.dialogues.get(&conversation) else { return Ok(()) };
-        let agents = open.agents.clone();
+        let Some(open) = self.dialogues.get(&conversation) else { return Ok(()) };
+        let (agents, address, said) = (open.agents.clone(), &open.address, &open.lines);
+        if agents.len() < 2 {
+            let ended = ConversationEnded { conversation, reason: "nobody to talk with".into() };
+            pending.push(now, Body::ConversationEnded(ended), &[Cause::Logged(conversation)]);
+            return Ok(());
+        }
         let names: Vec<String> = agents
             .iter()
             .map(|a| self.state.agents.get(a).map_or_else(String::new, |x| x.name.clone()))
@@ -985,9 +1036,12 @@ impl<S: Storage> Sim<S> {
             if hour_end < resume_at + 5 * 60 {
                 continue;
             }
+            // The hour's place is where its actions were (chosen once for the hour).
+            let place = self.state.agents.get(&agent).and_then(|a| a.action.as_ref());
+            let place = place.filter(|a| a.plan_item.is_some()).map(|a| a.address.clone());
             let rest = PlanItem {
                 description: format!("{} (after talking with {other})", what.description),
-                address: what.address.clone(),
+                address: place.unwrap_or_else(|| what.address.clone()),
                 start_secs: resume_at,
                 duration_secs: (hour_end - resume_at) as u32,
             };
@@ -1056,12 +1110,14 @@ impl<S: Storage> Sim<S> {
     /// The user speaks as `agent`'s inner voice: the instruction (an `Intervened` event)
     /// becomes the agent's intention, remembered as a plan memory, and the agent re-plans
     /// from it — the rest of the hour under way (or, without planning ahead, its next
-    /// quarter hour) is decomposed again with the intention first. Returns the intention.
+    /// quarter hour) is decomposed again with the intention first; with no hour under way,
+    /// the next day plan is made with it in mind. Returns the intention, and whether the
+    /// agent re-planned now.
     pub async fn inner_voice(
         &mut self,
         agent: AgentId,
         instruction: &str,
-    ) -> Result<String, SimError> {
+    ) -> Result<(String, bool), SimError> {
         let heard = Intervention::InnerVoice { agent, text: instruction.to_owned() };
         let instruction_event = self.intervene(heard)?;
         let now = self.state.sim_time_secs;
@@ -1110,7 +1166,7 @@ impl<S: Storage> Sim<S> {
                     };
                     (moment, None)
                 }
-                _ => return Ok(intention),
+                _ => return Ok((intention, false)),
             };
             decompose(
                 &self.gateway,
@@ -1125,7 +1181,7 @@ impl<S: Storage> Sim<S> {
                 &mut pending,
             )
             .await?;
-            Ok::<String, SimError>(intention)
+            Ok::<(String, bool), SimError>((intention, true))
         }
         .await;
         self.commit(pending)?;
@@ -1139,11 +1195,6 @@ impl<S: Storage> Sim<S> {
         pending.push(now, Body::Intervened(Intervened { intervention }), &[]);
         let ids = self.commit(pending)?;
         ids.first().copied().ok_or_else(|| SimError::Resume("nothing was committed".into()))
-    }
-
-    /// An agent by name.
-    pub fn agent_named(&self, name: &str) -> Option<AgentId> {
-        self.state.agents.iter().find(|(_, a)| a.name.eq_ignore_ascii_case(name)).map(|(id, _)| *id)
     }
 
     /// What `agent` knows of the town: what it has perceived, plus its home and workplace

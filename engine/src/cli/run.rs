@@ -50,6 +50,9 @@ pub fn run(a: RunArgs) -> anyhow::Result<Outcome> {
     if !(a.hours.is_finite() && a.hours > 0.0) {
         anyhow::bail!("--hours must be a positive number of simulated hours, not {}", a.hours);
     }
+    if a.resume && !a.store.is_dir() {
+        anyhow::bail!("no store at {} to resume", a.store.display());
+    }
     std::fs::create_dir_all(&a.store)
         .with_context(|| format!("cannot create {}", a.store.display()))?;
     let store = Store::open(&a.store)?;
@@ -61,10 +64,10 @@ pub fn run(a: RunArgs) -> anyhow::Result<Outcome> {
             a.branch
         ),
         (None, true) => anyhow::bail!(
-            "{} holds no branch `{}` to resume (`hamlet store branches --store {}` lists them)",
+            "{} holds no branch `{}` to resume; it has: {}",
             a.store.display(),
             a.branch,
-            a.store.display()
+            store.branches().into_iter().map(|b| b.name).collect::<Vec<_>>().join(", ")
         ),
         (None, false) => Some(match &a.town {
             Some(path) => Definition::load(path),
@@ -80,14 +83,18 @@ pub fn run(a: RunArgs) -> anyhow::Result<Outcome> {
     // Ctrl-C: the first stops after the step under way, the second at once.
     let interrupts = Arc::new(AtomicU8::new(0));
     let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build()?;
+    let resume = format!(
+        "hamlet run --resume --store {} --branch {} --hours {}",
+        a.store.display(),
+        a.branch,
+        a.hours
+    );
     {
-        let interrupts = interrupts.clone();
+        let (interrupts, resume) = (interrupts.clone(), resume.clone());
         rt.spawn(async move {
             while tokio::signal::ctrl_c().await.is_ok() {
                 if interrupts.fetch_add(1, Ordering::SeqCst) >= 1 {
-                    eprintln!(
-                        "\nstopped; what was committed is kept: `hamlet run --resume` goes on"
-                    );
+                    eprintln!("\nstopped; what was committed is kept: {resume}");
                     std::process::exit(130);
                 }
                 eprintln!("\nstopping after this step (Ctrl-C again to stop at once)");
@@ -102,7 +109,7 @@ pub fn run(a: RunArgs) -> anyhow::Result<Outcome> {
         )
         .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar()),
     );
-    let (hash, steps, stopped) = rt.block_on(async {
+    let ran = rt.block_on(async {
         let mut sim = match town {
             Some(town) => {
                 bar.set_message("seed memories: rating and embedding every persona's paragraph");
@@ -123,6 +130,7 @@ pub fn run(a: RunArgs) -> anyhow::Result<Outcome> {
         bar.set_position(first.min(target));
         bar.reset_eta();
         let mut money = 0.0;
+        let mut unpriced = std::collections::BTreeSet::new();
         let mut stopped = false;
         while sim.state().step < target || sim.mid_step() {
             if interrupts.load(Ordering::SeqCst) > 0 {
@@ -131,15 +139,21 @@ pub fn run(a: RunArgs) -> anyhow::Result<Outcome> {
             }
             let before = head(&sim);
             sim.step().await?;
+            if head(&sim) == before && sim.mid_step() {
+                anyhow::bail!(
+                    "the step wrote nothing and is still not finished; the store may be damaged"
+                );
+            }
             let events = sim.store().events(sim.branch(), before + 1, head(&sim))?;
             let report =
                 cost::report(events.iter().map(|e| (e.sim_time_secs(), &e.body)), &file.prices);
             money += report.total.money;
             let s = sim.state();
-            let cost = if report.unpriced.is_empty() && money == 0.0 {
-                String::new()
-            } else {
-                format!(" · ${money:.4}")
+            unpriced.extend(report.unpriced);
+            let cost = match (money > 0.0, unpriced.is_empty()) {
+                (_, false) => " · cost unknown (no price for a model)".to_owned(),
+                (true, true) => format!(" · ${money:.4}"),
+                (false, true) => String::new(),
             };
             bar.set_message(format!(
                 "{} ({:.2} h) · {} calls · {} tokens{cost} · {} memories",
@@ -152,7 +166,16 @@ pub fn run(a: RunArgs) -> anyhow::Result<Outcome> {
             bar.set_position(s.step.min(target));
         }
         anyhow::Ok((sim.state().state_hash(), sim.state().step.saturating_sub(first), stopped))
-    })?;
+    });
+    let (hash, steps, stopped) = match ran {
+        Ok(ran) => ran,
+        Err(e) => {
+            bar.abandon();
+            return Err(e.context(format!(
+                "the run stopped; what was committed is kept: `{resume}` goes on"
+            )));
+        }
+    };
     bar.finish_and_clear();
     if stopped {
         println!(
@@ -160,12 +183,7 @@ pub fn run(a: RunArgs) -> anyhow::Result<Outcome> {
             a.store.display(),
             a.branch
         );
-        println!(
-            "go on: hamlet run --resume --store {} --branch {} --hours {}",
-            a.store.display(),
-            a.branch,
-            a.hours
-        );
+        println!("go on: {resume}");
     } else {
         println!(
             "ran {steps} steps into {} (branch {}); state {hash}",

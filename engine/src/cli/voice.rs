@@ -1,11 +1,13 @@
 //! `hamlet interview` and `hamlet inner-voice`: the user's voice in a stored run.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use clap::Args;
 use hamlet_engine::sim::{Sim, SimSettings};
-use hamlet_engine::store::Store;
+use hamlet_engine::store::{FsStorage, Store};
 use hamlet_gateway::config;
+use hamlet_log::event::AgentId;
+use hamlet_log::Body;
 
 use super::llm::LlmArgs;
 use super::Outcome;
@@ -51,18 +53,43 @@ pub struct InnerVoiceArgs {
     llm: LlmArgs,
 }
 
-/// Opens the run on `branch`, forking its head into a fresh branch first when `fork`.
+/// Opens the run on `branch` for `agent` (any case), forking its head into a fresh branch
+/// first when `fork`. The store must exist; the agent is checked and the model set up
+/// before anything is written. On the branch itself, a step stopped part way is finished
+/// first, so the user's voice lands between steps.
 fn open(
-    store_dir: &PathBuf,
+    store_dir: &Path,
     branch: &str,
+    agent: &str,
     fork: bool,
     llm: &LlmArgs,
     rt: &tokio::runtime::Runtime,
-) -> anyhow::Result<(Sim<hamlet_engine::store::FsStorage>, String)> {
+) -> anyhow::Result<(Sim<FsStorage>, String, AgentId)> {
+    if !store_dir.is_dir() {
+        anyhow::bail!("no store at {} (`hamlet run --store DIR` makes one)", store_dir.display());
+    }
     let (_, settings) = llm.settings()?;
+    let gateway = config::gateway(
+        &settings,
+        config::llm_backend(&settings)?,
+        config::embed_backend(&settings)?,
+    );
     let mut store = Store::open(store_dir)?;
     let info = store.find_branch(branch)?;
-    let (id, name) = if fork {
+    let joined: Vec<(AgentId, String)> = store
+        .events(info.id, 0, info.head_seq)?
+        .into_iter()
+        .filter_map(|e| match e.body {
+            Body::AgentJoined(j) => Some((j.agent, j.name)),
+            _ => None,
+        })
+        .collect();
+    let Some(id) = joined.iter().find(|(_, n)| n.eq_ignore_ascii_case(agent)).map(|(id, _)| *id)
+    else {
+        let names: Vec<&str> = joined.iter().map(|(_, n)| n.as_str()).collect();
+        anyhow::bail!("no agent named `{agent}`; the town has {}", names.join(", "));
+    };
+    let (branch_id, name) = if fork {
         let taken: Vec<String> = store.branches().into_iter().map(|b| b.name).collect();
         let name = (1..)
             .map(|n| format!("{}-interview-{n}", info.name))
@@ -72,50 +99,50 @@ fn open(
     } else {
         (info.id, info.name.clone())
     };
-    let gateway = config::gateway(
-        &settings,
-        config::llm_backend(&settings)?,
-        config::embed_backend(&settings)?,
-    );
-    let sim = rt.block_on(Sim::resume(store, id, gateway, SimSettings::default()))?;
-    Ok((sim, name))
-}
-
-fn agent_of<S: hamlet_engine::store::Storage>(
-    sim: &Sim<S>,
-    name: &str,
-) -> anyhow::Result<hamlet_log::event::AgentId> {
-    sim.agent_named(name).ok_or_else(|| {
-        let names: Vec<&str> = sim.state().agents.values().map(|a| a.name.as_str()).collect();
-        anyhow::anyhow!("no agent named `{name}`; the town has {}", names.join(", "))
-    })
+    let mut sim = rt.block_on(Sim::resume(store, branch_id, gateway, SimSettings::default()))?;
+    if !fork && sim.mid_step() {
+        eprintln!("the last step stopped part way; finishing it first");
+        while sim.mid_step() {
+            rt.block_on(sim.step())?;
+        }
+    }
+    Ok((sim, name, id))
 }
 
 pub fn interview(a: InterviewArgs) -> anyhow::Result<Outcome> {
     let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build()?;
-    let (mut sim, branch) = open(&a.store, &a.branch, !a.remember, &a.llm, &rt)?;
-    let agent = agent_of(&sim, &a.agent)?;
+    let (mut sim, branch, agent) = open(&a.store, &a.branch, &a.agent, !a.remember, &a.llm, &rt)?;
     let answer = rt.block_on(sim.interview(agent, &a.question, a.remember))?;
-    let name = &sim.state().agents[&agent].name;
+    let name = sim.state().agents.get(&agent).map_or("", |x| x.name.as_str());
     if answer.is_empty() {
-        println!("{name} gave no answer (the model's answer did not validate; see `hamlet log --store {} --branch {branch} --kind LlmFailed`)", a.store.display());
+        println!(
+            "{name} gave no answer (the model's answer did not validate; \
+             `hamlet log --store {} --branch {branch} --kind LlmFailed` shows why)",
+            a.store.display()
+        );
     } else {
         println!("{name}: {answer}");
     }
-    if a.remember {
-        println!("written on branch {branch}; {name} remembers it");
-    } else {
-        println!("written on branch {branch} (a fork of {}); the run is untouched", a.branch);
+    match (a.remember, answer.is_empty()) {
+        (true, false) => println!("written on branch {branch}; {name} remembers it"),
+        (true, true) => println!("written on branch {branch}; there is nothing to remember"),
+        (false, _) => {
+            println!("written on branch {branch} (a fork of {}); the run is untouched", a.branch)
+        }
     }
     Ok(Outcome::Done)
 }
 
 pub fn inner_voice(a: InnerVoiceArgs) -> anyhow::Result<Outcome> {
     let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build()?;
-    let (mut sim, branch) = open(&a.store, &a.branch, false, &a.llm, &rt)?;
-    let agent = agent_of(&sim, &a.agent)?;
-    let intention = rt.block_on(sim.inner_voice(agent, &a.instruction))?;
+    let (mut sim, branch, agent) = open(&a.store, &a.branch, &a.agent, false, &a.llm, &rt)?;
+    let (intention, replanned) = rt.block_on(sim.inner_voice(agent, &a.instruction))?;
     println!("{intention}");
+    if replanned {
+        println!("(re-planned from now)");
+    } else {
+        println!("(nothing under way to re-plan: the next day plan is made with it in mind)");
+    }
     println!(
         "written on branch {branch}; go on with `hamlet run --resume --store {} --branch {branch}`",
         a.store.display()

@@ -131,8 +131,13 @@ pub async fn decompose(
         ("end", clock(end)),
         ("activity", item.description.clone()),
     ]);
-    let (name_of_template, shape) = match level {
-        PlanLevel::Action => ("hour_plan", Shape::hour_plan()),
+    let (name_of_template, shape) = match (level, of) {
+        // A quarter hour decided on the spot may be one action.
+        (PlanLevel::Action, None) => (
+            "hour_plan",
+            Shape::Plan { min_steps: 1, max_steps: 3, min_minutes: 5, max_minutes: 15 },
+        ),
+        (PlanLevel::Action, Some(_)) => ("hour_plan", Shape::hour_plan()),
         _ => ("hour_parts", Shape::hour_parts()),
     };
     let mut call = template(name_of_template)?.call(&vars, style, shape)?;
@@ -153,6 +158,11 @@ pub async fn decompose(
         let room = item_end - p.start_secs;
         p.duration_secs = p.duration_secs.min(u32::try_from(room).unwrap_or(u32::MAX));
         p.address = item.address.clone();
+    }
+    // A moment with no usable answer is acted on as it is (as an empty decomposition of a
+    // planned item is), so the agent does not ask again every step.
+    if of.is_none() && parts.is_empty() {
+        parts.push(item.clone());
     }
     let plan = PlanMade { agent, level, decomposes: of, items: parts };
     let mut causes = because;

@@ -58,7 +58,8 @@ pub fn answer(template: &str, user: &str) -> String {
             format!(
                 r#"{{"steps":[{{"start":"{}","activity":"the first part","minutes":{}}}]}}"#,
                 hhmm(from),
-                (to - from).clamp(15, 120)
+                // (a stretch may end at midnight, "00:00")
+                (if to > from { to - from } else { to + 1440 - from }).clamp(15, 120)
             )
         }
         "hour_plan" => {

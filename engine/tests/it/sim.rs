@@ -86,6 +86,30 @@ fn agents_plan_act_and_walk_and_the_same_answers_give_the_same_log() {
             assert!(!a.address.is_empty(), "{}", a.description);
         }
     }
+    // From an action back to the prompt that planned it: action → its plan → the answer →
+    // the request, whose prompt names the hour being broken down.
+    let by_id: std::collections::BTreeMap<EventId, &hamlet_log::Event> =
+        first.iter().map(|e| (e.id, e)).collect();
+    let action = first
+        .iter()
+        .find(|e| matches!(&e.body, Body::ActionStarted(a) if a.plan_item.is_some()))
+        .expect("an action");
+    let mut frontier = action.header.causes.clone();
+    let mut seen = std::collections::BTreeSet::new();
+    let mut prompts = std::collections::BTreeMap::new();
+    while let Some(id) = frontier.pop() {
+        if !seen.insert(id) {
+            continue;
+        }
+        let e = by_id[&id];
+        if let Body::LlmRequested(r) = &e.body {
+            prompts.entry(r.purpose.clone()).or_insert_with(|| format!("{:?}", r.prompt));
+        }
+        frontier.extend(e.header.causes.iter().copied());
+    }
+    let planned = prompts.get("hour_plan").expect("the action leads back to its plan's prompt");
+    assert!(planned.contains("List the actions"), "{planned}");
+    assert!(prompts.contains_key("location"), "and to the choice of its place: {prompts:?}");
     let ids = |events: &[hamlet_log::Event]| events.iter().map(|e| e.id).collect::<Vec<EventId>>();
     let (_b, second) = run(rules(), 12);
     assert!(ids(&first) == ids(&second), "same answers, same log");
