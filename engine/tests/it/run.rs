@@ -76,8 +76,14 @@ async fn a_run_stopped_by_ctrl_c_resumes_to_the_same_state() {
     let state = state_of(&out);
     assert!(state.starts_with("st_") && state.len() == 67, "{}", text(&out));
 
-    // Ctrl-C as soon as the run has a store: it stops after the step under way.
-    let a = args(&server, &stopped, &["run", "--hours", hours]);
+    // Ctrl-C a second into a run against a server that takes 100 ms per request (so it
+    // cannot have finished, however fast the build): it stops after the step under way.
+    let slow = LoopbackServer::start(
+        vec![],
+        Reply::Slow(Duration::from_millis(100), Box::new(Reply::Rules(over_http))),
+    )
+    .await;
+    let a = args(&slow, &stopped, &["run", "--hours", hours]);
     let child = tokio::task::spawn_blocking(move || {
         let child = command(&a).stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().unwrap();
         std::thread::sleep(Duration::from_millis(1000));
@@ -89,6 +95,7 @@ async fn a_run_stopped_by_ctrl_c_resumes_to_the_same_state() {
     let said = text(&child);
     assert!(child.status.success(), "{said}");
     assert!(said.contains("stopping after this step"), "{said}");
+    assert!(!said.contains("stopped after 36 steps"), "{said}");
     assert!(said.contains("go on: hamlet run --resume"), "{said}");
 
     // Starting it again is refused; resuming finishes it, to the same state.
