@@ -199,34 +199,7 @@ impl<S: Storage> Sim<S> {
         store.append_durable(branch, &genesis::genesis(&town, seed))?;
         let mut sim = Sim::new(store, branch, town, gateway, settings);
         sim.refold()?;
-        let now = sim.state.sim_time_secs;
-        let agents: Vec<(AgentId, String, String)> = sim
-            .state
-            .agents
-            .iter()
-            .map(|(id, a)| (*id, a.name.clone(), a.persona.clone()))
-            .collect();
-        for (agent, name, persona) in agents {
-            let mut pending = Pending::new();
-            let seeds: Vec<String> =
-                seed_statements(&persona).into_iter().map(str::to_owned).collect();
-            let style = sim.settings.style;
-            let result = remember(
-                &sim.gateway,
-                style,
-                agent,
-                &name,
-                MemoryKind::Seed,
-                &seeds,
-                &[],
-                &[],
-                now,
-                &mut pending,
-            )
-            .await;
-            sim.commit(pending)?;
-            result?;
-        }
+        sim.remember_seeds().await?;
         Ok(sim)
     }
 
@@ -253,13 +226,21 @@ impl<S: Storage> Sim<S> {
             .map_err(|e| SimError::Resume(format!("the recorded town does not load: {e}")))?;
         let mut sim = Sim::new(store, branch, town, gateway, settings);
         sim.refold()?;
-        let now = sim.state.sim_time_secs;
-        let missing: Vec<(AgentId, String, Vec<String>)> = sim
+        sim.remember_seeds().await?;
+        Ok(sim)
+    }
+
+    /// Before the first step, every agent's seed statements that are not yet memories
+    /// (all of them at the start; the rest if a start was interrupted) are rated, embedded
+    /// and committed, agent by agent.
+    async fn remember_seeds(&mut self) -> Result<(), SimError> {
+        let now = self.state.sim_time_secs;
+        let missing: Vec<(AgentId, String, Vec<String>)> = self
             .state
             .agents
             .iter()
             .filter_map(|(id, a)| {
-                let have: BTreeSet<&str> = sim
+                let have: BTreeSet<&str> = self
                     .minds
                     .stream(*id)
                     .recent(usize::MAX)
@@ -271,14 +252,14 @@ impl<S: Storage> Sim<S> {
                     .filter(|s| !have.contains(s))
                     .map(str::to_owned)
                     .collect();
-                (sim.state.step == 0 && !rest.is_empty()).then(|| (*id, a.name.clone(), rest))
+                (self.state.step == 0 && !rest.is_empty()).then(|| (*id, a.name.clone(), rest))
             })
             .collect();
         for (agent, name, seeds) in missing {
             let mut pending = Pending::new();
-            let style = sim.settings.style;
+            let style = self.settings.style;
             let result = remember(
-                &sim.gateway,
+                &self.gateway,
                 style,
                 agent,
                 &name,
@@ -290,10 +271,10 @@ impl<S: Storage> Sim<S> {
                 &mut pending,
             )
             .await;
-            sim.commit(pending)?;
+            self.commit(pending)?;
             result?;
         }
-        Ok(sim)
+        Ok(())
     }
 
     fn new(
