@@ -21,14 +21,14 @@ use std::collections::{BTreeMap, BTreeSet};
 use hamlet_gateway::Gateway;
 use hamlet_log::event::{
     AgentId, ConversationEnded, ConversationStarted, Intervened, Intervention, MemoryKind,
-    Perceived, PlanItem, PlanLevel,
+    Perceived, PlanItem, PlanLevel, PlanMade,
 };
 use hamlet_log::{Body, BranchId, Event, EventId};
 
 use crate::describe::sim_time;
 use crate::fold::Town;
 use crate::mind::memory::{seed_statements, Minds};
-use crate::mind::plan::{choose_place, decompose, plan_day};
+use crate::mind::plan::{choose_place, decompose, plan_day, plan_steps, summarise};
 use crate::mind::prompt::Style;
 use crate::mind::respond::{answer_interview, hear_inner_voice, should_react, speak, Situation};
 use crate::mind::retrieval::RetrievalSettings;
@@ -180,6 +180,13 @@ pub struct Sim<S: Storage> {
     /// When each agent last asked itself whether to react to another (folded from the
     /// relationship retrieval that question makes).
     considered: BTreeMap<(AgentId, AgentId), u64>,
+    /// Each agent's summary description and the day it was written (folded from the
+    /// `summary` call's answer; empty text when the model gave none that day).
+    summaries: BTreeMap<AgentId, (u64, String)>,
+    /// The `summary` calls asked, by request hash, so their answers are folded.
+    summary_asked: BTreeMap<[u8; 32], AgentId>,
+    /// Each agent's latest day plan (yesterday's, when it plans today).
+    day_plans: BTreeMap<AgentId, PlanMade>,
     /// The head is a tick whose thinking is still to do.
     at_tick: bool,
 }
@@ -303,6 +310,9 @@ impl<S: Storage> Sim<S> {
             intentions: BTreeMap::new(),
             talking_until: BTreeMap::new(),
             considered: BTreeMap::new(),
+            summaries: BTreeMap::new(),
+            summary_asked: BTreeMap::new(),
+            day_plans: BTreeMap::new(),
             at_tick: false,
         }
     }
@@ -324,6 +334,9 @@ impl<S: Storage> Sim<S> {
         self.intentions.clear();
         self.talking_until.clear();
         self.considered.clear();
+        self.summaries.clear();
+        self.summary_asked.clear();
+        self.day_plans.clear();
         for event in &events {
             self.fold(event);
         }
@@ -356,6 +369,20 @@ impl<S: Storage> Sim<S> {
             }
             Body::PlanMade(p) if p.level == PlanLevel::Day => {
                 self.intentions.remove(&p.agent);
+                self.day_plans.insert(p.agent, p.clone());
+            }
+            Body::LlmRequested(r) if r.template == "summary" => {
+                if let Some(agent) = r.agent {
+                    self.summary_asked.insert(r.request_hash, agent);
+                }
+            }
+            Body::LlmResponded(r) if r.fallback || r.parsed.is_some() => {
+                // A summary's answer, or the empty fallback: either way the day is done.
+                if let Some(agent) = self.summary_asked.remove(&r.request_hash) {
+                    let day = event.sim_time_secs() / 86_400;
+                    let text = if r.fallback { String::new() } else { r.text.trim().to_owned() };
+                    self.summaries.insert(agent, (day, text));
+                }
             }
             Body::AgentJoined(j) => {
                 let named = j.traits.iter().find(|(k, _)| k == "strategy");
@@ -467,7 +494,13 @@ impl<S: Storage> Sim<S> {
             return self.converse_all().await;
         }
         if !self.at_tick {
-            let tick = clock::advance(&self.town, &self.state, 1);
+            // While everyone sleeps, the clock skips to the first waking in one tick.
+            let now = self.state.sim_time_secs;
+            let wakes: Vec<Option<u64>> =
+                self.state.agents.keys().map(|&a| self.wakes_at(a, now)).collect();
+            let steps =
+                if wakes.is_empty() { 1 } else { clock::steps_until(&self.town, now, &wakes) };
+            let tick = clock::advance(&self.town, &self.state, steps);
             self.store.append_durable(self.branch, &[tick])?;
             let head = self.store.branch(self.branch).map_or(0, |b| b.head_seq);
             let event = self.store.event_at(self.branch, head)?;
@@ -537,10 +570,34 @@ impl<S: Storage> Sim<S> {
         tile.and_then(|t| self.town.address_of(t)).unwrap_or_default()
     }
 
-    /// An agent's summary description: its seed paragraph.
+    /// An agent's summary description: the latest it wrote from its memories, or (before
+    /// the first, or when the model gave none) its seed paragraph.
     fn summary(&self, agent: AgentId) -> String {
-        let persona = self.state.agents.get(&agent).map_or("", |a| a.persona.as_str());
-        seed_statements(persona).join("; ")
+        match self.summaries.get(&agent) {
+            Some((_, text)) if !text.is_empty() => text.clone(),
+            _ => {
+                let persona = self.state.agents.get(&agent).map_or("", |a| a.persona.as_str());
+                seed_statements(persona).join("; ")
+            }
+        }
+    }
+
+    /// What `agent` did yesterday, in words, for its day plan: yesterday's day plan (the
+    /// paper's summary of the previous day), and what it was told to keep in mind since.
+    fn yesterday(&self, agent: AgentId, name: &str, now: u64) -> String {
+        let today = now / 86_400;
+        let planned = self
+            .day_plans
+            .get(&agent)
+            .filter(|p| p.items.first().is_some_and(|i| i.start_secs / 86_400 + 1 == today));
+        let mut words = match planned {
+            Some(plan) => format!("{name} planned: {}", plan_steps(plan)),
+            None => "an ordinary day".to_owned(),
+        };
+        if let Some(thoughts) = self.intentions.get(&agent) {
+            words.push_str(&format!("; {name} has in mind: {}", thoughts.join("; ")));
+        }
+        words
     }
 
     /// What `agent` is doing at `now`, in words.
@@ -569,6 +626,23 @@ impl<S: Storage> Sim<S> {
     fn asleep(&self, agent: AgentId, now: u64) -> bool {
         let before_waking = now % 86_400 < u64::from(self.settings.wake_minute) * 60;
         before_waking || self.status(agent, now).to_ascii_lowercase().contains("sleep")
+    }
+
+    /// When a sleeping `agent` next needs to think: its waking time, or the end of its
+    /// sleep when that comes first (it then decides what next). `None` while it is awake.
+    fn wakes_at(&self, agent: AgentId, now: u64) -> Option<u64> {
+        if !self.asleep(agent, now) || self.busy(agent, now) {
+            return None;
+        }
+        let wake = u64::from(self.settings.wake_minute) * 60;
+        let midnight = now - now % 86_400;
+        let waking = if now - midnight < wake { midnight + wake } else { midnight + 86_400 + wake };
+        let sleep_ends =
+            self.state.agents.get(&agent).and_then(|a| a.action.as_ref()).and_then(|a| {
+                let end = a.started_secs + u64::from(a.duration_secs);
+                (end > now && a.description.to_ascii_lowercase().contains("sleep")).then_some(end)
+            });
+        Some(sleep_ends.map_or(waking, |end| end.min(waking)))
     }
 
     /// One agent's step, as a batch (also when a call failed: its events are kept).
@@ -631,7 +705,25 @@ impl<S: Storage> Sim<S> {
                 .await?;
             }
         }
-        let summary = self.summary(agent);
+        // A new day: the agent describes itself afresh from what it remembers (once a day,
+        // on waking, before it plans).
+        let mut summary = self.summary(agent);
+        let today = now / 86_400;
+        let written = self.summaries.get(&agent).is_some_and(|(day, _)| *day >= today);
+        if !written && !self.asleep(agent, now) {
+            let (text, _) = summarise(
+                &self.gateway,
+                style,
+                agent,
+                name,
+                self.minds.stream(agent),
+                now,
+                &self.settings.retrieval,
+                pending,
+            )
+            .await?;
+            summary = text.unwrap_or(summary);
+        }
         // React to someone newly noticed? (At most one question a step: the nearest. An
         // agent that plans ahead plans its day first.)
         let planned = |a: AgentId| {
@@ -724,12 +816,7 @@ impl<S: Storage> Sim<S> {
         match self.schedules.of(agent).need(now) {
             Need::PlanDay if strategy.plans() => {
                 let day_start = now - now % 86_400;
-                let day = match self.intentions.get(&agent) {
-                    Some(thoughts) => {
-                        format!("an ordinary day; {name} has in mind: {}", thoughts.join("; "))
-                    }
-                    None => "an ordinary day".to_owned(),
-                };
+                let day = self.yesterday(agent, name, now);
                 plan_day(
                     &self.gateway,
                     style,

@@ -11,8 +11,10 @@ use hamlet_gateway::Gateway;
 use hamlet_log::event::{AgentId, MemoryKind, PlanItem, PlanLevel, PlanMade, PlanRef};
 use hamlet_log::Body;
 
+use super::memory::MemoryStream;
 use super::prompt::{template, Style};
-use super::think::{ask, remember, ThinkError};
+use super::retrieval::RetrievalSettings;
+use super::think::{ask, recall, remember, ThinkError};
 use crate::describe::sim_time;
 use crate::pending::{Cause, Pending, PendingId};
 use crate::town::spatial::SpatialMemory;
@@ -36,6 +38,11 @@ fn items(steps: &[PlanStep], day_start_secs: u64) -> Vec<PlanItem> {
 
 /// The words a plan is remembered by.
 pub fn plan_words(name: &str, plan: &PlanMade) -> String {
+    format!("{name} plans: {}", plan_steps(plan))
+}
+
+/// A plan's items in words: `HH:MM what (N min); …`.
+pub fn plan_steps(plan: &PlanMade) -> String {
     let parts: Vec<String> = plan
         .items
         .iter()
@@ -43,7 +50,58 @@ pub fn plan_words(name: &str, plan: &PlanMade) -> String {
             format!("{} {} ({} min)", clock(i.start_secs / 60), i.description, i.duration_secs / 60)
         })
         .collect();
-    format!("{name} plans: {}", parts.join("; "))
+    parts.join("; ")
+}
+
+/// The three retrievals an agent's summary description is made from: who it is, what it
+/// does each day, and how its life is going.
+pub fn summary_queries(name: &str) -> [String; 3] {
+    [
+        format!("who {name} is at heart"),
+        format!("what {name} does each day"),
+        format!("how {name} feels about how life is going lately"),
+    ]
+}
+
+/// Writes `agent`'s summary description from what it remembers (the paper's cached agent
+/// summary): three retrievals ([`summary_queries`]), their memories in one `summary` call.
+/// Returns the description (`None` when the answer was the empty fallback) and the position
+/// of the answer's last event. The loop folds the description from the answer's events.
+#[allow(clippy::too_many_arguments)]
+pub async fn summarise(
+    gateway: &Gateway,
+    style: Style,
+    agent: AgentId,
+    name: &str,
+    stream: &MemoryStream,
+    now: u64,
+    retrieval: &RetrievalSettings,
+    pending: &mut Pending,
+) -> Result<(Option<String>, Option<PendingId>), ThinkError> {
+    let mut causes = Vec::new();
+    let mut lines: Vec<&str> = Vec::new();
+    for query in summary_queries(name) {
+        let (retrieved, at) =
+            recall(gateway, agent, stream, &query, now, retrieval, pending).await?;
+        causes.push(Cause::Pending(at));
+        for hit in &retrieved.hits {
+            let Some(memory) = stream.get(hit.memory) else { continue };
+            if !lines.contains(&memory.description.as_str()) {
+                lines.push(&memory.description);
+            }
+        }
+    }
+    let memories: Vec<String> = lines.iter().map(|l| format!("- {l}")).collect();
+    let vars = BTreeMap::from([("agent", name.to_owned()), ("memories", memories.join("\n"))]);
+    let mut call = template("summary")?.call(&vars, style, Shape::Text)?;
+    call.agent = Some(agent);
+    call.max_tokens = Some(160);
+    let (answered, at) = ask(gateway, call, &causes, now, pending).await?;
+    let text = match answered.answer {
+        Answer::Text(t) if !t.trim().is_empty() => Some(t.trim().to_owned()),
+        _ => None,
+    };
+    Ok((text, at))
 }
 
 /// Plans `agent`'s day starting at `day_start_secs` (midnight of that day) from its summary
@@ -171,6 +229,21 @@ pub async fn decompose(
     Ok((plan, at))
 }
 
+/// What the agent knows to be inside `option`, a place one level below `chosen`: a sector's
+/// areas, or an area's objects.
+fn contents(known: &SpatialMemory, chosen: &[String], option: &str) -> Vec<String> {
+    match chosen {
+        [] => known.known.get(option).map(|a| a.keys().cloned().collect()).unwrap_or_default(),
+        [sector] => known
+            .known
+            .get(sector)
+            .and_then(|a| a.get(option))
+            .map(|o| o.keys().cloned().collect())
+            .unwrap_or_default(),
+        _ => Vec::new(),
+    }
+}
+
 /// Where `agent` does `activity`: a sector, an arena in it and (if it knows any) an object
 /// in that, each chosen from its spatial memory with where it is offered first. A level with
 /// one option asks nothing. Returns `sector:arena[:object]` (empty when it knows no place)
@@ -224,11 +297,23 @@ pub async fn choose_place(
             0 => break,
             1 => chosen.push(options[0].clone()),
             _ => {
+                // Each place with what it holds, so the choice can follow the activity.
+                let shown: Vec<String> = options
+                    .iter()
+                    .map(|o| {
+                        let inside = contents(known, &chosen, o);
+                        if inside.is_empty() {
+                            o.clone()
+                        } else {
+                            format!("{o} [{}]", inside.join(", "))
+                        }
+                    })
+                    .collect();
                 let vars = BTreeMap::from([
                     ("agent", name.to_owned()),
                     ("here", here_text.clone()),
                     ("activity", activity.to_owned()),
-                    ("options", options.join(" | ")),
+                    ("options", shown.join(" | ")),
                 ]);
                 let mut call =
                     template("location")?.call(&vars, style, Shape::Choice(options.clone()))?;

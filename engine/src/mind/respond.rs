@@ -77,6 +77,7 @@ pub async fn should_react(
         ("status", who.status.to_owned()),
         ("observation", observation.to_owned()),
         ("context", context(who.stream, &hits)),
+        ("other", subject.to_owned()),
     ]);
     let mut call = template("react")?.call(&vars, style, Shape::YesNo)?;
     call.agent = Some(who.agent);

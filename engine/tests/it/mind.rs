@@ -429,7 +429,13 @@ fn a_place_is_chosen_down_the_spatial_tree_preferring_where_the_agent_is() {
             _ => None,
         })
         .collect();
-    assert_eq!(asked[0], ["Options: Marigold café | Lin house"], "where it is comes first");
+    assert_eq!(
+        asked[0],
+        ["Options: Marigold café [counter] | Lin house [bedroom, kitchen]"],
+        "where it is comes first, each place with what it holds"
+    );
+    assert_eq!(asked[1], ["Options: bedroom [bed, easel] | kitchen [stove]"]);
+    assert_eq!(asked[2], ["Options: bed | easel"], "objects hold nothing more");
     // The café has one arena and one object: after the sector, nothing more is asked; a
     // model that does not answer falls back to the first option, where the agent is.
     let gateway = scripted_gateway(vec!["no idea", "still no idea", "nope"]);

@@ -28,7 +28,7 @@ fn hhmm(m: u32) -> String {
 
 /// The answer to a call of `template` whose question (the user part) is `user`: a fixed
 /// day, hour parts and quarter-hour actions filling the times asked, the first option of
-/// every choice, yes to every reaction, three-line conversations about the market.
+/// every choice, yes to every reaction, one summary for everyone, three-line conversations about the market.
 pub fn answer(template: &str, user: &str) -> String {
     match template {
         "importance" => r#"{"rating": 3}"#.to_owned(),
@@ -77,11 +77,13 @@ pub fn answer(template: &str, user: &str) -> String {
         "location" => {
             let options = user.lines().find_map(|l| l.strip_prefix("Options: ")).unwrap_or("");
             let first = options.split(" | ").next().unwrap_or("");
+            let first = first.split(" [").next().unwrap_or(first);
             format!(r#"{{"choice": {}}}"#, serde_json::to_string(first).unwrap())
         }
         "reflection_questions" => {
             "What matters to them?\nWho do they see?\nWhat do they do?".into()
         }
+        "summary" => "A neighbour who keeps the café and cares about the market.".into(),
         "interview" => "I am minding the café today, and the market opens late on Sunday.".into(),
         "inner_voice" => "bake bread for the neighbours".into(),
         _ => "not an answer".into(),

@@ -290,3 +290,67 @@ fn a_run_interrupted_anywhere_resumes_to_the_same_log() {
         assert_eq!(whole.len(), events.len(), "cut at #{cut}");
     }
 }
+
+#[test]
+fn on_waking_each_agent_describes_itself_from_memory_and_plans_its_day_from_that() {
+    let (_a, events) = run(rules(), 1);
+    let agents = town().personas.len();
+    let asked: Vec<&hamlet_log::event::LlmRequested> = events
+        .iter()
+        .filter_map(|e| match &e.body {
+            Body::LlmRequested(r) if r.template == "summary" => Some(r),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(asked.len(), agents, "one summary per agent on its first waking step");
+    // From three retrievals: who it is, what it does each day, how life is going.
+    let queries: Vec<&str> = events
+        .iter()
+        .filter_map(|e| match &e.body {
+            Body::Retrieved(r) if r.query.contains("at heart") => Some(r.query.as_str()),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(queries.len(), agents);
+    // The day plan is made from the description just written, not the seed paragraph.
+    let day_plans: Vec<String> = events
+        .iter()
+        .filter_map(|e| match &e.body {
+            Body::LlmRequested(r) if r.template == "day_plan" => Some(format!("{:?}", r.prompt)),
+            _ => None,
+        })
+        .collect();
+    assert!(!day_plans.is_empty());
+    for prompt in &day_plans {
+        assert!(prompt.contains("keeps the café and cares about the market"), "{prompt}");
+    }
+    // Once a day: the next steps ask for no summary.
+    let (_b, later) = run(rules(), 6);
+    let summaries = later
+        .iter()
+        .filter(|e| matches!(&e.body, Body::LlmRequested(r) if r.template == "summary"))
+        .count();
+    assert_eq!(summaries, agents);
+}
+
+#[test]
+fn while_everyone_sleeps_the_clock_skips_to_the_first_waking_in_one_tick() {
+    let mut town = town();
+    town.start_secs = 5 * 3600; // day 0, 05:00: two hours before anyone wakes
+    let (_a, events) = run_town(town.clone(), SimSettings::default(), rules(), 2);
+    let ticks: Vec<(u64, u64)> = events
+        .iter()
+        .filter_map(|e| match &e.body {
+            Body::ClockStepped(c) => Some((c.step, e.sim_time_secs())),
+            _ => None,
+        })
+        .collect();
+    let per_step = u64::from(town.seconds_per_step);
+    assert_eq!(ticks[0], (7 * 3600 / per_step - 5 * 3600 / per_step, 7 * 3600), "{ticks:?}");
+    assert_eq!(ticks[1], (ticks[0].0 + 1, 7 * 3600 + per_step), "awake: one step at a time");
+    let asked_before_waking = events.iter().any(|e| {
+        matches!(&e.body, Body::LlmRequested(r) if r.template != "ratings" && r.template != "importance")
+            && e.sim_time_secs() < 7 * 3600
+    });
+    assert!(!asked_before_waking, "nobody thinks in their sleep");
+}
