@@ -25,3 +25,4 @@ pub mod sim;
 pub mod store;
 pub mod synth;
 pub mod town;
+pub mod why;

@@ -831,8 +831,8 @@ impl<S: Storage> Sim<S> {
                 )
                 .await?;
             }
-            Need::PlanDay => {
-                // No planning ahead: the next quarter hour, decided now (from the minute
+            Need::PlanDay | Need::Moment => {
+                // No planning ahead (or no usable day plan): the next quarter hour, decided now (from the minute
                 // under way, so the plan covers now).
                 let start = now - now % 60;
                 let moment = PlanItem {

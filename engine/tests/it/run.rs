@@ -151,6 +151,29 @@ async fn interviews_leave_the_run_alone_unless_remembered_and_the_inner_voice_re
     assert!(out.status.success(), "{}", text(&out));
     let before = events(&store, "main");
 
+    // Why is she doing what she does? The tree goes from her action down to a prompt.
+    let why = |rest: &[&str]| {
+        let mut v = vec!["why", "--store", store.to_str().unwrap()];
+        v.extend_from_slice(rest);
+        command(&v.iter().map(|s| s.to_string()).collect::<Vec<_>>()).output().unwrap()
+    };
+    let out = why(&["--agent", "delphine ashcombe", "--details"]);
+    assert!(out.status.success(), "{}", text(&out));
+    let tree = text(&out);
+    assert!(tree.lines().next().unwrap().contains("ActionStarted"), "{tree}");
+    assert!(tree.contains("  LlmRequested") || tree.contains(" LlmRequested "), "{tree}");
+    assert!(tree.contains("│ "), "prompts in full: {tree}");
+    let out = why(&["--agent", "Delphine Ashcombe", "--format", "json"]);
+    let graph: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert!(graph["nodes"].as_array().unwrap().len() > 2);
+    assert!(graph["edges"].as_array().unwrap().iter().all(|e| e["from"].is_string()));
+    let out = why(&["--agent", "Delphine Ashcombe", "--format", "dot"]);
+    assert!(text(&out).starts_with("digraph why {"), "{}", text(&out));
+    let out = why(&["--agent", "Nobody"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(text(&out).contains("the agents are: "), "{}", text(&out));
+    assert_eq!(events(&store, "main").len(), before.len(), "asking why writes nothing");
+
     let question = "What are you doing today?";
     let out =
         hamlet(args(&server, &store, &["interview", "--agent", "delphine ashcombe", question]))

@@ -354,3 +354,71 @@ fn while_everyone_sleeps_the_clock_skips_to_the_first_waking_in_one_tick() {
     });
     assert!(!asked_before_waking, "nobody thinks in their sleep");
 }
+
+#[test]
+fn why_walks_from_an_action_to_its_prompts_and_the_memories_recalled_with_their_scores() {
+    use hamlet_engine::why::{History, WhyLink};
+    let (_a, events) = run(rules(), 12);
+    let history = History::new(&events);
+    let end = events.last().unwrap().seq();
+    // Someone talked (the double says yes to every reaction): its action's why goes back
+    // through the conversation to the lines' prompts and what the speakers recalled.
+    let talker = events
+        .iter()
+        .rev()
+        .find_map(|e| match &e.body {
+            Body::ActionStarted(a) if a.description.starts_with("talking with") => Some(a.agent),
+            _ => None,
+        })
+        .expect("a conversation in twelve steps");
+    let seq = events
+        .iter()
+        .rev()
+        .find(|e| matches!(&e.body, Body::ActionStarted(a) if a.agent == talker && a.description.starts_with("talking with")))
+        .unwrap()
+        .seq();
+    let why = history.why(talker, seq, 10_000).unwrap();
+    assert!(!why.truncated);
+    assert_eq!(why.graph[why.root].kind, "ActionStarted");
+    let kinds: Vec<&str> = why.graph.node_weights().map(|n| n.kind.as_str()).collect();
+    for kind in [
+        "ConversationEnded",
+        "DialogueTurn",
+        "LlmRequested",
+        "LlmResponded",
+        "Retrieved",
+        "MemoryAdded",
+    ] {
+        assert!(kinds.contains(&kind), "{kind} in {kinds:?}");
+    }
+    let recalled: Vec<&WhyLink> =
+        why.graph.edge_weights().filter(|l| matches!(l, WhyLink::Recalled { .. })).collect();
+    assert!(!recalled.is_empty(), "retrievals lead to the memories they returned");
+    for link in recalled {
+        let WhyLink::Recalled { recency, importance, relevance, .. } = link else { unreachable!() };
+        for s in [recency, importance, relevance] {
+            assert!((0.0..=1.0).contains(s), "normalised scores: {link:?}");
+        }
+    }
+    let prompts = why.graph.node_weights().filter(|n| n.kind == "LlmRequested").count();
+    assert!(prompts >= 2, "the lines and the decision to talk");
+    assert!(why.depth() >= 4, "a chain, not a star: {}", why.depth());
+    let tree = why.tree(true);
+    assert!(tree.contains("recalled (score "), "{tree}");
+    assert!(
+        tree.contains("(see above)")
+            || why.graph.node_count() == tree.lines().filter(|l| !l.contains('│')).count()
+    );
+    // A node limit stops the walk and says so.
+    let small = history.why(talker, seq, 3).unwrap();
+    assert!(small.truncated && small.graph.node_count() == 3);
+    assert!(small.tree(false).contains("raise --max-nodes"));
+    // Before an agent acted there is nothing to explain.
+    let first = events.iter().position(|e| matches!(&e.body, Body::ActionStarted(_))).unwrap();
+    let someone = match &events[first].body {
+        Body::ActionStarted(a) => a.agent,
+        _ => unreachable!(),
+    };
+    assert!(history.why(someone, events[first].seq() - 1, 10).is_err());
+    assert!(history.why(someone, end, 10).is_ok());
+}
