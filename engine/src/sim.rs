@@ -180,9 +180,10 @@ pub struct Sim<S: Storage> {
     /// When each agent last asked itself whether to react to another (folded from the
     /// relationship retrieval that question makes).
     considered: BTreeMap<(AgentId, AgentId), u64>,
-    /// Each agent's summary description and the day it was written (folded from the
-    /// `summary` call's answer; empty text when the model gave none that day).
-    summaries: BTreeMap<AgentId, (u64, String)>,
+    /// Each agent's summary description, the day it was last asked for, and the answer it
+    /// came from (folded from the `summary` call's events; a day whose answer was the
+    /// fallback keeps the description it had).
+    summaries: BTreeMap<AgentId, (u64, String, Option<EventId>)>,
     /// The `summary` calls asked, by request hash, so their answers are folded.
     summary_asked: BTreeMap<[u8; 32], AgentId>,
     /// Each agent's latest day plan (yesterday's, when it plans today).
@@ -380,8 +381,11 @@ impl<S: Storage> Sim<S> {
                 // A summary's answer, or the empty fallback: either way the day is done.
                 if let Some(agent) = self.summary_asked.remove(&r.request_hash) {
                     let day = event.sim_time_secs() / 86_400;
-                    let text = if r.fallback { String::new() } else { r.text.trim().to_owned() };
-                    self.summaries.insert(agent, (day, text));
+                    let entry = self.summaries.entry(agent).or_insert((day, String::new(), None));
+                    entry.0 = day;
+                    if !r.fallback {
+                        (entry.1, entry.2) = (r.text.trim().to_owned(), Some(event.id));
+                    }
                 }
             }
             Body::AgentJoined(j) => {
@@ -574,7 +578,7 @@ impl<S: Storage> Sim<S> {
     /// the first, or when the model gave none) its seed paragraph.
     fn summary(&self, agent: AgentId) -> String {
         match self.summaries.get(&agent) {
-            Some((_, text)) if !text.is_empty() => text.clone(),
+            Some((_, text, _)) if !text.is_empty() => text.clone(),
             _ => {
                 let persona = self.state.agents.get(&agent).map_or("", |a| a.persona.as_str());
                 seed_statements(persona).join("; ")
@@ -634,14 +638,24 @@ impl<S: Storage> Sim<S> {
         if !self.asleep(agent, now) || self.busy(agent, now) {
             return None;
         }
+        let me = self.state.agents.get(&agent)?;
+        // Still on its way to its bed (or anywhere): not while it walks.
+        if let Some(a) = &me.action {
+            if walk::step_towards(&self.town, &self.state, agent, &a.address, now).is_some() {
+                return None;
+            }
+        }
         let wake = u64::from(self.settings.wake_minute) * 60;
         let midnight = now - now % 86_400;
-        let waking = if now - midnight < wake { midnight + wake } else { midnight + 86_400 + wake };
-        let sleep_ends =
-            self.state.agents.get(&agent).and_then(|a| a.action.as_ref()).and_then(|a| {
-                let end = a.started_secs + u64::from(a.duration_secs);
-                (end > now && a.description.to_ascii_lowercase().contains("sleep")).then_some(end)
-            });
+        if now - midnight < wake {
+            // Before waking nobody thinks: straight to the waking time.
+            return Some(midnight + wake);
+        }
+        let waking = midnight + 86_400 + wake;
+        let sleep_ends = me.action.as_ref().and_then(|a| {
+            let end = a.started_secs + u64::from(a.duration_secs);
+            (end > now && a.description.to_ascii_lowercase().contains("sleep")).then_some(end)
+        });
         Some(sleep_ends.map_or(waking, |end| end.min(waking)))
     }
 
@@ -709,9 +723,12 @@ impl<S: Storage> Sim<S> {
         // on waking, before it plans).
         let mut summary = self.summary(agent);
         let today = now / 86_400;
-        let written = self.summaries.get(&agent).is_some_and(|(day, _)| *day >= today);
+        let written = self.summaries.get(&agent).is_some_and(|(day, _, _)| *day >= today);
+        // What the summary was made from: its answer, so a plan made from it names it.
+        let mut summary_cause =
+            self.summaries.get(&agent).and_then(|(_, _, at)| *at).map(Cause::Logged);
         if !written && !self.asleep(agent, now) {
-            let (text, _) = summarise(
+            let (text, at) = summarise(
                 &self.gateway,
                 style,
                 agent,
@@ -722,6 +739,9 @@ impl<S: Storage> Sim<S> {
                 pending,
             )
             .await?;
+            if text.is_some() {
+                summary_cause = at.map(Cause::Pending);
+            }
             summary = text.unwrap_or(summary);
         }
         // React to someone newly noticed? (At most one question a step: the nearest. An
@@ -775,8 +795,11 @@ impl<S: Storage> Sim<S> {
                 }
             }
         }
-        if !self.busy(agent, now) {
-            self.act(agent, strategy, &summary, now, pending).await?;
+        // Before waking nobody acts (so a new day is planned on waking, from the day's
+        // summary).
+        let before_waking = now % 86_400 < u64::from(self.settings.wake_minute) * 60;
+        if !self.busy(agent, now) && !before_waking {
+            self.act(agent, strategy, &summary, summary_cause, now, pending).await?;
         }
         // Reflect when the recent memories pass the threshold.
         if strategy.reflects() {
@@ -807,6 +830,7 @@ impl<S: Storage> Sim<S> {
         agent: AgentId,
         strategy: Strategy,
         summary: &str,
+        summary_cause: Option<Cause>,
         now: u64,
         pending: &mut Pending,
     ) -> Result<(), SimError> {
@@ -826,6 +850,7 @@ impl<S: Storage> Sim<S> {
                     &day,
                     self.settings.wake_minute,
                     day_start,
+                    summary_cause.as_slice(),
                     now,
                     pending,
                 )

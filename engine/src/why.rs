@@ -154,6 +154,9 @@ impl<'a> History<'a> {
         index.insert(action.id, root);
         let mut queue = VecDeque::from([action]);
         let mut truncated = false;
+        // One edge per (effect, cause, kind of link): a hostile event repeating a cause a
+        // million times adds one edge.
+        let mut linked: BTreeSet<(NodeIndex, NodeIndex, u8)> = BTreeSet::new();
         while let Some(event) = queue.pop_front() {
             let from = index[&event.id];
             for (cause, link) in self.links(event) {
@@ -172,7 +175,12 @@ impl<'a> History<'a> {
                         to
                     }
                 };
-                if !graph.edges_connecting(from, to).any(|e| *e.weight() == link) {
+                let kind = match link {
+                    WhyLink::Cause => 0,
+                    WhyLink::Recalled { .. } => 1,
+                    WhyLink::Evidence => 2,
+                };
+                if linked.insert((from, to, kind)) {
                     graph.add_edge(from, to, link);
                 }
             }
@@ -214,10 +222,14 @@ impl Why {
     pub fn depth(&self) -> usize {
         let mut best = BTreeMap::from([(self.root, 0usize)]);
         let mut queue = VecDeque::from([self.root]);
-        // Edges only run back in time, so the graph has no cycles; a node is revisited only
-        // when a longer chain reaches it.
+        // Recorded causes run back in time, but ids in a file nobody verified may form a
+        // cycle: no chain is longer than the graph has nodes.
+        let limit = self.graph.node_count();
         while let Some(n) = queue.pop_front() {
             let d = best[&n];
+            if d + 1 >= limit {
+                continue;
+            }
             for next in self.graph.neighbors_directed(n, Direction::Outgoing) {
                 if best.get(&next).is_none_or(|&b| b < d + 1) {
                     best.insert(next, d + 1);
@@ -307,29 +319,33 @@ impl Why {
 
     /// The graph in Graphviz DOT.
     pub fn dot(&self) -> String {
-        let quote = |s: &str| {
-            let escaped: String = s
-                .chars()
+        // Inside a quoted DOT string: quotes and backslashes escaped, control characters
+        // gone (a line break is written as DOT's own `\n`).
+        let escape = |s: &str| -> String {
+            s.chars()
                 .flat_map(|c| match c {
                     '"' => vec!['\\', '"'],
                     '\\' => vec!['\\', '\\'],
                     c if c.is_control() => vec![' '],
                     c => vec![c],
                 })
-                .collect();
-            format!("\"{escaped}\"")
+                .collect()
         };
         let mut out = String::from("digraph why {\n  rankdir=LR;\n  node [shape=box];\n");
         for n in self.graph.node_indices() {
             let node = &self.graph[n];
-            let label = format!("#{} {}\n{}", node.seq, node.kind, clip(&node.summary, 80));
-            let _ = writeln!(out, "  n{} [label={}];", n.index(), quote(&label));
+            let label = format!(
+                "{}\\n{}",
+                escape(&format!("#{} {}", node.seq, node.kind)),
+                escape(&clip(&node.summary, 80))
+            );
+            let _ = writeln!(out, "  n{} [label=\"{label}\"];", n.index());
         }
         for e in self.graph.edge_references() {
             let label = match e.weight() {
                 WhyLink::Cause => String::new(),
                 WhyLink::Recalled { score, .. } => {
-                    format!(" [label={}]", quote(&format!("recalled {score:.2}")))
+                    format!(" [label=\"recalled {score:.2}\"]")
                 }
                 WhyLink::Evidence => " [label=\"evidence\"]".to_owned(),
             };

@@ -404,6 +404,11 @@ insight ::= "{{" ws {text} string ws "," ws {evidence} "[" int ("," ws int){{0,4
                     .iter()
                     .find(|o| o.as_str() == said)
                     .or_else(|| options.iter().find(|o| o.eq_ignore_ascii_case(said)))
+                    // An option copied with what it holds: "kitchen [stove]".
+                    .or_else(|| {
+                        let name = said.split(" [").next().unwrap_or(said).trim();
+                        options.iter().find(|o| o.eq_ignore_ascii_case(name))
+                    })
                     .map(|o| Answer::Choice(o.clone()))
                     .ok_or_else(|| Invalid(format!("`choice` {said:?} is not one of the options")))
             }
@@ -604,7 +609,6 @@ fn json_string(s: &str) -> String {
     serde_json::to_string(s).unwrap_or_else(|e| panic!("a string always encodes: {e}"))
 }
 
-/// A GBNF literal matching exactly `s`.
 /// The longest activity a plan step may name, in characters: a few words, which keeps a
 /// small model's plans short (and inside their token budget). Enforced by the grammar only;
 /// longer activities from a server are kept as they are.
@@ -613,17 +617,14 @@ pub const ACTIVITY_CHARS: usize = 80;
 /// A GBNF expression matching exactly the decimal integers `lo..=hi` (no leading zeros), so
 /// a local model cannot answer out of range.
 fn gbnf_range(lo: u32, hi: u32) -> String {
-    let (lo, hi) = (lo.min(hi), lo.max(hi));
+    let (lo, hi) = (u64::from(lo.min(hi)), u64::from(lo.max(hi)));
     let mut alternatives = Vec::new();
     let mut from = lo;
     // Split into runs of one digit count, then each run into digit patterns.
     while from <= hi {
         let digits = from.to_string().len() as u32;
-        let top = 10u32.saturating_pow(digits).saturating_sub(1).min(hi);
+        let top = (10u64.pow(digits) - 1).min(hi);
         alternatives.extend(same_length(&from.to_string(), &top.to_string()));
-        if top == u32::MAX {
-            break;
-        }
         from = top + 1;
     }
     format!("({})", alternatives.join(" | "))
@@ -675,6 +676,7 @@ fn same_length(lo: &str, hi: &str) -> Vec<String> {
     out
 }
 
+/// A GBNF literal matching exactly `s`.
 fn gbnf_literal(s: &str) -> String {
     let mut out = String::with_capacity(s.len() + 2);
     out.push('"');
@@ -784,6 +786,12 @@ mod tests {
         );
         assert!(s.parse(r#"{"choice":"the moon"}"#).is_err());
         assert_eq!(s.fallback(), Answer::Choice("Lin house:kitchen".into()));
+        // An option copied with what the prompt said it holds.
+        assert_eq!(
+            s.parse(r#"{"choice":"Lin house:kitchen [stove, fridge]"}"#),
+            Ok(Answer::Choice("Lin house:kitchen".into()))
+        );
+        assert!(s.parse(r#"{"choice":"the moon [stove]"}"#).is_err());
     }
 
     #[test]

@@ -1,5 +1,6 @@
 //! The `hamlet` subcommands: arguments, help that teaches, and what each prints.
 
+mod branch;
 mod llm;
 mod moment;
 mod recording;
@@ -74,11 +75,21 @@ hamlet log --store run/ --branch what-if --from 'day0 08:00' --to 'day0 09:00'"
     /// Why an agent did what it did at a moment: its action's causes down to the prompts,
     /// answers and recalled memories (with their scores), as a tree, JSON or DOT
     #[command(
-        after_help = "Examples:\n  hamlet why run.hamlet --agent \"Mei Lin\" --at \"day0 08:30\"\n  \
+        after_help = "Examples:\n  hamlet why run.hamlet --agent \"Tamsin Hale\" --at \"day0 08:30\"\n  \
 hamlet why --store run/ --agent 3 --details\n  \
-hamlet why run.hamlet --agent Mei --format dot | dot -Tsvg > why.svg"
+hamlet why run.hamlet --agent 3 --format dot | dot -Tsvg > why.svg"
     )]
     Why(why::WhyArgs),
+    /// Fork a branch of a store at any moment (the parent is untouched); go on with the
+    /// fork with `hamlet run --resume --branch NAME`
+    #[command(
+        after_help = "Examples:\n  hamlet fork --store run/ --at 'day0 08:30' --name what-if\n  \
+hamlet inner-voice --store run/ --branch what-if --agent 'Tamsin Hale' 'You want to throw a party'\n  \
+hamlet run --resume --store run/ --branch what-if --hours 4"
+    )]
+    Fork(branch::ForkArgs),
+    /// List a store's branches as a tree: where each forks, its head, its own events
+    Branches(branch::BranchesArgs),
     /// Import a recording into a store (events byte for byte: the ids stay the same)
     #[command(after_help = "Example:\n  hamlet import town.hamlet --store run/")]
     Import(store::ImportArgs),
@@ -151,6 +162,8 @@ pub fn run(cli: Cli) -> anyhow::Result<Outcome> {
         Command::Replay(a) => recording::replay(a),
         Command::Log(a) => recording::log(a),
         Command::Why(a) => why::why(a),
+        Command::Fork(a) => branch::fork(a),
+        Command::Branches(a) => branch::branches(a),
         Command::Import(a) => store::import(a),
         Command::Export(a) => store::export(a),
         Command::Store(c) => store::store(c),
@@ -192,7 +205,7 @@ pub fn hints_for(err: &anyhow::Error) -> Vec<String> {
                 StoreError::NotSound { .. } => out.push(
                     "`hamlet verify FILE` lists the problems; `hamlet recover FILE --out FIXED` keeps the sound prefix".into(),
                 ),
-                StoreError::NoBranch(_) => out.push("`hamlet log --store DIR --kind BranchCreated` lists the branches".into()),
+                StoreError::NoBranch(_) => out.push("`hamlet branches --store DIR` lists the branches".into()),
                 StoreError::Corrupt { .. } => out.push(
                     "export what is readable with `hamlet export`, or restore the segment from a copy".into(),
                 ),

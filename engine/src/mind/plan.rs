@@ -105,7 +105,7 @@ pub async fn summarise(
 }
 
 /// Plans `agent`'s day starting at `day_start_secs` (midnight of that day) from its summary
-/// and yesterday's; adds the call's events, the `PlanMade` and the plan as a memory to the
+/// and yesterday's (the request caused by `because`: the summary's answer); adds the call's events, the `PlanMade` and the plan as a memory to the
 /// batch. An empty plan (the documented fallback) is recorded and not remembered.
 #[allow(clippy::too_many_arguments)]
 pub async fn plan_day(
@@ -117,6 +117,7 @@ pub async fn plan_day(
     yesterday: &str,
     wake_minute: u16,
     day_start_secs: u64,
+    because: &[Cause],
     now: u64,
     pending: &mut Pending,
 ) -> Result<(PlanMade, PendingId), ThinkError> {
@@ -131,7 +132,7 @@ pub async fn plan_day(
     let mut call = template("day_plan")?.call(&vars, style, Shape::day_plan())?;
     call.agent = Some(agent);
     call.max_tokens = Some(450);
-    let (answered, asked) = ask(gateway, call, &[], now, pending).await?;
+    let (answered, asked) = ask(gateway, call, because, now, pending).await?;
     let steps = match &answered.answer {
         Answer::Plan(steps) => steps.clone(),
         _ => Vec::new(),

@@ -320,6 +320,7 @@ fn a_day_is_planned_remembered_and_decomposed_within_its_stroke() {
             "She painted.",
             420,
             day1,
+            &[],
             day1 + 25_200,
             &mut pending,
         ))

@@ -76,17 +76,30 @@ async fn a_run_stopped_by_ctrl_c_resumes_to_the_same_state() {
     let state = state_of(&out);
     assert!(state.starts_with("st_") && state.len() == 67, "{}", text(&out));
 
-    // Ctrl-C a second into a run against a server that takes 100 ms per request (so it
-    // cannot have finished, however fast the build): it stops after the step under way.
+    // Ctrl-C a run, once it has begun, against a server that takes 100 ms per request (so
+    // it cannot have finished, however fast the build): it stops after the step under way.
     let slow = LoopbackServer::start(
         vec![],
         Reply::Slow(Duration::from_millis(100), Box::new(Reply::Rules(over_http))),
     )
     .await;
     let a = args(&slow, &stopped, &["run", "--hours", hours]);
+    let segments = stopped.join("segments");
     let child = tokio::task::spawn_blocking(move || {
         let child = command(&a).stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().unwrap();
-        std::thread::sleep(Duration::from_millis(1000));
+        // Once the run has begun writing (however loaded the machine), and a little after.
+        let begun = || {
+            std::fs::read_dir(&segments)
+                .map(|d| d.flatten().any(|f| f.metadata().is_ok_and(|m| m.len() > 0)))
+                .unwrap_or(false)
+        };
+        for _ in 0..1200 {
+            if begun() {
+                break;
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        std::thread::sleep(Duration::from_millis(500));
         let _ = Command::new("kill").args(["-INT", &child.id().to_string()]).status();
         child.wait_with_output().unwrap()
     })
@@ -229,4 +242,50 @@ async fn interviews_leave_the_run_alone_unless_remembered_and_the_inner_voice_re
         matches!(&e.body, Body::MemoryAdded(m) if m.description.contains("intends to bake bread"))
     });
     assert!(intention, "the intention is remembered");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_fork_at_any_moment_goes_on_by_itself_and_leaves_its_parent_alone() {
+    let server = LoopbackServer::start(vec![], Reply::Rules(over_http)).await;
+    let tmp = tempfile::tempdir().unwrap();
+    let store = tmp.path().join("run");
+    let out = hamlet(args(&server, &store, &["run", "--hours", "0.01"])).await;
+    assert!(out.status.success(), "{}", text(&out));
+    let main = events(&store, "main");
+    let dir = store.to_str().unwrap().to_owned();
+    let plain = |rest: &[&str]| {
+        let mut v: Vec<String> = rest.iter().map(|s| s.to_string()).collect();
+        v.extend(["--store".to_owned(), dir.clone()]);
+        command(&v).output().unwrap()
+    };
+    let out = plain(&["fork", "--at", "07:00:20", "--name", "what-if"]);
+    assert!(out.status.success(), "{}", text(&out));
+    assert!(text(&out).contains("hamlet run --resume"), "{}", text(&out));
+    let out = plain(&["fork", "--at", "07:00:20", "--name", "what-if"]);
+    assert_eq!(out.status.code(), Some(2), "a name is taken once: {}", text(&out));
+    let out = plain(&["fork", "--branch", "nope", "--at", "end", "--name", "x"]);
+    assert!(text(&out).contains("the store has: main"), "{}", text(&out));
+    let out = plain(&["branches"]);
+    let listing = text(&out);
+    assert!(listing.lines().next().unwrap().starts_with("main "), "{listing}");
+    assert!(listing.contains("  what-if") && listing.contains("forks `main` after #"), "{listing}");
+
+    // The fork starts as its parent was at 07:00:20, and goes on by itself.
+    let fork = events(&store, "what-if");
+    let cut = fork.len() - 1; // its own BranchCreated
+    assert_eq!(
+        fork[..cut].iter().map(|e| e.id).collect::<Vec<_>>(),
+        main[..cut].iter().map(|e| e.id).collect::<Vec<_>>()
+    );
+    assert!(fork[..cut].iter().all(|e| e.sim_time_secs() <= 7 * 3600 + 20));
+    let out = hamlet(args(
+        &server,
+        &store,
+        &["run", "--resume", "--branch", "what-if", "--hours", "0.02"],
+    ))
+    .await;
+    assert!(out.status.success(), "{}", text(&out));
+    let fork = events(&store, "what-if");
+    assert!(fork.last().unwrap().sim_time_secs() >= 7 * 3600 + 70, "it ran on");
+    assert_eq!(events(&store, "main").len(), main.len(), "the parent is untouched");
 }

@@ -422,3 +422,54 @@ fn why_walks_from_an_action_to_its_prompts_and_the_memories_recalled_with_their_
     assert!(history.why(someone, events[first].seq() - 1, 10).is_err());
     assert!(history.why(someone, end, 10).is_ok());
 }
+
+#[test]
+fn after_midnight_nobody_acts_until_waking_then_the_summary_comes_before_the_day_plan() {
+    let mut town = town();
+    town.start_secs = 23 * 3600 + 50 * 60; // day 0, 23:50
+    let per_step = u64::from(town.seconds_per_step);
+    // Ten minutes to midnight, the skip to 07:00, and a step of the new day.
+    let steps = (600 / per_step) as usize + 2;
+    let (_a, events) = run_town(town, SimSettings::default(), rules(), steps);
+    let day1 = 86_400;
+    let ticks: Vec<u64> = events
+        .iter()
+        .filter(|e| matches!(e.body, Body::ClockStepped(_)))
+        .map(|e| e.sim_time_secs())
+        .collect();
+    assert!(
+        ticks.contains(&(day1 + 7 * 3600)),
+        "the night is one tick: {:?}",
+        &ticks[ticks.len() - 3..]
+    );
+    assert!(
+        !ticks.iter().any(|&t| t > day1 && t < day1 + 7 * 3600),
+        "no step between midnight and waking"
+    );
+    let asleep = events.iter().any(|e| {
+        e.sim_time_secs() >= day1
+            && e.sim_time_secs() < day1 + 7 * 3600
+            && matches!(&e.body, Body::LlmRequested(_) | Body::ActionStarted(_) | Body::PlanMade(_))
+    });
+    assert!(!asleep, "nothing is decided before waking");
+    // On day 1: each planner's summary, then its day plan, made from it and from yesterday's.
+    let by_id: std::collections::BTreeMap<EventId, &hamlet_log::Event> =
+        events.iter().map(|e| (e.id, e)).collect();
+    let day_plans: Vec<&hamlet_log::Event> = events
+        .iter()
+        .filter(|e| e.sim_time_secs() >= day1)
+        .filter(|e| matches!(&e.body, Body::LlmRequested(r) if r.template == "day_plan"))
+        .collect();
+    assert!(!day_plans.is_empty());
+    for request in day_plans {
+        let Body::LlmRequested(r) = &request.body else { unreachable!() };
+        let prompt = format!("{:?}", r.prompt);
+        assert!(prompt.contains("keeps the café"), "from the summary: {prompt}");
+        assert!(prompt.contains("planned: 07:00 get ready for the day"), "and yesterday: {prompt}");
+        let cause = request.header.causes.first().map(|c| &by_id[c].body);
+        assert!(
+            matches!(cause, Some(Body::LlmResponded(_))),
+            "the day plan names the summary's answer as its cause: {cause:?}"
+        );
+    }
+}

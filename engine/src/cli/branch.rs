@@ -1,0 +1,123 @@
+//! `hamlet fork` and `hamlet branches`: branches of a store, and new ones from any moment.
+
+use std::path::PathBuf;
+
+use anyhow::Context;
+use clap::Args;
+use hamlet_engine::describe::sim_time;
+use hamlet_engine::history::Moment;
+use hamlet_engine::store::Store;
+
+use super::{parse_moment, Outcome};
+
+/// `hamlet fork`.
+#[derive(Debug, Args)]
+pub struct ForkArgs {
+    /// The store directory
+    #[arg(long, value_name = "DIR")]
+    store: PathBuf,
+    /// The branch to fork from
+    #[arg(long, default_value = "main")]
+    branch: String,
+    /// Where to fork: after the last event at or before this moment (`day<N> <HH:MM>`,
+    /// `<HH:MM>`, `#<seq>`, `end`)
+    #[arg(long, value_parser = parse_moment)]
+    at: Moment,
+    /// The new branch's name
+    #[arg(long)]
+    name: String,
+}
+
+pub fn fork(a: ForkArgs) -> anyhow::Result<Outcome> {
+    if !a.store.is_dir() {
+        anyhow::bail!("no store at {}", a.store.display());
+    }
+    let mut store = Store::open(&a.store)
+        .with_context(|| format!("cannot open store {}", a.store.display()))?;
+    let Ok(from) = store.find_branch(&a.branch) else {
+        let names: Vec<String> = store.branches().into_iter().map(|b| b.name).collect();
+        anyhow::bail!("no branch `{}`; the store has: {}", a.branch, names.join(", "));
+    };
+    let seq = match a.at {
+        Moment::End => from.head_seq,
+        Moment::Seq(s) if s <= from.head_seq => s,
+        Moment::Seq(s) => {
+            anyhow::bail!("#{s} is past the end of `{}` (#{})", from.name, from.head_seq)
+        }
+        Moment::Time(t) => store.seq_at_time(from.id, t)?.with_context(|| {
+            format!("`{}` has no event at or before {}", from.name, sim_time(t))
+        })?,
+    };
+    let point = store.event_at(from.id, seq)?;
+    // A step's events share its time: a fork inside one leaves the rest of that step
+    // undone, and goes on from the next step.
+    let inside = seq < from.head_seq
+        && store.event_at(from.id, seq + 1)?.sim_time_secs() == point.sim_time_secs();
+    let id = store.fork(from.id, seq, &a.name)?;
+    store.flush_index()?;
+    println!(
+        "forked `{}` from `{}` after #{seq} ({}); `{}` is untouched",
+        a.name,
+        from.name,
+        sim_time(point.sim_time_secs()),
+        from.name
+    );
+    println!("  id {id}");
+    if inside {
+        println!(
+            "  note: #{seq} is inside the step at {}; the fork leaves the rest of that step \
+             undone (fork at a time to keep whole steps)",
+            sim_time(point.sim_time_secs())
+        );
+    }
+    println!(
+        "go on with it: hamlet run --resume --store '{}' --branch '{}' --hours N",
+        a.store.display(),
+        a.name
+    );
+    Ok(Outcome::Done)
+}
+
+/// `hamlet branches`.
+#[derive(Debug, Args)]
+pub struct BranchesArgs {
+    /// The store directory
+    #[arg(long, value_name = "DIR")]
+    store: PathBuf,
+}
+
+pub fn branches(a: BranchesArgs) -> anyhow::Result<Outcome> {
+    if !a.store.is_dir() {
+        anyhow::bail!("no store at {}", a.store.display());
+    }
+    let store = Store::open(&a.store)
+        .with_context(|| format!("cannot open store {}", a.store.display()))?;
+    let all = store.branches();
+    // Depth first, each branch under its parent (children in the store's order: by fork
+    // point, then name); orphans (a missing parent) at the top level.
+    let known: std::collections::BTreeSet<_> = all.iter().map(|b| b.id).collect();
+    let mut stack: Vec<(&hamlet_engine::store::BranchInfo, usize)> = all
+        .iter()
+        .rev()
+        .filter(|b| b.parent.is_none_or(|p| !known.contains(&p)))
+        .map(|b| (b, 0))
+        .collect();
+    while let Some((b, depth)) = stack.pop() {
+        let from = match (b.parent.and_then(|p| store.branch(p)), b.fork_seq) {
+            (Some(p), Some(s)) => format!("forks `{}` after #{s}", p.name),
+            (None, Some(s)) => format!("forks a missing branch after #{s}"),
+            _ => "root".to_owned(),
+        };
+        println!(
+            "{}{:<20} {}  {from}; head #{} at {}; {} events of its own",
+            "  ".repeat(depth),
+            b.name,
+            b.id,
+            b.head_seq,
+            sim_time(b.head_time),
+            b.n_events
+        );
+        stack.extend(all.iter().rev().filter(|c| c.parent == Some(b.id)).map(|c| (c, depth + 1)));
+    }
+    Ok(Outcome::Done)
+}
