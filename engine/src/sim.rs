@@ -1063,9 +1063,19 @@ impl<S: Storage> Sim<S> {
                 reason = format!("{} fell silent", names[i]);
                 break;
             }
+            // A line that says again what was already said ends it: small models, answering
+            // greedily, otherwise echo each other to the turn limit.
+            let words = |t: &str| -> String {
+                t.chars().filter(|c| c.is_alphanumeric()).flat_map(char::to_lowercase).collect()
+            };
+            let echo = dialogue.iter().any(|(_, earlier)| words(earlier) == words(&turn.say));
             dialogue.push((names[i].clone(), turn.say));
             if turn.end {
                 reason = format!("{} ended it", names[i]);
+                break;
+            }
+            if echo {
+                reason = format!("{} said again what was already said", names[i]);
                 break;
             }
         }

@@ -4,6 +4,7 @@ mod branch;
 mod llm;
 mod moment;
 mod recording;
+mod resim;
 mod run;
 mod store;
 mod town;
@@ -88,6 +89,12 @@ hamlet inner-voice --store run/ --branch what-if --agent 'Tamsin Hale' 'You want
 hamlet run --resume --store run/ --branch what-if --hours 4"
     )]
     Fork(branch::ForkArgs),
+    /// Run the engine again over a recording with no model (every answer from the
+    /// recording) and report "identical" or the first event that differs, and why
+    #[command(after_help = "Exit status 0: identical; 1: it diverges (the first difference \
+is printed, with the prompt diff when the engine asked something the recording never answered).\n\n\
+Examples:\n  hamlet resim run.hamlet\n  hamlet resim --store run/ --branch main")]
+    Resim(resim::ResimArgs),
     /// List a store's branches as a tree: where each forks, its head, its own events
     Branches(branch::BranchesArgs),
     /// Import a recording into a store (events byte for byte: the ids stay the same)
@@ -163,6 +170,7 @@ pub fn run(cli: Cli) -> anyhow::Result<Outcome> {
         Command::Log(a) => recording::log(a),
         Command::Why(a) => why::why(a),
         Command::Fork(a) => branch::fork(a),
+        Command::Resim(a) => resim::resim(a),
         Command::Branches(a) => branch::branches(a),
         Command::Import(a) => store::import(a),
         Command::Export(a) => store::export(a),

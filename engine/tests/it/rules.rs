@@ -198,3 +198,37 @@ pub fn over_http(request: &Received) -> Reply {
     };
     Reply::Chat(answer(&template_of(&content(0)), &content(1)))
 }
+
+/// A test double: the rules, except that every line of dialogue is the same greeting (as a
+/// small model answering greedily tends to do).
+pub struct EchoingRules;
+
+impl LlmBackend for EchoingRules {
+    fn name(&self) -> &str {
+        "echoing-rule-test-double"
+    }
+    fn server(&self) -> String {
+        String::new()
+    }
+    fn model(&self) -> String {
+        "rules".into()
+    }
+    fn recorded_latency_ms(&self, _: [u8; 32]) -> Option<u32> {
+        Some(0)
+    }
+    fn complete<'a>(&'a self, a: Attempt<'a>) -> BoxFuture<'a, Result<Completion, BackendError>> {
+        if a.call.template != "turn" {
+            return RuleModel.complete(a);
+        }
+        Box::pin(async move {
+            Ok(Completion {
+                tokens_prompt: 50,
+                tokens_completion: 10,
+                text: r#"{"say": "I'm doing well, thanks! How about you?", "end": false}"#.into(),
+                finish_reason: "stop".into(),
+                response_model: "rules".into(),
+                response_id: String::new(),
+            })
+        })
+    }
+}

@@ -251,6 +251,7 @@ async fn a_fork_at_any_moment_goes_on_by_itself_and_leaves_its_parent_alone() {
     let store = tmp.path().join("run");
     let out = hamlet(args(&server, &store, &["run", "--hours", "0.01"])).await;
     assert!(out.status.success(), "{}", text(&out));
+    let live = state_of(&out);
     let main = events(&store, "main");
     let dir = store.to_str().unwrap().to_owned();
     let plain = |rest: &[&str]| {
@@ -288,4 +289,23 @@ async fn a_fork_at_any_moment_goes_on_by_itself_and_leaves_its_parent_alone() {
     let fork = events(&store, "what-if");
     assert!(fork.last().unwrap().sim_time_secs() >= 7 * 3600 + 70, "it ran on");
     assert_eq!(events(&store, "main").len(), main.len(), "the parent is untouched");
+
+    // The recording of the run replays to the state the live run ended in.
+    let file = tmp.path().join("run.hamlet");
+    let out = plain(&["export", "--branch", "main", "--out", file.to_str().unwrap()]);
+    assert!(out.status.success(), "{}", text(&out));
+    let out = command(&["replay".to_owned(), file.to_str().unwrap().to_owned()]).output().unwrap();
+    assert!(text(&out).starts_with(&format!("state hash   {live}")), "{live} vs {}", text(&out));
+
+    // The run, re-simulated over HTTP-recorded answers with no server: identical.
+    let out = plain(&["resim"]);
+    assert!(out.status.success(), "{}", text(&out));
+    assert!(
+        text(&out).contains(&format!("identical: the engine made the same {} events", main.len())),
+        "{}",
+        text(&out)
+    );
+    let out = plain(&["resim", "--branch", "what-if"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(text(&out).contains("fork"), "{}", text(&out));
 }

@@ -473,3 +473,99 @@ fn after_midnight_nobody_acts_until_waking_then_the_summary_comes_before_the_day
         );
     }
 }
+
+#[test]
+fn a_run_resimulates_identically_with_its_interventions_and_the_first_difference_is_found() {
+    use hamlet_engine::resim::{resimulate, Verdict};
+    let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+    let tmp = tempfile::tempdir().unwrap();
+    let store = Store::open(tmp.path()).unwrap();
+    let events = rt.block_on(async {
+        let mut sim =
+            Sim::start(store, "main", town(), 7, rules(), SimSettings::default()).await.unwrap();
+        for _ in 0..6 {
+            sim.step().await.unwrap();
+        }
+        let tamsin = *sim.state().agents.iter().find(|(_, a)| a.name == "Tamsin Hale").unwrap().0;
+        sim.inner_voice(tamsin, "You want to bake bread for the neighbours").await.unwrap();
+        sim.interview(tamsin, "What are you doing today?", true).await.unwrap();
+        for _ in 0..4 {
+            sim.step().await.unwrap();
+        }
+        let head = sim.store().branch(sim.branch()).unwrap().head_seq;
+        sim.store().events(sim.branch(), 0, head).unwrap()
+    });
+    assert!(events.iter().any(|e| matches!(e.body, Body::Intervened(_))));
+    let resim = |recorded: &[hamlet_log::Event]| {
+        let scratch = tempfile::tempdir().unwrap();
+        rt.block_on(resimulate(recorded, scratch.path(), |_, _| {})).unwrap()
+    };
+    match resim(&events) {
+        Verdict::Identical { events: n } => assert_eq!(n, events.len()),
+        Verdict::Diverged(d) => panic!("{d:?}"),
+    }
+
+    // A recorded event that is not what the engine makes: found where it is.
+    let k = events.iter().rposition(|e| matches!(e.body, Body::MemoryAdded(_))).unwrap();
+    let mut changed = events.clone();
+    changed[k].id.0[0] ^= 1;
+    match resim(&changed) {
+        Verdict::Diverged(d) => {
+            assert_eq!(d.index, k);
+            assert_eq!(d.produced.as_ref().map(|e| e.id), Some(events[k].id));
+        }
+        other => panic!("{other:?}"),
+    }
+
+    // A question the recording never answered (as when a prompt changed): the engine stops
+    // there, and says what differs from the nearest recorded question.
+    let k = events
+        .iter()
+        .position(|e| matches!(&e.body, Body::LlmRequested(r) if r.template == "hour_plan"))
+        .unwrap();
+    let Body::LlmRequested(asked) = &events[k].body else { unreachable!() };
+    let hash = asked.request_hash;
+    let mut unanswered = events.clone();
+    for e in &mut unanswered {
+        match &mut e.body {
+            Body::LlmRequested(r) if r.request_hash == hash => r.request_hash = [0; 32],
+            Body::LlmResponded(r) if r.request_hash == hash => r.request_hash = [0; 32],
+            Body::LlmFailed(r) if r.request_hash == hash => r.request_hash = [0; 32],
+            _ => {}
+        }
+    }
+    match resim(&unanswered) {
+        Verdict::Diverged(d) => {
+            assert_eq!(d.index, k, "{d:?}");
+            let cause = d.cause.expect("the replay says why");
+            assert!(cause.contains("hour_plan"), "{cause}");
+        }
+        other => panic!("{other:?}"),
+    }
+}
+
+#[test]
+fn a_conversation_that_echoes_itself_ends_at_the_first_repeat() {
+    use crate::rules::EchoingRules;
+    let echoing = Gateway::new(
+        Arc::new(EchoingRules),
+        Arc::new(LetterEmbedder),
+        Params::default(),
+        RetryPolicy::default(),
+        4,
+    );
+    let (_a, log) = run(echoing, 12);
+    let ended: Vec<&str> = log
+        .iter()
+        .filter_map(|e| match &e.body {
+            Body::ConversationEnded(c) => Some(c.reason.as_str()),
+            _ => None,
+        })
+        .collect();
+    assert!(!ended.is_empty(), "people talked");
+    for reason in &ended {
+        assert!(reason.ends_with("said again what was already said"), "{reason}");
+    }
+    let lines = log.iter().filter(|e| matches!(e.body, Body::DialogueTurn(_))).count();
+    assert_eq!(lines, 2 * ended.len(), "a greeting, its echo, and the end");
+}
