@@ -6,7 +6,9 @@
 //! (a changed prompt shows as a prompt diff).
 //!
 //! The user's interventions in the recording (inner voice, remembered interviews) are made
-//! again where they were made.
+//! again where they were made; where the recorded run stopped on a model failure and was
+//! resumed, the re-run is resumed there too; a recording that stops part way through a step
+//! (a crash, a second Ctrl-C) is identical when everything it holds is made again.
 
 use std::path::Path;
 use std::sync::Arc;
@@ -68,13 +70,8 @@ pub async fn resimulate(
     scratch: &Path,
     mut progress: impl FnMut(usize, usize),
 ) -> Result<Verdict, ResimError> {
-    let name = match recorded.first().map(|e| &e.body) {
-        Some(Body::BranchCreated(b)) if b.parent_branch.is_none() => b.name.clone(),
-        Some(Body::BranchCreated(_)) => {
-            return Err(ResimError::NotARun(
-                "the branch is a fork; re-simulating forks is not supported yet: re-simulate its root branch".into(),
-            ))
-        }
+    let (name, nonce) = match recorded.first().map(|e| &e.body) {
+        Some(Body::BranchCreated(b)) if b.parent_branch.is_none() => (b.name.clone(), b.nonce),
         _ => return Err(ResimError::NotARun("the history does not start a branch".into())),
     };
     if let Some(fork) = recorded.iter().skip(1).find(|e| matches!(e.body, Body::BranchCreated(_))) {
@@ -104,36 +101,49 @@ pub async fn resimulate(
     let params = replay.recorded_params().unwrap_or_default();
     let gateway = Gateway::new(replay.clone(), replay, params, RetryPolicy::default(), 4);
 
-    let store = Store::open(scratch)?;
     let mut compared = 0usize;
-    let started = Sim::start(store, &name, town, seed, gateway, SimSettings::default()).await;
-    let mut sim = match started {
-        Ok(sim) => sim,
+    let store = Store::open(scratch)?;
+    let started =
+        Sim::start_as(store, &name, nonce, town, seed, gateway.clone(), SimSettings::default())
+            .await;
+    let mut running = match started {
+        Ok(sim) => Some(sim),
         Err(e) => {
-            // Stopped among the seed memories: compare what it wrote, from the store.
-            let cause = not_recorded(e)?;
+            // Stopped among the seed memories: what it wrote is read back from the store.
             let store = Store::open(scratch)?;
             let written = match store.find_branch(&name) {
                 Ok(b) => store.events(b.id, 0, b.head_seq)?,
                 Err(_) => Vec::new(),
             };
-            return Ok(Verdict::Diverged(Box::new(
-                compare(recorded, &mut compared, written, Some(cause.clone())).unwrap_or(
-                    Divergence {
-                        index: compared,
-                        expected: recorded.get(compared).cloned(),
-                        produced: None,
-                        cause: Some(cause),
-                    },
-                ),
-            )));
+            drop(store);
+            if let Some(verdict) = stopped(recorded, &mut compared, written, e)? {
+                return Ok(verdict);
+            }
+            None
         }
     };
+    let mut stuck_at = None;
     loop {
+        // After a failure the recording went on from (the model refused, or gave up), the
+        // run is resumed from its store, as `hamlet run --resume` did.
+        let sim = match &mut running {
+            Some(sim) => sim,
+            None => {
+                let store = Store::open(scratch)?;
+                let branch = store.find_branch(&name)?.id;
+                let resumed = Sim::resume(store, branch, gateway.clone(), SimSettings::default());
+                running.insert(resumed.await.map_err(ResimError::Sim)?)
+            }
+        };
         // Compare what the engine has written since the last look.
-        let written = written_since(&sim, compared)?;
-        if let Some(d) = compare(recorded, &mut compared, written, None) {
-            return Ok(Verdict::Diverged(Box::new(d)));
+        let written = written_since(sim, compared)?;
+        match compare(recorded, &mut compared, written, None) {
+            // Past the recording's end: the rest of a step the recording stopped in.
+            Some(d) if d.expected.is_none() => {
+                return Ok(Verdict::Identical { events: recorded.len() })
+            }
+            Some(d) => return Ok(Verdict::Diverged(Box::new(d))),
+            None => {}
         }
         progress(compared, recorded.len());
         let Some(next) = recorded.get(compared) else {
@@ -158,24 +168,58 @@ pub async fn resimulate(
             _ => sim.step().await,
         };
         if let Err(e) = done {
-            // The engine asked what the recording never answered (anything else is an
-            // error). What it wrote before it stopped is compared first.
-            let cause = not_recorded(e)?;
-            let written = written_since(&sim, compared)?;
-            if let Some(d) = compare(recorded, &mut compared, written, Some(cause.clone())) {
-                return Ok(Verdict::Diverged(Box::new(d)));
+            let written = written_since(sim, compared)?;
+            if let Some(verdict) = stopped(recorded, &mut compared, written, e)? {
+                return Ok(verdict);
             }
-            if compared >= recorded.len() {
-                // The recording stops part way through a step: all of it was reproduced.
-                return Ok(Verdict::Identical { events: compared });
+            // The same failure twice with nothing new in between: it is not the recording's.
+            if stuck_at.replace(compared) == Some(compared) {
+                return Err(ResimError::NotARun(format!(
+                    "the engine fails again at #{compared} where the recording goes on"
+                )));
             }
-            return Ok(Verdict::Diverged(Box::new(Divergence {
-                index: compared,
-                expected: recorded.get(compared).cloned(),
-                produced: None,
-                cause: Some(cause),
-            })));
+            // Dropping the run releases its store for the resume.
+            running = None;
         }
+    }
+}
+
+/// After the engine stopped with `e`, having written `written` since position `compared`:
+/// the verdict, or `None` when the recording goes on past a failure it recorded too (the
+/// run is then resumed). A question the recording never answered is a divergence with its
+/// cause; the end of a recording that stopped part way through a step is identical.
+fn stopped(
+    recorded: &[Event],
+    compared: &mut usize,
+    written: Vec<Event>,
+    e: SimError,
+) -> Result<Option<Verdict>, ResimError> {
+    let cause = match e {
+        SimError::Think(ThinkError::Gateway(GatewayError::NotRecorded(why))) => Some(why),
+        SimError::Think(ThinkError::Gateway(_)) => None,
+        other => return Err(ResimError::Sim(other)),
+    };
+    match compare(recorded, compared, written, cause.clone()) {
+        // What the engine made past the recording's end is the rest of a step the recording
+        // stopped in.
+        Some(d) if d.expected.is_none() => {
+            return Ok(Some(Verdict::Identical { events: recorded.len() }))
+        }
+        Some(d) => return Ok(Some(Verdict::Diverged(Box::new(d)))),
+        None => {}
+    }
+    if *compared >= recorded.len() {
+        return Ok(Some(Verdict::Identical { events: recorded.len() }));
+    }
+    match cause {
+        Some(cause) => Ok(Some(Verdict::Diverged(Box::new(Divergence {
+            index: *compared,
+            expected: recorded.get(*compared).cloned(),
+            produced: None,
+            cause: Some(cause),
+        })))),
+        // A recorded failure, and the recording goes on: resume.
+        None => Ok(None),
     }
 }
 
@@ -213,13 +257,4 @@ fn written_since(
         return Ok(Vec::new());
     }
     sim.store().events(sim.branch(), from as u64, head)
-}
-
-/// The replay backend's account of a question the recording does not answer; any other
-/// failure is an error.
-fn not_recorded(e: SimError) -> Result<String, ResimError> {
-    match e {
-        SimError::Think(ThinkError::Gateway(GatewayError::NotRecorded(why))) => Ok(why),
-        other => Err(ResimError::Sim(other)),
-    }
 }

@@ -196,14 +196,29 @@ impl<S: Storage> Sim<S> {
     /// Starts a run of `town` on a new root branch `name`: genesis, then every agent's seed
     /// memories (rated and embedded).
     pub async fn start(
-        mut store: Store<S>,
+        store: Store<S>,
         name: &str,
         town: Definition,
         seed: u64,
         gateway: Gateway,
         settings: SimSettings,
     ) -> Result<Sim<S>, SimError> {
-        let branch = store.create_root(name)?;
+        let nonce = store.branches().len() as u64;
+        Sim::start_as(store, name, nonce, town, seed, gateway, settings).await
+    }
+
+    /// [`Sim::start`], with the root branch's `nonce` given (re-simulating a recorded run
+    /// makes its root exactly as it was recorded).
+    pub async fn start_as(
+        mut store: Store<S>,
+        name: &str,
+        nonce: u64,
+        town: Definition,
+        seed: u64,
+        gateway: Gateway,
+        settings: SimSettings,
+    ) -> Result<Sim<S>, SimError> {
+        let branch = store.create_root_as(name, nonce)?;
         store.append_durable(branch, &genesis::genesis(&town, seed))?;
         let mut sim = Sim::new(store, branch, town, gateway, settings);
         sim.refold()?;

@@ -107,6 +107,14 @@ impl<'a> History<'a> {
         &self.names
     }
 
+    /// The agent named `who` (any case) or numbered `who`.
+    pub fn find_agent(&self, who: &str) -> Option<AgentId> {
+        self.names
+            .iter()
+            .find(|(id, name)| name.eq_ignore_ascii_case(who) || id.0.to_string() == who)
+            .map(|(id, _)| *id)
+    }
+
     /// The action `agent` was carrying out after the last event at or before `seq`.
     pub fn action_at(&self, agent: AgentId, seq: u64) -> Option<&'a Event> {
         self.events

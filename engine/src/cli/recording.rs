@@ -10,6 +10,7 @@ use hamlet_engine::fold::Town;
 use hamlet_engine::history::{state_at_recording, Moment};
 use hamlet_engine::store::Store;
 use hamlet_engine::synth::{write_recording, SynthSpec};
+use hamlet_engine::why::History;
 use hamlet_log::event::{kind_by_name, kind_name, AgentId, Event, KNOWN_KINDS};
 use hamlet_log::verify::Outcome as Recovery;
 use hamlet_log::{BranchId, Recording};
@@ -439,19 +440,10 @@ pub fn log(a: LogArgs) -> anyhow::Result<Outcome> {
         })
         .collect::<anyhow::Result<_>>()?;
     let events = source_events(&a.source)?;
-    let mut names = std::collections::BTreeMap::new();
-    for event in &events {
-        if let hamlet_log::Body::AgentJoined(j) = &event.body {
-            names.insert(j.agent, j.name.clone());
-        }
-    }
+    let history = History::new(&events);
     let agent = match &a.agent {
         Some(who) => Some(
-            names
-                .iter()
-                .find(|(id, name)| name.eq_ignore_ascii_case(who) || id.0.to_string() == *who)
-                .map(|(id, _)| *id)
-                .with_context(|| format!("no agent `{who}` in this history"))?,
+            history.find_agent(who).with_context(|| format!("no agent `{who}` in this history"))?,
         ),
         None => None,
     };
@@ -475,8 +467,7 @@ pub fn log(a: LogArgs) -> anyhow::Result<Outcome> {
             }
         }
     };
-    let name_of =
-        |id: AgentId| names.get(&id).cloned().unwrap_or_else(|| format!("agent {}", id.0));
+    let name_of = |id: AgentId| history.name(id);
     let mut out = BufWriter::new(std::io::stdout().lock());
     let mut shown = 0u64;
     for event in &events {

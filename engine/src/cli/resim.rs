@@ -5,8 +5,9 @@ use anyhow::Context;
 use clap::Args;
 use hamlet_engine::describe::{printable, sim_time, summary};
 use hamlet_engine::resim::{resimulate, Verdict};
+use hamlet_engine::why::History;
 use hamlet_log::event::{kind_name, AgentId};
-use hamlet_log::{Body, Event};
+use hamlet_log::Event;
 
 use super::recording::source_events;
 use super::{Outcome, Source};
@@ -20,14 +21,8 @@ pub struct ResimArgs {
 
 pub fn resim(a: ResimArgs) -> anyhow::Result<Outcome> {
     let events = source_events(&a.source)?;
-    let names: std::collections::BTreeMap<AgentId, String> = events
-        .iter()
-        .filter_map(|e| match &e.body {
-            Body::AgentJoined(j) => Some((j.agent, j.name.clone())),
-            _ => None,
-        })
-        .collect();
-    let name = |id: AgentId| names.get(&id).cloned().unwrap_or_else(|| format!("agent {}", id.0));
+    let history = History::new(&events);
+    let name = |id: AgentId| history.name(id);
     let scratch = tempfile::tempdir().context("cannot make a scratch directory")?;
     let bar = indicatif::ProgressBar::new(events.len() as u64);
     bar.set_style(

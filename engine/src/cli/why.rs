@@ -57,15 +57,10 @@ pub fn seq_at(events: &[Event], moment: Moment) -> Option<u64> {
 pub fn why(a: WhyArgs) -> anyhow::Result<Outcome> {
     let events = source_events(&a.source)?;
     let history = History::new(&events);
-    let agent = history
-        .agents()
-        .iter()
-        .find(|(id, name)| name.eq_ignore_ascii_case(&a.agent) || id.0.to_string() == a.agent)
-        .map(|(id, _)| *id)
-        .with_context(|| {
-            let names: Vec<&str> = history.agents().values().map(String::as_str).collect();
-            format!("no agent `{}` in this history; the agents are: {}", a.agent, names.join(", "))
-        })?;
+    let agent = history.find_agent(&a.agent).with_context(|| {
+        let names: Vec<&str> = history.agents().values().map(String::as_str).collect();
+        format!("no agent `{}` in this history; the agents are: {}", a.agent, names.join(", "))
+    })?;
     let seq = seq_at(&events, a.at).context("no event is at or before that moment")?;
     let why = history.why(agent, seq, a.max_nodes.max(1))?;
     match a.format {

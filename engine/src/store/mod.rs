@@ -600,13 +600,19 @@ impl<S: Storage> Store<S> {
 
     /// Starts a new root branch (the first event of a town's history) at time 0.
     pub fn create_root(&mut self, name: &str) -> Result<BranchId, StoreError> {
+        self.create_root_as(name, self.branches.len() as u64)
+    }
+
+    /// [`Store::create_root`] with the `nonce` that tells roots of the same name apart
+    /// given (to make a recorded root again, id for id).
+    pub fn create_root_as(&mut self, name: &str, nonce: u64) -> Result<BranchId, StoreError> {
         let created = NewEvent::new(
             0,
             Body::BranchCreated(BranchCreated {
                 name: name.to_owned(),
                 parent_branch: None,
                 fork_seq: None,
-                nonce: self.branches.len() as u64,
+                nonce,
             }),
         );
         self.start_branch(name, &created.encode(0), EventId::NONE)
