@@ -641,10 +641,14 @@ impl<S: Storage> Sim<S> {
         ((lines as u64 + 1) * step).max(60)
     }
 
+    /// True between midnight and the waking time.
+    fn before_waking(&self, now: u64) -> bool {
+        now % 86_400 < u64::from(self.settings.wake_minute) * 60
+    }
+
     /// True while `agent` sleeps (its action says so) or has not yet woken today.
     fn asleep(&self, agent: AgentId, now: u64) -> bool {
-        let before_waking = now % 86_400 < u64::from(self.settings.wake_minute) * 60;
-        before_waking || self.status(agent, now).to_ascii_lowercase().contains("sleep")
+        self.before_waking(now) || self.status(agent, now).to_ascii_lowercase().contains("sleep")
     }
 
     /// When a sleeping `agent` next needs to think: its waking time, or the end of its
@@ -662,7 +666,7 @@ impl<S: Storage> Sim<S> {
         }
         let wake = u64::from(self.settings.wake_minute) * 60;
         let midnight = now - now % 86_400;
-        if now - midnight < wake {
+        if self.before_waking(now) {
             // Before waking nobody thinks: straight to the waking time.
             return Some(midnight + wake);
         }
@@ -812,8 +816,7 @@ impl<S: Storage> Sim<S> {
         }
         // Before waking nobody acts (so a new day is planned on waking, from the day's
         // summary).
-        let before_waking = now % 86_400 < u64::from(self.settings.wake_minute) * 60;
-        if !self.busy(agent, now) && !before_waking {
+        if !self.busy(agent, now) && !self.before_waking(now) {
             self.act(agent, strategy, &summary, summary_cause, now, pending).await?;
         }
         // Reflect when the recent memories pass the threshold.
