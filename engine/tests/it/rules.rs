@@ -134,16 +134,19 @@ impl LlmBackend for RuleModel {
             Prompt::Text(t) => t.clone(),
         };
         let text = answer(&a.call.template, &user);
-        Box::pin(async move {
-            Ok(Completion {
-                tokens_prompt: 50,
-                tokens_completion: 10,
-                text,
-                finish_reason: "stop".into(),
-                response_model: "rules".into(),
-                response_id: String::new(),
-            })
-        })
+        Box::pin(async move { Ok(completion(text)) })
+    }
+}
+
+/// The doubles' completion of `text`: fixed token counts, finished.
+fn completion(text: String) -> Completion {
+    Completion {
+        tokens_prompt: 50,
+        tokens_completion: 10,
+        text,
+        finish_reason: "stop".into(),
+        response_model: "rules".into(),
+        response_id: String::new(),
     }
 }
 
@@ -220,15 +223,7 @@ impl LlmBackend for EchoingRules {
         if a.call.template != "turn" {
             return RuleModel.complete(a);
         }
-        Box::pin(async move {
-            Ok(Completion {
-                tokens_prompt: 50,
-                tokens_completion: 10,
-                text: r#"{"say": "I'm doing well, thanks! How about you?", "end": false}"#.into(),
-                finish_reason: "stop".into(),
-                response_model: "rules".into(),
-                response_id: String::new(),
-            })
-        })
+        let text = r#"{"say": "I'm doing well, thanks! How about you?", "end": false}"#;
+        Box::pin(async move { Ok(completion(text.into())) })
     }
 }

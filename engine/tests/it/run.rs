@@ -49,6 +49,23 @@ async fn hamlet(args: Vec<String>) -> Output {
     tokio::task::spawn_blocking(move || command(&args).output().unwrap()).await.unwrap()
 }
 
+/// `hamlet ARGS --store STORE`, for the commands that need no model.
+fn at_store(store: &Path, args: &[&str]) -> Output {
+    let mut v: Vec<String> = args.iter().map(|s| s.to_string()).collect();
+    v.extend(["--store".to_owned(), store.to_str().unwrap().to_owned()]);
+    command(&v).output().unwrap()
+}
+
+/// A rule-answering server, and a 0.01-hour run against it in a new store.
+async fn short_run() -> (LoopbackServer, tempfile::TempDir, std::path::PathBuf, Output) {
+    let server = LoopbackServer::start(vec![], Reply::Rules(over_http)).await;
+    let tmp = tempfile::tempdir().unwrap();
+    let store = tmp.path().join("run");
+    let out = hamlet(args(&server, &store, &["run", "--hours", "0.01"])).await;
+    assert!(out.status.success(), "{}", text(&out));
+    (server, tmp, store, out)
+}
+
 fn text(out: &Output) -> String {
     format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr))
 }
@@ -157,19 +174,11 @@ async fn a_run_stopped_by_ctrl_c_resumes_to_the_same_state() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn interviews_leave_the_run_alone_unless_remembered_and_the_inner_voice_replans() {
-    let server = LoopbackServer::start(vec![], Reply::Rules(over_http)).await;
-    let tmp = tempfile::tempdir().unwrap();
-    let store = tmp.path().join("run");
-    let out = hamlet(args(&server, &store, &["run", "--hours", "0.01"])).await;
-    assert!(out.status.success(), "{}", text(&out));
+    let (server, _tmp, store, _) = short_run().await;
     let before = events(&store, "main");
 
     // Why is she doing what she does? The tree goes from her action down to a prompt.
-    let why = |rest: &[&str]| {
-        let mut v = vec!["why", "--store", store.to_str().unwrap()];
-        v.extend_from_slice(rest);
-        command(&v.iter().map(|s| s.to_string()).collect::<Vec<_>>()).output().unwrap()
-    };
+    let why = |rest: &[&str]| at_store(&store, &[&["why"], rest].concat());
     let out = why(&["--agent", "delphine ashcombe", "--details"]);
     assert!(out.status.success(), "{}", text(&out));
     let tree = text(&out);
@@ -246,19 +255,10 @@ async fn interviews_leave_the_run_alone_unless_remembered_and_the_inner_voice_re
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_fork_at_any_moment_goes_on_by_itself_and_leaves_its_parent_alone() {
-    let server = LoopbackServer::start(vec![], Reply::Rules(over_http)).await;
-    let tmp = tempfile::tempdir().unwrap();
-    let store = tmp.path().join("run");
-    let out = hamlet(args(&server, &store, &["run", "--hours", "0.01"])).await;
-    assert!(out.status.success(), "{}", text(&out));
+    let (server, tmp, store, out) = short_run().await;
     let live = state_of(&out);
     let main = events(&store, "main");
-    let dir = store.to_str().unwrap().to_owned();
-    let plain = |rest: &[&str]| {
-        let mut v: Vec<String> = rest.iter().map(|s| s.to_string()).collect();
-        v.extend(["--store".to_owned(), dir.clone()]);
-        command(&v).output().unwrap()
-    };
+    let plain = |rest: &[&str]| at_store(&store, rest);
     let out = plain(&["fork", "--at", "07:00:20", "--name", "what-if"]);
     assert!(out.status.success(), "{}", text(&out));
     assert!(text(&out).contains("hamlet run --resume"), "{}", text(&out));
