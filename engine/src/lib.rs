@@ -20,6 +20,7 @@ pub mod fold;
 pub mod history;
 pub mod mind;
 pub mod pending;
+pub mod query;
 pub mod resim;
 pub mod rng;
 pub mod sim;

@@ -5,8 +5,8 @@
 //! something the recording never answered, what differs from the nearest recorded question
 //! (a changed prompt shows as a prompt diff).
 //!
-//! The user's interventions in the recording (inner voice, remembered interviews) are made
-//! again where they were made; where the recorded run stopped on a model failure and was
+//! The user's interventions in the recording (inner voice, interviews, objects set, personas
+//! edited, agents and buildings added) are made again where they were made; where the recorded run stopped on a model failure and was
 //! resumed, the re-run is resumed there too; a recording that stops part way through a step
 //! (a crash, a second Ctrl-C) is identical when everything it holds is made again.
 
@@ -158,11 +158,33 @@ pub async fn resimulate(
                 Intervention::Interview { agent, question, remember } => {
                     sim.interview(*agent, question, *remember).await.map(|_| ())
                 }
-                other => {
-                    return Err(ResimError::NotARun(format!(
-                        "#{}: re-simulating the intervention {other:?} is not supported yet",
-                        next.seq()
-                    )))
+                Intervention::SetObjectState { address, state } => {
+                    sim.set_object(address, state).map(|_| ())
+                }
+                Intervention::EditPersona { agent, persona } => {
+                    sim.edit_persona(*agent, persona).await.map(|_| ())
+                }
+                Intervention::AddBuilding { template, name, origin } => {
+                    sim.add_building(template, name, *origin).map(|_| ())
+                }
+                Intervention::AddAgent { name, persona } => {
+                    // Where it joined, how it thinks and its cash are in the recorded
+                    // `AgentJoined` that the intervention caused.
+                    let joined = recorded[compared..].iter().find_map(|e| match &e.body {
+                        Body::AgentJoined(j) if e.header.causes.contains(&next.id) => Some(j),
+                        _ => None,
+                    });
+                    let Some(j) = joined else {
+                        return Err(ResimError::NotARun(format!(
+                            "#{}: an added agent that never joined",
+                            next.seq()
+                        )));
+                    };
+                    let trait_of = |key: &str| {
+                        j.traits.iter().find(|(k, _)| k == key).map_or("", |(_, v)| v.as_str())
+                    };
+                    let (home, strategy) = (trait_of("home"), trait_of("strategy"));
+                    sim.add_agent(name, persona, home, strategy, j.cash_cents).await.map(|_| ())
                 }
             },
             _ => sim.step().await,

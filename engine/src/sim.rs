@@ -20,8 +20,8 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use hamlet_gateway::Gateway;
 use hamlet_log::event::{
-    AgentId, ConversationEnded, ConversationStarted, Intervened, Intervention, MemoryKind,
-    Perceived, PlanItem, PlanLevel, PlanMade,
+    AgentId, AgentJoined, ConversationEnded, ConversationStarted, Intervened, Intervention,
+    MemoryKind, Perceived, PlanItem, PlanLevel, PlanMade, Tile,
 };
 use hamlet_log::{Body, BranchId, Event, EventId};
 
@@ -51,6 +51,9 @@ pub enum SimError {
     /// The store holds no run to resume.
     #[error("{0}")]
     Resume(String),
+    /// An intervention that cannot be made (nothing is written).
+    #[error("{0}")]
+    Refused(String),
 }
 
 /// Which parts of the architecture an agent uses: the paper's full architecture and its
@@ -188,6 +191,9 @@ pub struct Sim<S: Storage> {
     summary_asked: BTreeMap<[u8; 32], AgentId>,
     /// Each agent's latest day plan (yesterday's, when it plans today).
     day_plans: BTreeMap<AgentId, PlanMade>,
+    /// The places each agent knows from the start: its home and workplace (`sector:arena`,
+    /// from the traits it joined with).
+    places: BTreeMap<AgentId, Vec<String>>,
     /// The head is a tick whose thinking is still to do.
     at_tick: bool,
 }
@@ -329,6 +335,7 @@ impl<S: Storage> Sim<S> {
             summaries: BTreeMap::new(),
             summary_asked: BTreeMap::new(),
             day_plans: BTreeMap::new(),
+            places: BTreeMap::new(),
             at_tick: false,
         }
     }
@@ -353,6 +360,7 @@ impl<S: Storage> Sim<S> {
         self.summaries.clear();
         self.summary_asked.clear();
         self.day_plans.clear();
+        self.places.clear();
         for event in &events {
             self.fold(event);
         }
@@ -378,11 +386,18 @@ impl<S: Storage> Sim<S> {
             Body::ReflectionStarted(r) => {
                 self.last_reflection.insert(r.agent, event.sim_time_secs());
             }
-            Body::Intervened(i) => {
-                if let Intervention::InnerVoice { agent, text } = &i.intervention {
+            Body::Intervened(i) => match &i.intervention {
+                Intervention::InnerVoice { agent, text } => {
                     self.intentions.entry(*agent).or_default().push(text.clone());
                 }
-            }
+                // Checked before it was written; a resumed run's town may hold it already.
+                Intervention::AddBuilding { template, name, origin }
+                    if self.town.sectors.iter().all(|s| s.name != *name) =>
+                {
+                    let _ = self.town.add_building(template, name, *origin);
+                }
+                _ => {}
+            },
             Body::PlanMade(p) if p.level == PlanLevel::Day => {
                 self.intentions.remove(&p.agent);
                 self.day_plans.insert(p.agent, p.clone());
@@ -407,6 +422,9 @@ impl<S: Storage> Sim<S> {
                 let named = j.traits.iter().find(|(k, _)| k == "strategy");
                 let strategy = named.and_then(|(_, v)| Strategy::named(v));
                 self.strategies.insert(j.agent, strategy.unwrap_or(Strategy::Full));
+                let place = |key: &str| j.traits.iter().find(|(k, _)| k == key).map(|(_, v)| v);
+                let known = place("home").into_iter().chain(place("workplace")).cloned();
+                self.places.insert(j.agent, known.collect());
             }
             Body::ConversationStarted(c) => {
                 if let [a, b] = c.agents[..] {
@@ -1309,6 +1327,185 @@ impl<S: Storage> Sim<S> {
         result
     }
 
+    /// The user sets an object's state by hand: the object at `address`
+    /// (`sector:arena:object`) takes `state`, and agents see it when they next look.
+    /// Refused, writing nothing, when the town has no such object.
+    pub fn set_object(&mut self, address: &str, state: &str) -> Result<EventId, SimError> {
+        let exists = self.town.sectors.iter().any(|s| {
+            s.arenas.iter().any(|a| {
+                a.objects.iter().any(|o| format!("{}:{}:{}", s.name, a.name, o.name) == address)
+            })
+        });
+        if !exists {
+            return Err(SimError::Refused(format!(
+                "no object `{address}` in the town (an address is `sector:arena:object`; \
+                 `hamlet town show` lists them)"
+            )));
+        }
+        if state.trim().is_empty() {
+            return Err(SimError::Refused("an object's state is not empty".into()));
+        }
+        let set = Intervention::SetObjectState { address: address.into(), state: state.into() };
+        self.intervene(set)
+    }
+
+    /// The user rewrites `agent`'s seed paragraph: it is the agent's from now on; each
+    /// statement it did not hold before becomes a seed memory (rated and embedded, caused
+    /// by the edit), and the agent describes itself afresh from memory, so what it plans
+    /// and says next follows from the new paragraph. Returns the new statements.
+    pub async fn edit_persona(
+        &mut self,
+        agent: AgentId,
+        persona: &str,
+    ) -> Result<Vec<String>, SimError> {
+        let Some(name) = self.state.agents.get(&agent).map(|a| a.name.clone()) else {
+            return Err(SimError::Refused(format!("no agent {}", agent.0)));
+        };
+        if seed_statements(persona).is_empty() {
+            return Err(SimError::Refused("the seed paragraph is empty".into()));
+        }
+        let held: BTreeSet<&str> = self
+            .minds
+            .stream(agent)
+            .memories()
+            .iter()
+            .filter(|m| m.kind == MemoryKind::Seed)
+            .map(|m| m.description.as_str())
+            .collect();
+        let new: Vec<String> = seed_statements(persona)
+            .into_iter()
+            .filter(|s| !held.contains(s))
+            .map(str::to_owned)
+            .collect();
+        let edit = Intervention::EditPersona { agent, persona: persona.to_owned() };
+        let edited = self.intervene(edit)?;
+        let (now, style) = (self.state.sim_time_secs, self.settings.style);
+        let mut pending = Pending::new();
+        let result = remember(
+            &self.gateway,
+            style,
+            agent,
+            &name,
+            MemoryKind::Seed,
+            &new,
+            &[],
+            &[Cause::Logged(edited)],
+            now,
+            &mut pending,
+        )
+        .await;
+        self.commit(pending)?;
+        result?;
+        let mut pending = Pending::new();
+        let result = summarise(
+            &self.gateway,
+            style,
+            agent,
+            &name,
+            self.minds.stream(agent),
+            now,
+            &self.settings.retrieval,
+            &mut pending,
+        )
+        .await;
+        self.commit(pending)?;
+        result?;
+        Ok(new)
+    }
+
+    /// The user adds an agent: `name`, with the seed paragraph `persona`, joins at its
+    /// `home` (a `sector:arena` of the town, which it knows from the start) with `strategy`
+    /// and `cash_cents`; its seed memories are rated and embedded now, and it plans its day
+    /// on its next waking step, as everyone does. Refused, writing nothing, when the name is
+    /// taken or a value is wrong. Returns its id.
+    pub async fn add_agent(
+        &mut self,
+        name: &str,
+        persona: &str,
+        home: &str,
+        strategy: &str,
+        cash_cents: i64,
+    ) -> Result<AgentId, SimError> {
+        let refuse = |why: String| Err(SimError::Refused(why));
+        if name.trim().is_empty() {
+            return refuse("an agent's name is not empty".into());
+        }
+        if self.state.agents.values().any(|a| a.name.eq_ignore_ascii_case(name)) {
+            return refuse(format!("the town has an agent named `{name}` already"));
+        }
+        let statements: Vec<String> =
+            seed_statements(persona).into_iter().map(str::to_owned).collect();
+        if statements.is_empty() {
+            return refuse("the seed paragraph is empty".into());
+        }
+        let Some((si, ai)) = crate::town::find_arena(&self.town.sectors, home) else {
+            return refuse(format!("`{home}` is not a `sector:arena` of the town"));
+        };
+        let Some(tile) = self.town.sectors[si].arenas[ai].tiles.first().copied() else {
+            return refuse(format!("`{home}` has no floor"));
+        };
+        if Strategy::named(strategy).is_none() {
+            return refuse(format!(
+                "`{strategy}` is not a strategy; the strategies are: {}",
+                crate::town::STRATEGIES.join(", ")
+            ));
+        }
+        if cash_cents < 0 {
+            return refuse("cash is not negative".into());
+        }
+        let agent = AgentId(self.state.agents.keys().next_back().map_or(0, |a| a.0 + 1));
+        let added = Intervention::AddAgent { name: name.into(), persona: persona.into() };
+        let added = self.intervene(added)?;
+        let now = self.state.sim_time_secs;
+        let mut pending = Pending::new();
+        let joined = AgentJoined {
+            agent,
+            name: name.to_owned(),
+            persona: persona.to_owned(),
+            traits: vec![
+                ("home".to_owned(), home.to_owned()),
+                ("strategy".to_owned(), strategy.to_owned()),
+            ],
+            tile,
+            cash_cents,
+        };
+        pending.push(now, Body::AgentJoined(joined), &[Cause::Logged(added)]);
+        let joined_at = self.commit(pending)?;
+        let mut pending = Pending::new();
+        let result = remember(
+            &self.gateway,
+            self.settings.style,
+            agent,
+            name,
+            MemoryKind::Seed,
+            &statements,
+            &[],
+            &joined_at.into_iter().map(Cause::Logged).collect::<Vec<_>>(),
+            now,
+            &mut pending,
+        )
+        .await;
+        self.commit(pending)?;
+        result?;
+        Ok(agent)
+    }
+
+    /// The user adds a building: a copy of the sector `template` named `name`, its walls'
+    /// north-west corner at `origin` (past the map's edge, the map grows). Refused, writing
+    /// nothing, when it does not fit ([`Definition::add_building`] says why).
+    pub fn add_building(
+        &mut self,
+        template: &str,
+        name: &str,
+        origin: Tile,
+    ) -> Result<EventId, SimError> {
+        let mut trial = self.town.clone();
+        trial.add_building(template, name, origin).map_err(SimError::Refused)?;
+        let building =
+            Intervention::AddBuilding { template: template.into(), name: name.into(), origin };
+        self.intervene(building)
+    }
+
     /// Commits what the user did, alone; returns its id.
     fn intervene(&mut self, intervention: Intervention) -> Result<EventId, SimError> {
         let now = self.state.sim_time_secs;
@@ -1322,8 +1519,8 @@ impl<S: Storage> Sim<S> {
     /// (known from the start, as the paper seeds them).
     fn known(&self, agent: AgentId) -> SpatialMemory {
         let mut known = self.spatial.get(&agent).cloned().unwrap_or_default();
-        if let Some(p) = self.town.personas.get(agent.0 as usize) {
-            for address in std::iter::once(&p.home).chain(p.workplace.iter()) {
+        if let Some(places) = self.places.get(&agent) {
+            for address in places {
                 let mut parts = address.splitn(2, ':');
                 if let (Some(sector), Some(arena)) = (parts.next(), parts.next()) {
                     let objects = known

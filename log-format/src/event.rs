@@ -264,6 +264,13 @@ fn take_exact<'a, T: Deserialize<'a>>(
     Ok(value)
 }
 
+/// What serialising a body of an unknown kind gives.
+#[derive(Serialize)]
+struct UnknownBody {
+    kind: u16,
+    schema: u16,
+}
+
 macro_rules! bodies {
     ($( $(#[$doc:meta])* $tag:literal $variant:ident($ty:ty), )*) => {
         /// What an event says happened. Each variant's tag is fixed forever.
@@ -297,6 +304,20 @@ macro_rules! bodies {
                     }
                 };
                 encoded.unwrap_or_else(|e| panic!("event body encodes: {e}"))
+            }
+        }
+
+        /// A body serialises as its own fields, with no tag (the kind travels beside it, as
+        /// in `hamlet export --format jsonl`); one of an unknown kind as `{kind, schema}`.
+        /// The log never stores this: stored bytes come from `encode_into`.
+        impl Serialize for Body {
+            fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+                match self {
+                    $( Body::$variant(inner) => inner.serialize(s), )*
+                    Body::Unknown { kind, schema } => {
+                        UnknownBody { kind: *kind, schema: *schema }.serialize(s)
+                    }
+                }
             }
         }
 
@@ -567,6 +588,7 @@ pub enum Prompt {
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct LlmRequested {
     /// The blake3 hash of the canonical request: replay matches answers by it.
+    #[serde(with = "crate::id::hash_hex")]
     pub request_hash: [u8; 32],
     /// Why the call is made ("importance", "day_plan", "react", …).
     pub purpose: String,
@@ -595,6 +617,7 @@ pub struct LlmRequested {
     /// The prompt template's version.
     pub template_version: u32,
     /// The blake3 hash of the answer's JSON Schema or grammar, if constrained.
+    #[serde(with = "crate::id::hash_hex::option")]
     pub schema_hash: Option<[u8; 32]>,
     /// 1 for the first try, counting up on retries.
     pub attempt: u32,
@@ -604,6 +627,7 @@ pub struct LlmRequested {
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct LlmResponded {
     /// The request answered.
+    #[serde(with = "crate::id::hash_hex")]
     pub request_hash: [u8; 32],
     /// The answer, verbatim.
     pub text: String,
@@ -648,6 +672,7 @@ pub enum FailureKind {
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct LlmFailed {
     /// The request that failed.
+    #[serde(with = "crate::id::hash_hex")]
     pub request_hash: [u8; 32],
     /// How.
     pub kind: FailureKind,
@@ -663,6 +688,7 @@ pub struct LlmFailed {
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct EmbeddingRequested {
     /// The blake3 hash of the canonical request.
+    #[serde(with = "crate::id::hash_hex")]
     pub request_hash: [u8; 32],
     /// Why ("memory", "query", …); empty in schema 1.
     pub purpose: String,
@@ -705,6 +731,7 @@ impl From<EmbeddingRequestedV1> for EmbeddingRequested {
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct EmbeddingReturned {
     /// The request answered.
+    #[serde(with = "crate::id::hash_hex")]
     pub request_hash: [u8; 32],
     /// One vector per text, verbatim.
     pub vectors: Vec<Vec<f32>>,

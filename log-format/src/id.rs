@@ -16,8 +16,91 @@ pub const EVENT_ID_CONTEXT: &str = "hamlet 2026-11-22 event id";
 
 /// The id of one event: the chained blake3 hash of its parent's id and its stored bytes.
 /// Ordered as its bytes are (lexicographically): maps keyed by ids encode in that order.
-#[derive(Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, Default)]
+///
+/// Binary formats (postcard: events, checkpoints) carry the 32 bytes; human-readable ones
+/// (JSON exports) carry the 64 hex digits, so ids read the same in a JSON file as on the
+/// command line and can key JSON objects.
+#[derive(Clone, Copy, PartialEq, Eq, Hash, Default)]
 pub struct EventId(pub [u8; 32]);
+
+/// How an id is written to a binary format: exactly what deriving serde on `EventId` wrote,
+/// so the stored bytes never changed.
+#[derive(Serialize, Deserialize)]
+#[serde(rename = "EventId")]
+struct RawEventId([u8; 32]);
+
+impl Serialize for EventId {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        if s.is_human_readable() {
+            s.serialize_str(&self.to_hex())
+        } else {
+            RawEventId(self.0).serialize(s)
+        }
+    }
+}
+
+impl<'de> Deserialize<'de> for EventId {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<EventId, D::Error> {
+        if d.is_human_readable() {
+            let text = String::deserialize(d)?;
+            EventId::from_hex(&text).map_err(serde::de::Error::custom)
+        } else {
+            RawEventId::deserialize(d).map(|raw| EventId(raw.0))
+        }
+    }
+}
+
+/// Serde for a 32-byte hash field (a request or schema hash): the bytes in binary formats,
+/// as deriving wrote them, and hex digits in human-readable ones.
+pub mod hash_hex {
+    use serde::{Deserialize, Deserializer, Serialize, Serializer};
+
+    /// Serialises the hash.
+    pub fn serialize<S: Serializer>(hash: &[u8; 32], s: S) -> Result<S::Ok, S::Error> {
+        if s.is_human_readable() {
+            s.serialize_str(&super::hex(hash))
+        } else {
+            hash.serialize(s)
+        }
+    }
+
+    /// Deserialises the hash.
+    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<[u8; 32], D::Error> {
+        if d.is_human_readable() {
+            let text = String::deserialize(d)?;
+            super::parse_full(&text, "").map_err(serde::de::Error::custom)
+        } else {
+            <[u8; 32]>::deserialize(d)
+        }
+    }
+
+    /// The same for an optional hash.
+    pub mod option {
+        use serde::{Deserialize, Deserializer, Serialize, Serializer};
+
+        /// Serialises the hash, if any.
+        pub fn serialize<S: Serializer>(hash: &Option<[u8; 32]>, s: S) -> Result<S::Ok, S::Error> {
+            if s.is_human_readable() {
+                hash.map(|h| super::super::hex(&h)).serialize(s)
+            } else {
+                hash.serialize(s)
+            }
+        }
+
+        /// Deserialises the hash, if any.
+        pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Option<[u8; 32]>, D::Error> {
+            if d.is_human_readable() {
+                Option::<String>::deserialize(d)?
+                    .map(|text| {
+                        super::super::parse_full(&text, "").map_err(serde::de::Error::custom)
+                    })
+                    .transpose()
+            } else {
+                Option::<[u8; 32]>::deserialize(d)
+            }
+        }
+    }
+}
 
 impl Ord for EventId {
     /// Byte order, compared eight bytes at a time (ids are map keys on the fold's hot path).

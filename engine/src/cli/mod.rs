@@ -1,11 +1,13 @@
 //! The `hamlet` subcommands: arguments, help that teaches, and what each prints.
 
 mod branch;
+mod intervene;
 mod llm;
 mod moment;
 mod recording;
 mod resim;
 mod run;
+mod show;
 mod store;
 mod town;
 mod voice;
@@ -81,6 +83,22 @@ hamlet why --store run/ --agent 3 --details\n  \
 hamlet why run.hamlet --agent 3 --format dot | dot -Tsvg > why.svg"
     )]
     Why(why::WhyArgs),
+    /// The town at a moment (where everyone is, what they do, who talks), or one agent as
+    /// it was then: summary, plans, memory stream with scores, reflections, relationships
+    #[command(after_help = "Examples:\n  hamlet show run.hamlet --at 'day0 08:30'\n  \
+hamlet show run.hamlet --agent 'Tamsin Hale' --at 'day0 08:30' --memories 0\n  \
+hamlet show --store run/ --branch what-if --agent 3 --format json")]
+    Show(show::ShowArgs),
+    /// The model calls of a recording: prompt, every try and the answer used
+    #[command(
+        after_help = "Examples:\n  hamlet calls run.hamlet --agent 'Tamsin Hale' --template day_plan --details\n  \
+hamlet calls --store run/ --from 'day0 08:00' --to 'day0 09:00' --format json > calls.json"
+    )]
+    Calls(show::CallsArgs),
+    /// The conversations of a recording as a Markdown transcript (or JSON)
+    #[command(after_help = "Examples:\n  hamlet transcript run.hamlet > conversations.md\n  \
+hamlet transcript --store run/ --agent 'Oskar Lindqvist' --from 'day0 12:00' --format json")]
+    Transcript(show::TranscriptArgs),
     /// Fork a branch of a store at any moment (the parent is untouched); go on with the
     /// fork with `hamlet run --resume --branch NAME`
     #[command(
@@ -143,6 +161,31 @@ re-plans the rest of its hour from it; `hamlet run --resume` then goes on.\n\n\
 Example:\n  hamlet inner-voice --store run/ --agent 'Delphine Ashcombe' 'You want to throw a party at the café tonight'"
     )]
     InnerVoice(voice::InnerVoiceArgs),
+    /// Set an object's state by hand (agents see it when they next look)
+    #[command(
+        after_help = "Example:\n  hamlet fork --store run/ --at 'day0 08:00' --name broken\n  \
+hamlet set-object --store run/ --branch broken 'Marigold café:counter:coffee machine' 'out of order'"
+    )]
+    SetObject(intervene::SetObjectArgs),
+    /// Rewrite an agent's seed paragraph: new statements become seed memories and the agent
+    /// describes itself afresh
+    #[command(
+        after_help = "Example:\n  hamlet edit-persona --store run/ --branch what-if --agent 'Oskar Lindqvist' \
+'Oskar Lindqvist is a retired sailor; Oskar is afraid of dogs'"
+    )]
+    EditPersona(intervene::EditPersonaArgs),
+    /// Add an agent to a running town: it joins at its home with its seed memories
+    #[command(
+        after_help = "Example:\n  hamlet add-agent --store run/ --branch what-if --name 'Ada Brook' \
+--home 'Reedbank dorm:common room' 'Ada Brook is a new student; Ada wants to start a choir'"
+    )]
+    AddAgent(intervene::AddAgentArgs),
+    /// Add a building: a copy of a sector placed at a tile (past the map's edge the map grows)
+    #[command(
+        after_help = "Example:\n  hamlet add-building --store run/ --branch what-if --template 'Marigold café' \
+--name 'Second café' --at 73,1"
+    )]
+    AddBuilding(intervene::AddBuildingArgs),
 }
 
 /// Where events come from: a recording file or a store directory.
@@ -169,6 +212,9 @@ pub fn run(cli: Cli) -> anyhow::Result<Outcome> {
         Command::Replay(a) => recording::replay(a),
         Command::Log(a) => recording::log(a),
         Command::Why(a) => why::why(a),
+        Command::Show(a) => show::show(a),
+        Command::Calls(a) => show::calls(a),
+        Command::Transcript(a) => show::transcript(a),
         Command::Fork(a) => branch::fork(a),
         Command::Resim(a) => resim::resim(a),
         Command::Branches(a) => branch::branches(a),
@@ -182,6 +228,10 @@ pub fn run(cli: Cli) -> anyhow::Result<Outcome> {
         Command::Cost(a) => llm::cost(a),
         Command::Interview(a) => voice::interview(a),
         Command::InnerVoice(a) => voice::inner_voice(a),
+        Command::SetObject(a) => intervene::set_object(a),
+        Command::EditPersona(a) => intervene::edit_persona(a),
+        Command::AddAgent(a) => intervene::add_agent(a),
+        Command::AddBuilding(a) => intervene::add_building(a),
     }
 }
 

@@ -8,6 +8,7 @@ use clap::Args;
 use hamlet_engine::describe::{agents_of, printable, sim_time, summary};
 use hamlet_engine::fold::Town;
 use hamlet_engine::history::{state_at_recording, Moment};
+use hamlet_engine::query::EventRecord;
 use hamlet_engine::store::Store;
 use hamlet_engine::synth::{write_recording, SynthSpec};
 use hamlet_engine::why::History;
@@ -399,6 +400,20 @@ pub struct LogArgs {
     /// Print at most this many events
     #[arg(long)]
     limit: Option<u64>,
+    /// `text`: one line per event; `jsonl`: one JSON object per line, every field of the
+    /// event (seq, id, parent, branch, sim_time_secs, time, kind, causes, agents, summary,
+    /// body), for analysis tools
+    #[arg(long, value_enum, default_value = "text")]
+    format: LogFormat,
+}
+
+/// How `hamlet log` prints events.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum LogFormat {
+    /// One line per event, for people.
+    Text,
+    /// JSON Lines: one object per event (fields in `docs/EXPORTS.md`).
+    Jsonl,
 }
 
 /// Every event of the chosen branch (with its ancestry) of a recording or a store.
@@ -485,15 +500,21 @@ pub fn log(a: LogArgs) -> anyhow::Result<Outcome> {
         if a.limit.is_some_and(|l| shown >= l) {
             break;
         }
-        writeln!(
-            out,
-            "#{:<8} {}  {}  {:<19} {}",
-            event.seq(),
-            sim_time(event.sim_time_secs()),
-            event.id,
-            kind_name(event.body.kind()),
-            printable(&summary(&event.body, &name_of))
-        )?;
+        match a.format {
+            LogFormat::Text => writeln!(
+                out,
+                "#{:<8} {}  {}  {:<19} {}",
+                event.seq(),
+                sim_time(event.sim_time_secs()),
+                event.id,
+                kind_name(event.body.kind()),
+                printable(&summary(&event.body, &name_of))
+            )?,
+            LogFormat::Jsonl => {
+                serde_json::to_writer(&mut out, &EventRecord::new(event, &name_of))?;
+                writeln!(out)?;
+            }
+        }
         shown += 1;
     }
     out.flush()?;

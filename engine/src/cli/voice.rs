@@ -5,9 +5,9 @@ use std::path::{Path, PathBuf};
 use clap::Args;
 use hamlet_engine::sim::{Sim, SimSettings};
 use hamlet_engine::store::{FsStorage, Store};
+use hamlet_engine::why::History;
 use hamlet_gateway::config;
 use hamlet_log::event::AgentId;
-use hamlet_log::Body;
 
 use super::llm::LlmArgs;
 use super::Outcome;
@@ -53,18 +53,19 @@ pub struct InnerVoiceArgs {
     llm: LlmArgs,
 }
 
-/// Opens the run on `branch` for `agent` (any case), forking its head into a fresh branch
-/// first when `fork`. The store must exist; the agent is checked and the model set up
-/// before anything is written. On the branch itself, a step stopped part way is finished
-/// first, so the user's voice lands between steps.
-fn open(
+/// Opens the run on `branch`, forking its head into a fresh branch first when `fork`, and
+/// finds `agent` (a name in any case, or a number) when one is named. The store must
+/// exist; the agent is checked and the model set up before anything is written. On the
+/// branch itself, a step stopped part way is finished first, so the user's voice lands
+/// between steps.
+pub(super) fn open(
     store_dir: &Path,
     branch: &str,
-    agent: &str,
+    agent: Option<&str>,
     fork: bool,
     llm: &LlmArgs,
     rt: &tokio::runtime::Runtime,
-) -> anyhow::Result<(Sim<FsStorage>, String, AgentId)> {
+) -> anyhow::Result<(Sim<FsStorage>, String, Option<AgentId>)> {
     if !store_dir.is_dir() {
         anyhow::bail!("no store at {} (`hamlet run --store DIR` makes one)", store_dir.display());
     }
@@ -76,18 +77,17 @@ fn open(
     );
     let mut store = Store::open(store_dir)?;
     let info = store.find_branch(branch)?;
-    let joined: Vec<(AgentId, String)> = store
-        .events(info.id, 0, info.head_seq)?
-        .into_iter()
-        .filter_map(|e| match e.body {
-            Body::AgentJoined(j) => Some((j.agent, j.name)),
-            _ => None,
-        })
-        .collect();
-    let Some(id) = joined.iter().find(|(_, n)| n.eq_ignore_ascii_case(agent)).map(|(id, _)| *id)
-    else {
-        let names: Vec<&str> = joined.iter().map(|(_, n)| n.as_str()).collect();
-        anyhow::bail!("no agent named `{agent}`; the town has {}", names.join(", "));
+    let id = match agent {
+        Some(agent) => {
+            let events = store.events(info.id, 0, info.head_seq)?;
+            let history = History::new(&events);
+            let Some(id) = history.find_agent(agent) else {
+                let names: Vec<&str> = history.agents().values().map(String::as_str).collect();
+                anyhow::bail!("no agent named `{agent}`; the town has {}", names.join(", "));
+            };
+            Some(id)
+        }
+        None => None,
     };
     let (branch_id, name) = if fork {
         let taken: Vec<String> = store.branches().into_iter().map(|b| b.name).collect();
@@ -109,9 +109,24 @@ fn open(
     Ok((sim, name, id))
 }
 
+/// [`open`] for one agent.
+fn open_for(
+    store_dir: &Path,
+    branch: &str,
+    agent: &str,
+    fork: bool,
+    llm: &LlmArgs,
+    rt: &tokio::runtime::Runtime,
+) -> anyhow::Result<(Sim<FsStorage>, String, AgentId)> {
+    let (sim, name, id) = open(store_dir, branch, Some(agent), fork, llm, rt)?;
+    let id = id.ok_or_else(|| anyhow::anyhow!("no agent `{agent}`"))?;
+    Ok((sim, name, id))
+}
+
 pub fn interview(a: InterviewArgs) -> anyhow::Result<Outcome> {
     let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build()?;
-    let (mut sim, branch, agent) = open(&a.store, &a.branch, &a.agent, !a.remember, &a.llm, &rt)?;
+    let (mut sim, branch, agent) =
+        open_for(&a.store, &a.branch, &a.agent, !a.remember, &a.llm, &rt)?;
     let answer = rt.block_on(sim.interview(agent, &a.question, a.remember))?;
     let name = sim.state().agents.get(&agent).map_or("", |x| x.name.as_str());
     if answer.is_empty() {
@@ -135,7 +150,7 @@ pub fn interview(a: InterviewArgs) -> anyhow::Result<Outcome> {
 
 pub fn inner_voice(a: InnerVoiceArgs) -> anyhow::Result<Outcome> {
     let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build()?;
-    let (mut sim, branch, agent) = open(&a.store, &a.branch, &a.agent, false, &a.llm, &rt)?;
+    let (mut sim, branch, agent) = open_for(&a.store, &a.branch, &a.agent, false, &a.llm, &rt)?;
     let (intention, replanned) = rt.block_on(sim.inner_voice(agent, &a.instruction))?;
     println!("{intention}");
     if replanned {

@@ -7,6 +7,7 @@
 //! verbatim in a `TownLoaded` event, so a recording carries the town it ran.
 
 pub mod actions;
+pub mod build;
 pub mod clock;
 pub mod genesis;
 pub mod map;

@@ -4,12 +4,14 @@ mod cli;
 mod crash;
 mod fold;
 mod golden;
+mod intervene;
 mod llm;
 #[path = "../../../gateway/tests/it/loopback.rs"]
 #[allow(dead_code, reason = "shared with the gateway's tests, which use all of it")]
 mod loopback;
 mod mind;
 mod power_loss;
+mod query;
 mod rules;
 mod run;
 mod sim;

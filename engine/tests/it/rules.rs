@@ -83,6 +83,15 @@ pub fn answer(template: &str, user: &str) -> String {
         "reflection_questions" => {
             "What matters to them?\nWho do they see?\nWhat do they do?".into()
         }
+        "insights" => {
+            // As many insights as asked for, each citing the first statement.
+            let count = user
+                .rsplit_once("Give ")
+                .and_then(|(_, rest)| rest.split_whitespace().next()?.parse::<usize>().ok())
+                .unwrap_or(1);
+            let one = r#"{"insight": "they care for the market and its people", "evidence": [1]}"#;
+            format!(r#"{{"insights": [{}]}}"#, vec![one; count].join(", "))
+        }
         "summary" => "A neighbour who keeps the café and cares about the market.".into(),
         "interview" => "I am minding the café today, and the market opens late on Sunday.".into(),
         "inner_voice" => "bake bread for the neighbours".into(),

@@ -17,7 +17,7 @@ use hamlet_log::{Body, EventId};
 
 use crate::rules::{LetterEmbedder, RuleModel};
 
-fn town() -> Definition {
+pub(crate) fn town() -> Definition {
     Definition::load(
         &std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("towns/willowmere.toml"),
     )
@@ -28,7 +28,7 @@ fn run(gateway: Gateway, steps: usize) -> (tempfile::TempDir, Vec<hamlet_log::Ev
     run_town(town(), SimSettings::default(), gateway, steps)
 }
 
-fn run_town(
+pub(crate) fn run_town(
     town: Definition,
     settings: SimSettings,
     gateway: Gateway,
@@ -48,7 +48,7 @@ fn run_town(
     (tmp, events)
 }
 
-fn rules() -> Gateway {
+pub(crate) fn rules() -> Gateway {
     Gateway::new(
         Arc::new(RuleModel),
         Arc::new(LetterEmbedder),

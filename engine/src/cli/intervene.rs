@@ -1,0 +1,177 @@
+//! `hamlet set-object`, `hamlet edit-persona`, `hamlet add-agent`, `hamlet add-building`:
+//! the user changes the town on a branch — usually a fork (`hamlet fork`), so the run it
+//! came from stays as it was — and `hamlet run --resume --branch` goes on from the change.
+
+use std::path::PathBuf;
+
+use clap::Args;
+use hamlet_log::event::Tile;
+
+use super::llm::LlmArgs;
+use super::voice::open;
+use super::Outcome;
+
+/// Where the change is written.
+#[derive(Debug, Args)]
+pub struct Target {
+    /// The store holding the run
+    #[arg(long, value_name = "DIR")]
+    store: PathBuf,
+    /// The branch changed (fork first with `hamlet fork` to keep the run as it was)
+    #[arg(long, default_value = "main")]
+    branch: String,
+}
+
+/// `hamlet set-object`.
+#[derive(Debug, Args)]
+pub struct SetObjectArgs {
+    /// The object's address, `sector:arena:object` (`hamlet town show` lists them)
+    address: String,
+    /// Its new state, in words ("out of order", "brewing coffee")
+    state: String,
+    #[command(flatten)]
+    target: Target,
+    #[command(flatten)]
+    llm: LlmArgs,
+}
+
+/// `hamlet edit-persona`.
+#[derive(Debug, Args)]
+pub struct EditPersonaArgs {
+    /// The new seed paragraph: statements separated by `;`
+    persona: String,
+    /// The agent (name or number)
+    #[arg(long)]
+    agent: String,
+    #[command(flatten)]
+    target: Target,
+    #[command(flatten)]
+    llm: LlmArgs,
+}
+
+/// `hamlet add-agent`.
+#[derive(Debug, Args)]
+pub struct AddAgentArgs {
+    /// The seed paragraph: statements separated by `;`
+    persona: String,
+    /// The new agent's name
+    #[arg(long)]
+    name: String,
+    /// Where it lives and starts, a `sector:arena` of the town
+    #[arg(long)]
+    home: String,
+    /// How it thinks: full, no_reflection or no_reflection_no_planning
+    #[arg(long, default_value = "full")]
+    strategy: String,
+    /// Its cash, in cents
+    #[arg(long, default_value_t = 2000)]
+    cash_cents: i64,
+    #[command(flatten)]
+    target: Target,
+    #[command(flatten)]
+    llm: LlmArgs,
+}
+
+/// `hamlet add-building`.
+#[derive(Debug, Args)]
+pub struct AddBuildingArgs {
+    /// The sector copied: its rooms, walls, doors, objects and prices
+    #[arg(long)]
+    template: String,
+    /// The new sector's name
+    #[arg(long)]
+    name: String,
+    /// The north-west corner of its walls, `X,Y`; past the map's edge the map grows
+    #[arg(long, value_parser = parse_tile)]
+    at: Tile,
+    #[command(flatten)]
+    target: Target,
+    #[command(flatten)]
+    llm: LlmArgs,
+}
+
+/// Parses `X,Y`.
+pub fn parse_tile(text: &str) -> Result<Tile, String> {
+    let err = || format!("`{text}` is not a tile; write `X,Y` (e.g. 74,2)");
+    let (x, y) = text.split_once(',').ok_or_else(err)?;
+    Ok(Tile { x: x.trim().parse().map_err(|_| err())?, y: y.trim().parse().map_err(|_| err())? })
+}
+
+fn runtime() -> anyhow::Result<tokio::runtime::Runtime> {
+    Ok(tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build()?)
+}
+
+fn go_on(t: &Target, branch: &str) {
+    println!(
+        "written on branch {branch}; go on with `hamlet run --resume --store {} --branch {branch}`",
+        t.store.display()
+    );
+}
+
+pub fn set_object(a: SetObjectArgs) -> anyhow::Result<Outcome> {
+    let rt = runtime()?;
+    let (mut sim, branch, _) = open(&a.target.store, &a.target.branch, None, false, &a.llm, &rt)?;
+    sim.set_object(&a.address, &a.state)?;
+    println!("{} is now {}", a.address, a.state);
+    go_on(&a.target, &branch);
+    Ok(Outcome::Done)
+}
+
+pub fn edit_persona(a: EditPersonaArgs) -> anyhow::Result<Outcome> {
+    let rt = runtime()?;
+    let target = &a.target;
+    let (mut sim, branch, agent) =
+        open(&target.store, &target.branch, Some(&a.agent), false, &a.llm, &rt)?;
+    let agent = agent.ok_or_else(|| anyhow::anyhow!("no agent `{}`", a.agent))?;
+    let new = rt.block_on(sim.edit_persona(agent, &a.persona))?;
+    let name = sim.state().agents.get(&agent).map_or("", |x| x.name.as_str()).to_owned();
+    println!("{name}'s seed paragraph is rewritten; {} new seed memories:", new.len());
+    for statement in &new {
+        println!("  {statement}");
+    }
+    go_on(target, &branch);
+    Ok(Outcome::Done)
+}
+
+pub fn add_agent(a: AddAgentArgs) -> anyhow::Result<Outcome> {
+    let rt = runtime()?;
+    let target = &a.target;
+    let (mut sim, branch, _) = open(&target.store, &target.branch, None, false, &a.llm, &rt)?;
+    let added = sim.add_agent(&a.name, &a.persona, &a.home, &a.strategy, a.cash_cents);
+    let agent = rt.block_on(added)?;
+    println!("{} joins the town at {} (agent {})", a.name, a.home, agent.0);
+    go_on(target, &branch);
+    Ok(Outcome::Done)
+}
+
+pub fn add_building(a: AddBuildingArgs) -> anyhow::Result<Outcome> {
+    let rt = runtime()?;
+    let target = &a.target;
+    let (mut sim, branch, _) = open(&target.store, &target.branch, None, false, &a.llm, &rt)?;
+    sim.add_building(&a.template, &a.name, a.at)?;
+    let grid = &sim.town().grid;
+    println!(
+        "{} (a copy of {}) stands at ({}, {}); the map is {} × {} tiles",
+        a.name,
+        a.template,
+        a.at.x,
+        a.at.y,
+        grid.width(),
+        grid.height()
+    );
+    go_on(target, &branch);
+    Ok(Outcome::Done)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn tiles_parse_as_x_comma_y() {
+        assert_eq!(parse_tile("74, 2"), Ok(Tile { x: 74, y: 2 }));
+        for bad in ["74", "x,2", "1,2,3", "-1,0", "70000,0"] {
+            assert!(parse_tile(bad).unwrap_err().contains("X,Y"), "{bad}");
+        }
+    }
+}

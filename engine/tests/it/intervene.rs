@@ -1,0 +1,138 @@
+//! The user's changes to a running town (`Sim::set_object`, `edit_persona`, `add_agent`,
+//! `add_building`): each is one `Intervened` event and what follows from it; one that
+//! cannot be made writes nothing; a run with all of them re-simulates identically.
+
+use hamlet_engine::resim::{resimulate, Verdict};
+use hamlet_engine::sim::{Sim, SimError, SimSettings};
+use hamlet_engine::store::Store;
+use hamlet_engine::town::build::recorded_town;
+use hamlet_engine::town::find_arena;
+use hamlet_log::event::{AgentId, Intervention, MemoryKind, Tile};
+use hamlet_log::{Body, Event};
+
+use crate::sim::{rules, town};
+
+const CAFE_MACHINE: &str = "Marigold café:counter:coffee machine";
+const ADA: &str = "Ada Brook is a new student at the college; Ada Brook wants to start a choir";
+const TAMSIN: &str = "Tamsin Hale keeps the lighthouse; Tamsin Hale is afraid of the dark";
+
+fn changed_run() -> (tempfile::TempDir, Vec<Event>, u16) {
+    let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+    let tmp = tempfile::tempdir().unwrap();
+    let store = Store::open(tmp.path()).unwrap();
+    let (events, width) = rt.block_on(async {
+        let mut sim =
+            Sim::start(store, "main", town(), 7, rules(), SimSettings::default()).await.unwrap();
+        for _ in 0..3 {
+            sim.step().await.unwrap();
+        }
+        let head = |sim: &Sim<_>| sim.store().branch(sim.branch()).unwrap().head_seq;
+        let before = head(&sim);
+        fn refused<T>(r: Result<T, SimError>) -> bool {
+            matches!(r, Err(SimError::Refused(_)))
+        }
+        assert!(refused(sim.set_object("Nowhere:at:all", "on")));
+        assert!(refused(sim.set_object(CAFE_MACHINE, " ")));
+        let dorm = "Reedbank dorm:common room";
+        assert!(refused(sim.add_agent("tamsin hale", ADA, dorm, "full", 0).await));
+        assert!(refused(sim.add_agent("Ada Brook", ADA, "Nowhere:hall", "full", 0).await));
+        assert!(refused(sim.add_agent("Ada Brook", ADA, dorm, "clever", 0).await));
+        assert!(refused(sim.add_agent("Ada Brook", " ; ", dorm, "full", 0).await));
+        let on_the_cafe = Tile { x: 3, y: 16 };
+        assert!(refused(sim.add_building("Marigold café", "Second café", on_the_cafe)));
+        assert!(refused(sim.add_building("Nowhere", "Second café", Tile { x: 80, y: 1 })));
+        assert!(refused(sim.add_building(
+            "Marigold café",
+            "Fernside market",
+            Tile { x: 80, y: 1 }
+        )));
+        assert!(refused(sim.add_building("Marigold café", "Far", Tile { x: 1020, y: 1 })));
+        assert_eq!(head(&sim), before, "a refused change writes nothing");
+
+        sim.set_object(CAFE_MACHINE, "out of order").unwrap();
+        assert_eq!(sim.state().objects.get(CAFE_MACHINE).map(String::as_str), Some("out of order"));
+        let tamsin = *sim.state().agents.iter().find(|(_, a)| a.name == "Tamsin Hale").unwrap().0;
+        let new = sim.edit_persona(tamsin, TAMSIN).await.unwrap();
+        assert_eq!(new.len(), 2);
+        assert_eq!(sim.state().agents[&tamsin].persona, TAMSIN);
+        let ada = sim.add_agent("Ada Brook", ADA, dorm, "full", 1500).await.unwrap();
+        assert_eq!(ada, AgentId(town().personas.len() as u32));
+        assert_eq!(sim.state().agents[&ada].cash_cents, 1500);
+        let width = sim.town().grid.width();
+        sim.add_building("Marigold café", "Second café", Tile { x: width + 1, y: 1 }).unwrap();
+        assert!(sim.town().grid.width() > width, "the map grows east");
+        for _ in 0..4 {
+            sim.step().await.unwrap();
+        }
+        let events = sim.store().events(sim.branch(), 0, head(&sim)).unwrap();
+        (events, width)
+    });
+    (tmp, events, width)
+}
+
+fn intervened(log: &[Event], f: impl Fn(&Intervention) -> bool) -> &Event {
+    log.iter()
+        .find(|e| matches!(&e.body, Body::Intervened(i) if f(&i.intervention)))
+        .expect("the change is in the log")
+}
+
+#[test]
+fn changes_to_a_running_town_take_effect_and_re_simulate_identically() {
+    let (_dir, log, width) = changed_run();
+    // An edited persona: its new statements are seed memories caused by the edit, and the
+    // agent describes itself afresh after them.
+    let edit = intervened(&log, |i| matches!(i, Intervention::EditPersona { .. }));
+    let seeds: Vec<&Event> = log
+        .iter()
+        .filter(|e| matches!(&e.body, Body::MemoryAdded(m) if m.kind == MemoryKind::Seed && m.description.contains("lighthouse")))
+        .collect();
+    assert_eq!(seeds.len(), 1);
+    assert!(seeds[0].header.causes.contains(&edit.id));
+    assert!(log.iter().any(|e| e.seq() > seeds[0].seq()
+        && matches!(&e.body, Body::LlmRequested(r) if r.template == "summary")));
+
+    // An added agent joins, caused by the change, remembers its paragraph, and then lives:
+    // it describes itself, plans and acts like everyone else.
+    let add = intervened(&log, |i| matches!(i, Intervention::AddAgent { .. }));
+    let joined = log
+        .iter()
+        .find(|e| matches!(&e.body, Body::AgentJoined(j) if j.name == "Ada Brook"))
+        .unwrap();
+    assert_eq!(joined.header.causes, vec![add.id]);
+    let Body::AgentJoined(j) = &joined.body else { unreachable!() };
+    let ada = j.agent;
+    let of_ada = |f: &dyn Fn(&Body) -> bool| log.iter().filter(|e| f(&e.body)).count();
+    assert_eq!(
+        of_ada(
+            &|b| matches!(b, Body::MemoryAdded(m) if m.agent == ada && m.kind == MemoryKind::Seed)
+        ),
+        2
+    );
+    assert_eq!(
+        of_ada(
+            &|b| matches!(b, Body::LlmRequested(r) if r.agent == Some(ada) && r.template == "summary")
+        ),
+        1
+    );
+    assert!(of_ada(&|b| matches!(b, Body::PlanMade(p) if p.agent == ada)) >= 1);
+    assert!(of_ada(&|b| matches!(b, Body::ActionStarted(a) if a.agent == ada)) >= 1);
+
+    // An added building: the recorded town, with the change applied, has it past the old
+    // edge of the map, with its rooms and objects, and a walk leads there from the town.
+    intervened(&log, |i| matches!(i, Intervention::AddBuilding { .. }));
+    let grown = recorded_town(&log).expect("the recorded town loads");
+    assert!(grown.grid.width() > width);
+    let (si, ai) = find_arena(&grown.sectors, "Second café:counter").expect("the copy's rooms");
+    let counter = &grown.sectors[si].arenas[ai];
+    assert!(counter.objects.iter().any(|o| o.name == "coffee machine" && o.at.x > width));
+    assert!(grown.grid.path(j.tile, counter.tiles[0]).is_some(), "reachable on foot");
+    assert!(grown.prices.iter().any(|p| p.sector == "Second café"), "it sells what the café does");
+
+    // The whole run, changes and all, made again from the recording: identical.
+    let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+    let scratch = tempfile::tempdir().unwrap();
+    match rt.block_on(resimulate(&log, scratch.path(), |_, _| {})).unwrap() {
+        Verdict::Identical { events } => assert_eq!(events, log.len()),
+        Verdict::Diverged(d) => panic!("{d:?}"),
+    }
+}
