@@ -121,3 +121,31 @@ pub fn branches(a: BranchesArgs) -> anyhow::Result<Outcome> {
     }
     Ok(Outcome::Done)
 }
+
+/// `hamlet delete-branch`.
+#[derive(Debug, Args)]
+pub struct DeleteBranchArgs {
+    /// The fork to delete (by name)
+    branch: String,
+    /// The store directory
+    #[arg(long, value_name = "DIR")]
+    store: PathBuf,
+}
+
+pub fn delete_branch(a: DeleteBranchArgs) -> anyhow::Result<Outcome> {
+    if !a.store.is_dir() {
+        anyhow::bail!("no store at {}", a.store.display());
+    }
+    let mut store = Store::open(&a.store)
+        .with_context(|| format!("cannot open store {}", a.store.display()))?;
+    let Ok(branch) = store.find_branch(&a.branch) else {
+        let names: Vec<String> = store.branches().into_iter().map(|b| b.name).collect();
+        anyhow::bail!("no branch `{}`; the store has: {}", a.branch, names.join(", "));
+    };
+    let gone = store.delete_branch(branch.id)?;
+    println!(
+        "deleted `{}` and its {gone} events of its own; the history it shared stays with its parent",
+        branch.name
+    );
+    Ok(Outcome::Done)
+}

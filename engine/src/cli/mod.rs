@@ -115,6 +115,10 @@ Examples:\n  hamlet resim run.hamlet\n  hamlet resim --store run/ --branch main"
     Resim(resim::ResimArgs),
     /// List a store's branches as a tree: where each forks, its head, its own events
     Branches(branch::BranchesArgs),
+    /// Delete a fork: its own events after the fork point (refused for a root, or for a
+    /// branch others fork from)
+    #[command(after_help = "Example:\n  hamlet delete-branch --store run/ what-if")]
+    DeleteBranch(branch::DeleteBranchArgs),
     /// Import a recording into a store (events byte for byte: the ids stay the same)
     #[command(after_help = "Example:\n  hamlet import town.hamlet --store run/")]
     Import(store::ImportArgs),
@@ -218,6 +222,7 @@ pub fn run(cli: Cli) -> anyhow::Result<Outcome> {
         Command::Fork(a) => branch::fork(a),
         Command::Resim(a) => resim::resim(a),
         Command::Branches(a) => branch::branches(a),
+        Command::DeleteBranch(a) => branch::delete_branch(a),
         Command::Import(a) => store::import(a),
         Command::Export(a) => store::export(a),
         Command::Store(c) => store::store(c),

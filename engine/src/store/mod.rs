@@ -18,6 +18,12 @@
 //!
 //! After a failed write or sync the store refuses further writes until reopened: the page
 //! cache's contents are then unknown, and acknowledged events must stay a prefix.
+//!
+//! # Deleting a branch
+//! [`Store::delete_branch`] removes a fork's own segments (its events after the fork point;
+//! the history it shares lives in its parent's). A tombstone (`<branch prefix>.deleting`) is
+//! written and synced first, so a deletion cut short by a crash is finished on the next
+//! open instead of leaving a branch with its first segments missing.
 
 mod index;
 pub mod storage;
@@ -111,6 +117,14 @@ pub enum StoreError {
     /// A recording does not open.
     #[error(transparent)]
     Read(#[from] hamlet_log::recording::ReadError),
+    /// A branch that cannot be deleted.
+    #[error("cannot delete branch `{name}`: {why}")]
+    Undeletable {
+        /// The branch.
+        name: String,
+        /// Why not.
+        why: String,
+    },
 }
 
 fn io_err<'a>(op: &'static str, path: &'a str) -> impl FnOnce(io::Error) -> StoreError + 'a {
@@ -186,6 +200,7 @@ impl<S: Storage> Store<S> {
     /// Opens a store over `storage`, with its sled index at `index_dir`.
     pub fn open_with(mut storage: S, index_dir: &Path) -> Result<Store<S>, StoreError> {
         storage.create_dir_all(SEGMENT_DIR).map_err(io_err("create", SEGMENT_DIR))?;
+        let finished_deletions = finish_deletions(&mut storage)?;
         let (index, fresh) = match Index::open(index_dir) {
             Ok(found) => found,
             Err(_) => {
@@ -204,7 +219,7 @@ impl<S: Storage> Store<S> {
         };
         let files = store.segment_files()?;
         let indexed = store.index.segment_lens()?;
-        let trusted = !fresh && files == indexed && {
+        let trusted = !fresh && !finished_deletions && files == indexed && {
             store.branches = store.index.branches()?.into_iter().collect();
             store.index_agrees(&files)
         };
@@ -596,6 +611,49 @@ impl<S: Storage> Store<S> {
     fn poison<T>(&mut self, err: StoreError) -> Result<T, StoreError> {
         self.poisoned = Some(err.to_string());
         Err(err)
+    }
+
+    /// Deletes a fork: its own events (those after its fork point) and its name. Refused for
+    /// a root branch (it is the run itself) and for a branch that others fork from (their
+    /// history runs through it). The index is rebuilt afterwards, so checkpoints (derived
+    /// data) are written again as seeks need them. Returns how many events went.
+    pub fn delete_branch(&mut self, branch: BranchId) -> Result<u64, StoreError> {
+        self.check_writable()?;
+        let row = self
+            .branches
+            .get(&branch)
+            .cloned()
+            .ok_or_else(|| StoreError::NoBranch(branch.to_string()))?;
+        let undeletable = |why: String| StoreError::Undeletable { name: row.name.clone(), why };
+        if row.parent.is_none() {
+            return Err(undeletable(
+                "it is a root: the run itself (delete the store's directory to drop it)".into(),
+            ));
+        }
+        let forks: Vec<&str> = self
+            .branches
+            .values()
+            .filter(|r| r.parent == Some(branch))
+            .map(|r| r.name.as_str())
+            .collect();
+        if !forks.is_empty() {
+            return Err(undeletable(format!(
+                "{} fork from it; delete those first",
+                forks.join(", ")
+            )));
+        }
+        let tombstone = format!("{SEGMENT_DIR}/{}.deleting", &branch.to_hex()[..32]);
+        let written = self
+            .storage
+            .create(&tombstone)
+            .and_then(|()| self.storage.sync(&tombstone))
+            .and_then(|()| self.storage.sync_dir(SEGMENT_DIR));
+        if let Err(e) = written {
+            return self.poison(io_err("write", &tombstone)(e));
+        }
+        finish_deletions(&mut self.storage)?;
+        self.rebuild_index()?;
+        Ok(row.n_events)
     }
 
     /// Starts a new root branch (the first event of a town's history) at time 0.
@@ -1063,6 +1121,27 @@ fn info(id: BranchId, row: &BranchRow) -> BranchInfo {
         head_time: row.head_time,
         n_events: row.n_events,
     }
+}
+
+/// Finishes every deletion a tombstone announces: the branch's segments are removed, then
+/// the tombstone. Returns whether there was one.
+fn finish_deletions<S: Storage>(storage: &mut S) -> Result<bool, StoreError> {
+    let names = storage.list(SEGMENT_DIR).map_err(io_err("list", SEGMENT_DIR))?;
+    let tombstones: Vec<&String> = names.iter().filter(|n| n.ends_with(".deleting")).collect();
+    for tombstone in &tombstones {
+        let prefix = tombstone.trim_end_matches(".deleting");
+        for name in &names {
+            if parse_segment_name(name).is_some_and(|(p, _)| p == prefix) {
+                let path = format!("{SEGMENT_DIR}/{name}");
+                storage.remove(&path).map_err(io_err("remove", &path))?;
+            }
+        }
+        storage.sync_dir(SEGMENT_DIR).map_err(io_err("sync", SEGMENT_DIR))?;
+        let path = format!("{SEGMENT_DIR}/{tombstone}");
+        storage.remove(&path).map_err(io_err("remove", &path))?;
+        storage.sync_dir(SEGMENT_DIR).map_err(io_err("sync", SEGMENT_DIR))?;
+    }
+    Ok(!tombstones.is_empty())
 }
 
 fn segment_name(branch: BranchId, n: u32) -> String {

@@ -309,3 +309,105 @@ async fn a_fork_at_any_moment_goes_on_by_itself_and_leaves_its_parent_alone() {
     assert_eq!(out.status.code(), Some(2));
     assert!(text(&out).contains("fork"), "{}", text(&out));
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_fork_is_changed_and_queried_at_the_command_line_while_its_parent_stays() {
+    let (server, tmp, store, _) = short_run().await;
+    let plain = |rest: &[&str]| at_store(&store, rest);
+    let with_model = |rest: &[&str]| command(&args(&server, &store, rest)).output().unwrap();
+    let main = events(&store, "main");
+    assert!(plain(&["fork", "--at", "end", "--name", "changed"]).status.success());
+    let machine = "Marigold café:counter:coffee machine";
+    let out = with_model(&["set-object", machine, "out of order", "--branch", "changed"]);
+    assert!(out.status.success(), "{}", text(&out));
+    let out = with_model(&["set-object", "Nowhere:x:y", "on", "--branch", "changed"]);
+    assert_eq!(out.status.code(), Some(2), "{}", text(&out));
+    assert!(text(&out).contains("no object `Nowhere:x:y`"), "{}", text(&out));
+    let out = with_model(&[
+        "add-building",
+        "--template",
+        "Marigold café",
+        "--name",
+        "Second café",
+        "--at",
+        "73,1",
+        "--branch",
+        "changed",
+    ]);
+    assert!(out.status.success(), "{}", text(&out));
+    assert!(text(&out).contains("the map is"), "{}", text(&out));
+    let out = with_model(&[
+        "add-agent",
+        "Ada Brook is a new student; Ada Brook wants to start a choir",
+        "--name",
+        "Ada Brook",
+        "--home",
+        "Reedbank dorm:common room",
+        "--branch",
+        "changed",
+    ]);
+    assert!(out.status.success(), "{}", text(&out));
+    assert_eq!(events(&store, "main").len(), main.len(), "the parent is untouched");
+
+    // The town at the fork's head shows the change; the parent's does not.
+    let town = |branch: &str| {
+        let out = plain(&["show", "--branch", branch, "--format", "json"]);
+        assert!(out.status.success(), "{}", text(&out));
+        serde_json::from_slice::<hamlet_engine::query::TownView>(&out.stdout).unwrap()
+    };
+    let (changed, parent) = (town("changed"), town("main"));
+    assert_eq!(changed.objects.get(machine).map(String::as_str), Some("out of order"));
+    assert!(!parent.objects.contains_key(machine));
+    assert!(changed.agents.iter().any(|a| a.name == "Ada Brook"));
+    assert_eq!(changed.agents.len(), parent.agents.len() + 1);
+    let out = plain(&["show", "--branch", "changed"]);
+    assert!(
+        text(&out).contains("out of order") && text(&out).contains("Ada Brook"),
+        "{}",
+        text(&out)
+    );
+
+    // An agent as it was, in words and as JSON; a wrong name lists the agents.
+    let out = plain(&["show", "--agent", "tamsin hale", "--memories", "0"]);
+    assert!(out.status.success(), "{}", text(&out));
+    for part in ["summary (day 0):", "memory stream:", "plans:", "spatial memory:"] {
+        assert!(text(&out).contains(part), "{part}: {}", text(&out));
+    }
+    let out = plain(&["show", "--agent", "Tamsin Hale", "--at", "07:00:00", "--format", "json"]);
+    let early: hamlet_engine::query::AgentView = serde_json::from_slice(&out.stdout).unwrap();
+    let out = plain(&["show", "--agent", "Tamsin Hale", "--format", "json"]);
+    let late: hamlet_engine::query::AgentView = serde_json::from_slice(&out.stdout).unwrap();
+    assert!(early.memories.len() < late.memories.len(), "as it was then");
+    let out = plain(&["show", "--agent", "Nobody"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(text(&out).contains("Tamsin Hale"), "{}", text(&out));
+
+    // The model calls, each with its prompt and answer; events as JSON Lines.
+    let out = plain(&["calls", "--template", "summary", "--format", "json"]);
+    let calls: Vec<hamlet_engine::query::CallView> = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(calls.len(), parent.agents.len(), "one summary each");
+    assert!(calls
+        .iter()
+        .all(|c| c.answer.is_some() && c.prompt.contains(c.agent.as_deref().unwrap())));
+    let out = plain(&["calls", "--agent", "Tamsin Hale", "--details"]);
+    assert!(text(&out).contains("prompt:") && text(&out).contains("answer:"), "{}", text(&out));
+    let out = plain(&["log", "--format", "jsonl"]);
+    let lines: Vec<serde_json::Value> = String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(lines.len(), main.len());
+    for (line, event) in lines.iter().zip(&main) {
+        assert_eq!(line["id"].as_str(), Some(event.id.to_hex().as_str()));
+        assert_eq!(line["seq"].as_u64(), Some(event.seq()));
+        assert!(line["body"].is_object(), "{line}");
+    }
+    let requested = lines.iter().find(|l| l["kind"] == "LlmRequested").unwrap();
+    assert_eq!(requested["body"]["request_hash"].as_str().map(str::len), Some(64));
+
+    // Conversations as a Markdown transcript.
+    let out = plain(&["transcript"]);
+    assert!(out.status.success(), "{}", text(&out));
+    assert!(text(&out).starts_with("# Conversations in Willowmere"), "{}", text(&out));
+    let _ = tmp;
+}

@@ -145,6 +145,46 @@ fn a_fork_costs_one_event_whatever_the_log_length() {
 }
 
 #[test]
+fn a_fork_is_deleted_alone_and_a_deletion_cut_short_is_finished_on_open() {
+    use hamlet_engine::store::StoreError;
+    let dir = tempfile::tempdir().unwrap();
+    let mut store = Store::open(dir.path()).unwrap();
+    let root = store.create_root("main").unwrap();
+    let mut rng = SimRng::stream(2, &[]);
+    let mut time = 0;
+    store.append_durable(root, &batch(&mut rng, &mut time, 300)).unwrap();
+    let a = store.fork(root, 100, "a").unwrap();
+    store.append_durable(a, &batch(&mut rng, &mut time, 50)).unwrap();
+    let b = store.fork(a, 120, "b").unwrap();
+    let main_bytes = store.export(Some(root), Vec::new()).unwrap();
+    // Not a root, not a branch others fork from.
+    assert!(matches!(store.delete_branch(root), Err(StoreError::Undeletable { .. })));
+    let refused = store.delete_branch(a).unwrap_err().to_string();
+    assert!(refused.contains("b fork from it"), "{refused}");
+    assert_eq!(store.delete_branch(b).unwrap(), 1);
+    assert_eq!(store.delete_branch(a).unwrap(), 51);
+    let names: Vec<String> = store.branches().into_iter().map(|x| x.name).collect();
+    assert_eq!(names, vec!["main"]);
+    assert_eq!(store.export(Some(root), Vec::new()).unwrap(), main_bytes, "main is untouched");
+    assert!(store.check_index().is_ok());
+
+    // A crash after the tombstone, before the segments went: finished on open.
+    let c = store.fork(root, 200, "c").unwrap();
+    store.append_durable(c, &batch(&mut rng, &mut time, 10)).unwrap();
+    drop(store);
+    let prefix = &c.to_hex()[..32];
+    std::fs::File::create(dir.path().join(format!("segments/{prefix}.deleting"))).unwrap();
+    let store = Store::open(dir.path()).unwrap();
+    assert!(store.find_branch("c").is_err(), "the deletion was finished");
+    let left: Vec<String> = std::fs::read_dir(dir.path().join("segments"))
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    assert!(left.iter().all(|n| !n.starts_with(prefix)), "{left:?}");
+    assert_eq!(store.export(Some(root), Vec::new()).unwrap(), main_bytes);
+}
+
+#[test]
 fn names_are_unique_and_seqs_are_checked() {
     let dir = tempfile::tempdir().unwrap();
     let mut store = Store::open(dir.path()).unwrap();
