@@ -15,6 +15,7 @@
 #![deny(clippy::print_stdout, clippy::print_stderr)]
 
 pub mod describe;
+pub mod diff;
 pub mod economy;
 pub mod fold;
 pub mod history;

@@ -99,6 +99,13 @@ hamlet calls --store run/ --from 'day0 08:00' --to 'day0 09:00' --format json > 
     #[command(after_help = "Examples:\n  hamlet transcript run.hamlet > conversations.md\n  \
 hamlet transcript --store run/ --agent 'Oskar Lindqvist' --from 'day0 12:00' --format json")]
     Transcript(show::TranscriptArgs),
+    /// Where two branches part and, per agent, how their time since differs: actions,
+    /// places, conversations, memories, cash
+    #[command(
+        after_help = "Examples:\n  hamlet diff --store run/ --branch main --branch what-if\n  \
+hamlet diff run.hamlet --branch main --branch what-if --format json"
+    )]
+    Diff(show::DiffArgs),
     /// Fork a branch of a store at any moment (the parent is untouched); go on with the
     /// fork with `hamlet run --resume --branch NAME`
     #[command(
@@ -219,6 +226,7 @@ pub fn run(cli: Cli) -> anyhow::Result<Outcome> {
         Command::Show(a) => show::show(a),
         Command::Calls(a) => show::calls(a),
         Command::Transcript(a) => show::transcript(a),
+        Command::Diff(a) => show::diff(a),
         Command::Fork(a) => branch::fork(a),
         Command::Resim(a) => resim::resim(a),
         Command::Branches(a) => branch::branches(a),

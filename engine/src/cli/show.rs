@@ -465,3 +465,43 @@ pub fn transcript(a: TranscriptArgs) -> anyhow::Result<Outcome> {
     }
     Ok(Outcome::Done)
 }
+
+/// `hamlet diff`.
+#[derive(Debug, Args)]
+pub struct DiffArgs {
+    /// A recording file (.hamlet)
+    #[arg(value_name = "FILE", required_unless_present = "store", conflicts_with = "store")]
+    file: Option<std::path::PathBuf>,
+    /// A store directory, instead of a file
+    #[arg(long, value_name = "DIR")]
+    store: Option<std::path::PathBuf>,
+    /// The two branches, by name or id prefix (`--branch main --branch what-if`)
+    #[arg(long, num_args = 1, required = true)]
+    branch: Vec<String>,
+    /// List the agents that did the same on both too
+    #[arg(long)]
+    all: bool,
+    /// Output format
+    #[arg(long, value_enum, default_value = "text")]
+    format: ShowFormat,
+}
+
+pub fn diff(a: DiffArgs) -> anyhow::Result<Outcome> {
+    let [first, second] = a.branch.as_slice() else {
+        bail!("give two branches: --branch A --branch B");
+    };
+    let load = |branch: &str| {
+        source_events(&Source {
+            file: a.file.clone(),
+            store: a.store.clone(),
+            branch: Some(branch.to_owned()),
+        })
+    };
+    let (left, right) = (load(first)?, load(second)?);
+    let d = hamlet_engine::diff::diff(first, &left, second, &right);
+    match a.format {
+        ShowFormat::Json => print_json(&d)?,
+        ShowFormat::Text => print!("{}", d.text(a.all)),
+    }
+    Ok(Outcome::Done)
+}

@@ -136,3 +136,59 @@ fn changes_to_a_running_town_take_effect_and_re_simulate_identically() {
         Verdict::Diverged(d) => panic!("{d:?}"),
     }
 }
+
+#[test]
+fn a_diff_finds_where_branches_part_and_who_lives_differently() {
+    use hamlet_engine::diff::diff;
+    let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+    let tmp = tempfile::tempdir().unwrap();
+    let steps = |branch: &str, voice: bool| {
+        rt.block_on(async {
+            let store = Store::open(tmp.path()).unwrap();
+            let id = store.find_branch(branch).unwrap().id;
+            let mut sim = Sim::resume(store, id, rules(), SimSettings::default()).await.unwrap();
+            if voice {
+                let tamsin =
+                    *sim.state().agents.iter().find(|(_, a)| a.name == "Tamsin Hale").unwrap().0;
+                sim.inner_voice(tamsin, "You want to bake bread for the neighbours").await.unwrap();
+            }
+            for _ in 0..3 {
+                sim.step().await.unwrap();
+            }
+            let head = sim.store().branch(sim.branch()).unwrap().head_seq;
+            sim.store().events(sim.branch(), 0, head).unwrap()
+        })
+    };
+    rt.block_on(async {
+        let store = Store::open(tmp.path()).unwrap();
+        let mut sim =
+            Sim::start(store, "main", town(), 7, rules(), SimSettings::default()).await.unwrap();
+        for _ in 0..3 {
+            sim.step().await.unwrap();
+        }
+    });
+    let at = {
+        let mut store = Store::open(tmp.path()).unwrap();
+        let main = store.find_branch("main").unwrap();
+        store.fork(main.id, main.head_seq, "bread").unwrap();
+        main.head_seq
+    };
+    let bread = steps("bread", true);
+    let main = steps("main", false);
+    let d = diff("main", &main, "bread", &bread);
+    assert_eq!(d.shared, at + 1, "they share everything up to the fork point");
+    assert_eq!(d.parted_secs, Some(main[at as usize].sim_time_secs()));
+    let tamsin = d.agents.iter().find(|a| a.name == "Tamsin Hale").unwrap();
+    assert!(!tamsin.same());
+    assert!(
+        tamsin.b.memories.get("plan") > tamsin.a.memories.get("plan"),
+        "the intention is remembered"
+    );
+    let text = d.text(false);
+    assert!(text.contains("Tamsin Hale"), "{text}");
+    assert!(text.starts_with("`main` and `bread` share #0 to #"), "{text}");
+    // A branch compared with itself: nobody differs.
+    let same = diff("main", &main, "main", &main);
+    assert_eq!(same.shared as usize, main.len());
+    assert!(same.agents.iter().all(|a| a.same()));
+}
