@@ -22,6 +22,7 @@ pub mod history;
 pub mod mind;
 pub mod pending;
 pub mod query;
+pub mod research;
 pub mod resim;
 pub mod rng;
 pub mod sim;

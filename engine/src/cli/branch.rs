@@ -6,7 +6,7 @@ use anyhow::Context;
 use clap::Args;
 use hamlet_engine::describe::sim_time;
 use hamlet_engine::history::Moment;
-use hamlet_engine::store::Store;
+use hamlet_engine::store::{BranchInfo, Store};
 
 use super::{parse_moment, Outcome};
 
@@ -28,6 +28,20 @@ pub struct ForkArgs {
     name: String,
 }
 
+/// The seq of the last event of `from` at or before `at`.
+pub(super) fn seq_for(store: &Store, from: &BranchInfo, at: Moment) -> anyhow::Result<u64> {
+    Ok(match at {
+        Moment::End => from.head_seq,
+        Moment::Seq(s) if s <= from.head_seq => s,
+        Moment::Seq(s) => {
+            anyhow::bail!("#{s} is past the end of `{}` (#{})", from.name, from.head_seq)
+        }
+        Moment::Time(t) => store.seq_at_time(from.id, t)?.with_context(|| {
+            format!("`{}` has no event at or before {}", from.name, sim_time(t))
+        })?,
+    })
+}
+
 pub fn fork(a: ForkArgs) -> anyhow::Result<Outcome> {
     if !a.store.is_dir() {
         anyhow::bail!("no store at {}", a.store.display());
@@ -38,16 +52,7 @@ pub fn fork(a: ForkArgs) -> anyhow::Result<Outcome> {
         let names: Vec<String> = store.branches().into_iter().map(|b| b.name).collect();
         anyhow::bail!("no branch `{}`; the store has: {}", a.branch, names.join(", "));
     };
-    let seq = match a.at {
-        Moment::End => from.head_seq,
-        Moment::Seq(s) if s <= from.head_seq => s,
-        Moment::Seq(s) => {
-            anyhow::bail!("#{s} is past the end of `{}` (#{})", from.name, from.head_seq)
-        }
-        Moment::Time(t) => store.seq_at_time(from.id, t)?.with_context(|| {
-            format!("`{}` has no event at or before {}", from.name, sim_time(t))
-        })?,
-    };
+    let seq = seq_for(&store, &from, a.at)?;
     let point = store.event_at(from.id, seq)?;
     // A step's events share its time: a fork inside one leaves the rest of that step
     // undone, and goes on from the next step.

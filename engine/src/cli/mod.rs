@@ -5,6 +5,7 @@ mod intervene;
 mod llm;
 mod moment;
 mod recording;
+mod research;
 mod resim;
 mod run;
 mod show;
@@ -106,6 +107,10 @@ hamlet transcript --store run/ --agent 'Oskar Lindqvist' --from 'day0 12:00' --f
 hamlet diff run.hamlet --branch main --branch what-if --format json"
     )]
     Diff(show::DiffArgs),
+    /// Measure a run as the paper did: network density and information diffusion over
+    /// time, a question to everyone, the interview battery
+    #[command(subcommand)]
+    Research(research::ResearchCommand),
     /// Fork a branch of a store at any moment (the parent is untouched); go on with the
     /// fork with `hamlet run --resume --branch NAME`
     #[command(
@@ -227,6 +232,7 @@ pub fn run(cli: Cli) -> anyhow::Result<Outcome> {
         Command::Calls(a) => show::calls(a),
         Command::Transcript(a) => show::transcript(a),
         Command::Diff(a) => show::diff(a),
+        Command::Research(c) => research::research(c),
         Command::Fork(a) => branch::fork(a),
         Command::Resim(a) => resim::resim(a),
         Command::Branches(a) => branch::branches(a),

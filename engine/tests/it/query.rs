@@ -224,3 +224,39 @@ fn calls_and_events_in_a_window_come_with_every_try() {
     // Asking again gives the same answers: the past does not change.
     assert_eq!(past.calls(from, to, Some(agent)), some);
 }
+
+#[test]
+fn network_density_and_diffusion_grow_with_conversations() {
+    use hamlet_engine::research::{diffusion, network_density};
+    let (_dir, log) = recorded_run();
+    let rows = network_density(&log, 60);
+    assert!(rows.len() >= 2);
+    assert!(rows.windows(2).all(|w| w[0].pairs <= w[1].pairs && w[0].at_secs < w[1].at_secs));
+    let last = rows.last().unwrap();
+    assert_eq!(last.at_secs, log.last().unwrap().sim_time_secs());
+    let mut pairs = BTreeSet::new();
+    for e in &log {
+        if let Body::ConversationStarted(c) = &e.body {
+            pairs.insert((c.agents[0].min(c.agents[1]), c.agents[0].max(c.agents[1])));
+        }
+    }
+    assert!(!pairs.is_empty());
+    assert_eq!(last.pairs as usize, pairs.len());
+    assert_eq!(last.agents as usize, town().personas.len());
+    let possible = (last.agents * (last.agents - 1) / 2) as f64;
+    assert!((last.density - pairs.len() as f64 / possible).abs() < 1e-9);
+
+    // What the rule double's conversations say spreads to those who talked, and no further.
+    let words = vec!["market".to_owned(), "LATE on sunday".to_owned()];
+    let spread = diffusion(&log, &words, 60);
+    assert_eq!(spread.first().unwrap().knowing.len(), 0);
+    let knowing: BTreeSet<&str> =
+        spread.last().unwrap().knowing.iter().map(String::as_str).collect();
+    let talked: BTreeSet<String> =
+        pairs.iter().flat_map(|(a, b)| [*a, *b]).map(|a| Past::new(&log).name(a)).collect();
+    assert_eq!(knowing, talked.iter().map(String::as_str).collect());
+    assert!(spread.windows(2).all(|w| w[0].knowing.len() <= w[1].knowing.len()));
+    assert!(diffusion(&log, &["no such words anywhere".to_owned()], 60)
+        .iter()
+        .all(|r| r.knowing.is_empty()));
+}

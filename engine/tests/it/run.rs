@@ -411,3 +411,47 @@ async fn a_fork_is_changed_and_queried_at_the_command_line_while_its_parent_stay
     assert!(text(&out).starts_with("# Conversations in Willowmere"), "{}", text(&out));
     let _ = tmp;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn research_measures_a_run_and_asks_on_a_scratch_fork() {
+    let (server, _tmp, store, _) = short_run().await;
+    let plain = |rest: &[&str]| at_store(&store, rest);
+    let main = events(&store, "main");
+    let out = plain(&["research", "network", "--every", "30s", "--format", "csv"]);
+    assert!(out.status.success(), "{}", text(&out));
+    let csv = String::from_utf8_lossy(&out.stdout).into_owned();
+    assert_eq!(csv.lines().next(), Some("time,agents,pairs_talked,density"));
+    assert!(csv.lines().count() >= 3, "{csv}");
+    let out = plain(&["research", "diffusion", "--keywords", "market,sunday"]);
+    assert!(text(&out).starts_with("time "), "{}", text(&out));
+    let out = plain(&["research", "network", "--every", "5d"]);
+    assert_eq!(out.status.code(), Some(2));
+
+    let out = command(&args(
+        &server,
+        &store,
+        &["research", "battery", "--agents", "Tamsin Hale", "--format", "csv"],
+    ))
+    .output()
+    .unwrap();
+    assert!(out.status.success(), "{}", text(&out));
+    let csv = String::from_utf8_lossy(&out.stdout).into_owned();
+    let rows: Vec<&str> = csv.lines().collect();
+    assert_eq!(rows[0], "agent,category,question,answer");
+    assert_eq!(rows.len(), 11, "ten questions: {csv}");
+    for category in ["self-knowledge", "memory", "plans", "reactions", "reflections"] {
+        assert_eq!(rows.iter().filter(|r| r.contains(&format!(",{category},"))).count(), 2);
+    }
+    assert!(rows[1].starts_with("Tamsin Hale,self-knowledge,"));
+    assert!(rows[1].ends_with("the market opens late on Sunday.\""), "{}", rows[1]);
+    assert!(text(&out).contains("scratch branch `main-research-1`"), "{}", text(&out));
+
+    let out =
+        command(&args(&server, &store, &["research", "ask", "Do you know the market's hours?"]))
+            .output()
+            .unwrap();
+    assert!(out.status.success(), "{}", text(&out));
+    assert!(text(&out).contains("of 10 answered yes"), "{}", text(&out));
+    assert_eq!(events(&store, "main").len(), main.len(), "the run is untouched");
+    assert!(events(&store, "main-research-2").len() > main.len());
+}

@@ -1,0 +1,333 @@
+//! `hamlet research`: the paper's measurements on any recording or store — relationship
+//! network density and information diffusion over time (from the log, no model), and
+//! questions put to every agent (a fact they may know, or the scripted interview battery),
+//! answered from memory on a scratch fork so the run itself is untouched.
+
+use std::io::Write as _;
+use std::path::PathBuf;
+
+use anyhow::Context;
+use clap::{Args, Subcommand, ValueEnum};
+use hamlet_engine::describe::{printable, sim_time};
+use hamlet_engine::history::Moment;
+use hamlet_engine::research::{battery, csv_field, diffusion, network_density};
+use hamlet_engine::sim::{Sim, SimSettings};
+use hamlet_engine::store::Store;
+use hamlet_gateway::config;
+use indicatif::{ProgressBar, ProgressStyle};
+use serde::Serialize;
+
+use super::branch::seq_for;
+use super::llm::LlmArgs;
+use super::recording::source_events;
+use super::{parse_moment, Outcome, Source};
+
+/// The measurements.
+#[derive(Debug, Subcommand)]
+pub enum ResearchCommand {
+    /// Relationship network density over time: pairs of agents who have talked, over all
+    /// pairs (no model)
+    #[command(
+        after_help = "Example:\n  hamlet research network run.hamlet --every 1h --format csv > density.csv"
+    )]
+    Network(NetworkArgs),
+    /// Information diffusion over time: who holds a memory with every keyword (no model)
+    #[command(
+        after_help = "Example:\n  hamlet research diffusion run.hamlet --keywords party,café --every 30m"
+    )]
+    Diffusion(DiffusionArgs),
+    /// Ask every agent one question at a moment, from memory, on a scratch fork (e.g. "Do
+    /// you know about a party?"); answers beginning with "yes" are counted
+    #[command(after_help = "Example:\n  hamlet research ask --store run/ --at 'day1 12:00' \
+'Have you heard about a party at Marigold café?'")]
+    Ask(AskArgs),
+    /// The scripted interview battery (self-knowledge, memory, plans, reactions,
+    /// reflections; two questions each) for every agent, on a scratch fork
+    #[command(
+        after_help = "Example:\n  hamlet research battery --store run/ --at end --format csv > battery.csv"
+    )]
+    Battery(BatteryArgs),
+}
+
+/// How results are written.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum TableFormat {
+    /// A table for people.
+    Table,
+    /// CSV with a header row.
+    Csv,
+    /// JSON.
+    Json,
+}
+
+/// `hamlet research network`.
+#[derive(Debug, Args)]
+pub struct NetworkArgs {
+    #[command(flatten)]
+    source: Source,
+    /// How often to measure (`30m`, `1h`, `90s`)
+    #[arg(long, value_parser = parse_duration, default_value = "1h")]
+    every: u64,
+    /// Output format
+    #[arg(long, value_enum, default_value = "table")]
+    format: TableFormat,
+}
+
+/// `hamlet research diffusion`.
+#[derive(Debug, Args)]
+pub struct DiffusionArgs {
+    #[command(flatten)]
+    source: Source,
+    /// The fact, as words every memory of it holds (comma-separated, any case)
+    #[arg(long, value_delimiter = ',', required = true)]
+    keywords: Vec<String>,
+    /// How often to measure (`30m`, `1h`, `90s`)
+    #[arg(long, value_parser = parse_duration, default_value = "1h")]
+    every: u64,
+    /// Output format
+    #[arg(long, value_enum, default_value = "table")]
+    format: TableFormat,
+}
+
+/// Where questions are asked.
+#[derive(Debug, Args)]
+pub struct Asked {
+    /// The store holding the run
+    #[arg(long, value_name = "DIR")]
+    store: PathBuf,
+    /// The branch asked
+    #[arg(long, default_value = "main")]
+    branch: String,
+    /// The moment the agents answer from (`day<N> <HH:MM>`, `#<seq>`, `end`)
+    #[arg(long, value_parser = parse_moment, default_value = "end")]
+    at: Moment,
+    /// Only these agents (names, comma-separated) [default: every agent]
+    #[arg(long, value_delimiter = ',')]
+    agents: Vec<String>,
+    /// Output format
+    #[arg(long, value_enum, default_value = "table")]
+    format: TableFormat,
+    #[command(flatten)]
+    llm: LlmArgs,
+}
+
+/// `hamlet research ask`.
+#[derive(Debug, Args)]
+pub struct AskArgs {
+    /// The question
+    question: String,
+    #[command(flatten)]
+    asked: Asked,
+}
+
+/// `hamlet research battery`.
+#[derive(Debug, Args)]
+pub struct BatteryArgs {
+    #[command(flatten)]
+    asked: Asked,
+}
+
+/// Parses `90s`, `30m`, `1h` into seconds.
+pub fn parse_duration(text: &str) -> Result<u64, String> {
+    let t = text.trim();
+    let err = || format!("`{text}` is not a duration; write e.g. 90s, 30m or 1h");
+    let (number, unit) = t.split_at(t.find(|c: char| !c.is_ascii_digit()).ok_or_else(err)?);
+    let n: u64 = number.parse().map_err(|_| err())?;
+    let secs = match unit {
+        "s" => n,
+        "m" => n.checked_mul(60).ok_or_else(err)?,
+        "h" => n.checked_mul(3600).ok_or_else(err)?,
+        _ => return Err(err()),
+    };
+    (secs > 0).then_some(secs).ok_or_else(err)
+}
+
+fn write_rows<T: Serialize>(
+    format: TableFormat,
+    header: &[&str],
+    rows: &[T],
+    cells: impl Fn(&T) -> Vec<String>,
+) -> anyhow::Result<()> {
+    let mut out = std::io::BufWriter::new(std::io::stdout().lock());
+    match format {
+        TableFormat::Json => {
+            serde_json::to_writer_pretty(&mut out, rows)?;
+            writeln!(out)?;
+        }
+        TableFormat::Csv => {
+            writeln!(out, "{}", header.join(","))?;
+            for row in rows {
+                let fields: Vec<String> = cells(row).iter().map(|c| csv_field(c)).collect();
+                writeln!(out, "{}", fields.join(","))?;
+            }
+        }
+        TableFormat::Table => {
+            let all: Vec<Vec<String>> = rows.iter().map(&cells).collect();
+            let mut widths: Vec<usize> = header.iter().map(|h| h.chars().count()).collect();
+            for row in &all {
+                for (w, c) in widths.iter_mut().zip(row) {
+                    *w = (*w).max(c.chars().count().min(60));
+                }
+            }
+            let line = |cells: Vec<String>| {
+                let padded: Vec<String> = cells
+                    .iter()
+                    .zip(&widths)
+                    .map(|(c, w)| format!("{:w$}", printable(c)))
+                    .collect();
+                padded.join("  ").trim_end().to_owned()
+            };
+            writeln!(out, "{}", line(header.iter().map(|h| h.to_string()).collect()))?;
+            for row in all {
+                writeln!(out, "{}", line(row))?;
+            }
+        }
+    }
+    out.flush()?;
+    Ok(())
+}
+
+pub fn research(c: ResearchCommand) -> anyhow::Result<Outcome> {
+    match c {
+        ResearchCommand::Network(a) => {
+            let events = source_events(&a.source)?;
+            let rows = network_density(&events, a.every);
+            write_rows(a.format, &["time", "agents", "pairs_talked", "density"], &rows, |r| {
+                vec![
+                    sim_time(r.at_secs),
+                    r.agents.to_string(),
+                    r.pairs.to_string(),
+                    format!("{:.3}", r.density),
+                ]
+            })?;
+        }
+        ResearchCommand::Diffusion(a) => {
+            let events = source_events(&a.source)?;
+            let rows = diffusion(&events, &a.keywords, a.every);
+            write_rows(a.format, &["time", "agents", "knowing", "share", "who"], &rows, |r| {
+                vec![
+                    sim_time(r.at_secs),
+                    r.agents.to_string(),
+                    r.knowing.len().to_string(),
+                    format!("{:.2}", r.share),
+                    r.knowing.join("; "),
+                ]
+            })?;
+        }
+        ResearchCommand::Ask(a) => {
+            let question = a.question.clone();
+            let rows = ask(&a.asked, |_| vec![("question", question.clone())])?;
+            let yes = rows.iter().filter(|r| r.answer.to_lowercase().starts_with("yes")).count();
+            write_rows(a.asked.format, &["agent", "answer"], &rows, |r| {
+                vec![r.agent.clone(), r.answer.clone()]
+            })?;
+            if a.asked.format == TableFormat::Table {
+                println!("\n{yes} of {} answered yes", rows.len());
+            }
+        }
+        ResearchCommand::Battery(a) => {
+            let rows = ask(&a.asked, battery)?;
+            write_rows(a.asked.format, &["agent", "category", "question", "answer"], &rows, |r| {
+                vec![r.agent.clone(), r.category.clone(), r.question.clone(), r.answer.clone()]
+            })?;
+        }
+    }
+    Ok(Outcome::Done)
+}
+
+/// One answer.
+#[derive(Debug, Serialize)]
+struct Answered {
+    agent: String,
+    category: String,
+    question: String,
+    answer: String,
+}
+
+/// Forks the branch at the moment into a scratch branch and asks each agent the questions
+/// `questions(other agent's name)` gives, not remembered.
+fn ask(
+    a: &Asked,
+    questions: impl Fn(&str) -> Vec<(&'static str, String)>,
+) -> anyhow::Result<Vec<Answered>> {
+    if !a.store.is_dir() {
+        anyhow::bail!("no store at {} (`hamlet run --store DIR` makes one)", a.store.display());
+    }
+    let (_, settings) = a.llm.settings()?;
+    let gateway = config::gateway(
+        &settings,
+        config::llm_backend(&settings)?,
+        config::embed_backend(&settings)?,
+    );
+    let mut store = Store::open(&a.store)
+        .with_context(|| format!("cannot open store {}", a.store.display()))?;
+    let from = store.find_branch(&a.branch)?;
+    let seq = seq_for(&store, &from, a.at)?;
+    let events = store.events(from.id, 0, seq)?;
+    let history = hamlet_engine::why::History::new(&events);
+    let mut agents = Vec::new();
+    if a.agents.is_empty() {
+        agents.extend(history.agents().keys().copied());
+    }
+    for who in &a.agents {
+        let names: Vec<&str> = history.agents().values().map(String::as_str).collect();
+        let id = history.find_agent(who).with_context(|| {
+            format!("no agent `{who}` at that moment; the agents are: {}", names.join(", "))
+        })?;
+        agents.push(id);
+    }
+    let taken: Vec<String> = store.branches().into_iter().map(|b| b.name).collect();
+    let scratch = (1..)
+        .map(|n| format!("{}-research-{n}", from.name))
+        .find(|n| !taken.contains(n))
+        .unwrap_or_default();
+    store.fork(from.id, seq, &scratch)?;
+    let scratch_id = store.find_branch(&scratch)?.id;
+    let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build()?;
+    let mut sim = rt.block_on(Sim::resume(store, scratch_id, gateway, SimSettings::default()))?;
+    let everyone: Vec<_> = history.agents().keys().copied().collect();
+    let total: usize = agents.iter().map(|_| questions("").len()).sum();
+    let bar = ProgressBar::new(total as u64);
+    bar.set_style(ProgressStyle::with_template(
+        "{bar:30} {pos}/{len} answers · {msg} · ETA {eta}",
+    )?);
+    let mut rows = Vec::new();
+    for agent in agents {
+        let name = history.name(agent);
+        // The agent asked about: the next one in the town's order.
+        let at = everyone.iter().position(|a| *a == agent).unwrap_or(0);
+        let other = everyone.get((at + 1) % everyone.len().max(1)).map(|o| history.name(*o));
+        for (category, question) in questions(other.as_deref().unwrap_or("a neighbour")) {
+            bar.set_message(name.clone());
+            let answer = rt.block_on(sim.interview(agent, &question, false))?;
+            rows.push(Answered {
+                agent: name.clone(),
+                category: category.to_owned(),
+                question,
+                answer: answer.trim().to_owned(),
+            });
+            bar.inc(1);
+        }
+    }
+    bar.finish_and_clear();
+    eprintln!(
+        "asked on the scratch branch `{scratch}` (a fork of `{}` after #{seq}); `{}` is untouched",
+        from.name, from.name
+    );
+    Ok(rows)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn durations_parse_in_seconds_minutes_and_hours() {
+        assert_eq!(parse_duration("90s"), Ok(90));
+        assert_eq!(parse_duration("30m"), Ok(1800));
+        assert_eq!(parse_duration("2h"), Ok(7200));
+        for bad in ["", "h", "10", "0m", "5d", "-1h", "99999999999999999999h"] {
+            assert!(parse_duration(bad).unwrap_err().contains("30m"), "{bad}");
+        }
+    }
+}

@@ -1,0 +1,168 @@
+//! The measurements the generative-agents paper made, runnable on any recording: how a
+//! piece of information spreads (who knows it, hour by hour), how dense the town's web of
+//! relationships grows, and a scripted interview battery in the paper's five categories.
+//! The first two are folds of the log (no model); the battery asks each agent its
+//! questions from memory, on a scratch fork (`cli/research.rs`).
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use hamlet_log::event::AgentId;
+use hamlet_log::{Body, Event};
+use serde::{Deserialize, Serialize};
+
+/// The town's relationships at one moment.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct DensityRow {
+    /// Simulated seconds.
+    pub at_secs: u64,
+    /// Agents in town.
+    pub agents: u32,
+    /// Pairs of agents that have talked by then.
+    pub pairs: u32,
+    /// `pairs` over every possible pair (0 to 1).
+    pub density: f64,
+}
+
+/// Who knows something at one moment.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct DiffusionRow {
+    /// Simulated seconds.
+    pub at_secs: u64,
+    /// Agents in town.
+    pub agents: u32,
+    /// Those whose memory stream holds it by then.
+    pub knowing: Vec<String>,
+    /// Their share of the town (0 to 1).
+    pub share: f64,
+}
+
+/// The moments to measure at: every `every_secs` from the first event's time, and the end.
+fn moments(events: &[Event], every_secs: u64) -> Vec<u64> {
+    let (Some(first), Some(last)) = (events.first(), events.last()) else { return Vec::new() };
+    let (start, end) = (first.sim_time_secs(), last.sim_time_secs());
+    let every = every_secs.max(1);
+    let mut out: Vec<u64> = (0..).map(|i| start + i * every).take_while(|t| *t < end).collect();
+    out.push(end);
+    out
+}
+
+/// Relationship network density over time: two agents are related once they have talked
+/// (a conversation between them started). Measured every `every_secs` and at the end.
+pub fn network_density(events: &[Event], every_secs: u64) -> Vec<DensityRow> {
+    let mut agents: BTreeSet<AgentId> = BTreeSet::new();
+    let mut pairs: BTreeSet<(AgentId, AgentId)> = BTreeSet::new();
+    let mut rows = Vec::new();
+    let mut next = events.iter().peekable();
+    for at in moments(events, every_secs) {
+        while let Some(e) = next.next_if(|e| e.sim_time_secs() <= at) {
+            match &e.body {
+                Body::AgentJoined(j) => {
+                    agents.insert(j.agent);
+                }
+                Body::ConversationStarted(c) => {
+                    for (i, a) in c.agents.iter().enumerate() {
+                        for b in &c.agents[i + 1..] {
+                            pairs.insert(((*a).min(*b), (*a).max(*b)));
+                        }
+                    }
+                }
+                _ => {}
+            }
+        }
+        let n = agents.len() as u32;
+        let possible = f64::from(n) * f64::from(n.saturating_sub(1)) / 2.0;
+        let p = pairs.len() as u32;
+        rows.push(DensityRow {
+            at_secs: at,
+            agents: n,
+            pairs: p,
+            density: if possible > 0.0 { f64::from(p) / possible } else { 0.0 },
+        });
+    }
+    rows
+}
+
+/// Information diffusion over time, from memory: an agent knows the fact once a memory of
+/// its holds every one of `keywords` (any case). Measured every `every_secs` and at the end.
+pub fn diffusion(events: &[Event], keywords: &[String], every_secs: u64) -> Vec<DiffusionRow> {
+    let keywords: Vec<String> = keywords.iter().map(|k| k.to_lowercase()).collect();
+    let mut names: BTreeMap<AgentId, String> = BTreeMap::new();
+    let mut knowing: BTreeSet<AgentId> = BTreeSet::new();
+    let mut rows = Vec::new();
+    let mut next = events.iter().peekable();
+    for at in moments(events, every_secs) {
+        while let Some(e) = next.next_if(|e| e.sim_time_secs() <= at) {
+            match &e.body {
+                Body::AgentJoined(j) => {
+                    names.insert(j.agent, j.name.clone());
+                }
+                Body::MemoryAdded(m) => {
+                    let text = m.description.to_lowercase();
+                    if !keywords.is_empty() && keywords.iter().all(|k| text.contains(k.as_str())) {
+                        knowing.insert(m.agent);
+                    }
+                }
+                _ => {}
+            }
+        }
+        let n = names.len() as u32;
+        let who: Vec<String> = knowing.iter().filter_map(|a| names.get(a).cloned()).collect();
+        rows.push(DiffusionRow {
+            at_secs: at,
+            agents: n,
+            share: if n > 0 { who.len() as f64 / f64::from(n) } else { 0.0 },
+            knowing: who,
+        });
+    }
+    rows
+}
+
+/// The interview battery's categories, as the paper grouped its questions.
+pub const CATEGORIES: [&str; 5] = ["self-knowledge", "memory", "plans", "reactions", "reflections"];
+
+/// The battery, with `other` (another agent of the town) named where a question is about
+/// someone: (category, question), two questions a category. Written for Hamlet.
+pub fn battery(other: &str) -> Vec<(&'static str, String)> {
+    vec![
+        ("self-knowledge", "Who are you, in two or three sentences?".to_owned()),
+        ("self-knowledge", "What do you do for a living, and what do you like about it?".to_owned()),
+        ("memory", format!("Who is {other}, and what do you know about them?")),
+        ("memory", "Who have you talked with today, and about what?".to_owned()),
+        ("plans", "What will you be doing at ten tomorrow morning?".to_owned()),
+        ("plans", "What is the next thing you mean to do today?".to_owned()),
+        ("reactions", "The pot on your stove has boiled over and smoke fills the kitchen. What do you do?".to_owned()),
+        ("reactions", format!("{other} stops you in the street and asks for your help right now. What do you say?")),
+        ("reflections", "If you could spend an hour with anyone in town, who would it be, and why?".to_owned()),
+        ("reflections", "What have you come to understand about your life lately?".to_owned()),
+    ]
+}
+
+/// Quotes a CSV field when it needs it.
+pub fn csv_field(text: &str) -> String {
+    if text.contains([',', '"', '\n', '\r']) {
+        format!("\"{}\"", text.replace('"', "\"\""))
+    } else {
+        text.to_owned()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_battery_covers_the_five_categories_twice_and_names_the_other() {
+        let questions = battery("Ben");
+        for c in CATEGORIES {
+            assert_eq!(questions.iter().filter(|(k, _)| *k == c).count(), 2, "{c}");
+        }
+        assert!(questions.iter().any(|(_, q)| q.contains("Ben")));
+    }
+
+    #[test]
+    fn csv_fields_are_quoted_when_they_must_be() {
+        assert_eq!(csv_field("plain"), "plain");
+        assert_eq!(csv_field("a, b"), "\"a, b\"");
+        assert_eq!(csv_field("say \"hi\"\nthen"), "\"say \"\"hi\"\"\nthen\"");
+    }
+}
