@@ -412,7 +412,7 @@ pub struct LogArgs {
 pub enum LogFormat {
     /// One line per event, for people.
     Text,
-    /// JSON Lines: one object per event (fields in `docs/EXPORTS.md`).
+    /// JSON Lines: one object per event (its fields are listed in README.md).
     Jsonl,
 }
 
