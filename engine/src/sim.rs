@@ -497,6 +497,11 @@ impl<S: Storage> Sim<S> {
         &self.store
     }
 
+    /// The store back, the run done with.
+    pub fn into_store(self) -> Store<S> {
+        self.store
+    }
+
     /// The branch written.
     pub fn branch(&self) -> BranchId {
         self.branch
