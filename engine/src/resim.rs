@@ -6,7 +6,8 @@
 //! (a changed prompt shows as a prompt diff).
 //!
 //! The user's interventions in the recording (inner voice, interviews, objects set, personas
-//! edited, agents and buildings added) are made again where they were made; where the recorded run stopped on a model failure and was
+//! edited, agents and buildings added) are made again where they were made; a fork is made
+//! again at its fork point (same name and nonce), after its parent's part; where the recorded run stopped on a model failure and was
 //! resumed, the re-run is resumed there too; a recording that stops part way through a step
 //! (a crash, a second Ctrl-C) is identical when everything it holds is made again.
 
@@ -74,12 +75,18 @@ pub async fn resimulate(
         Some(Body::BranchCreated(b)) if b.parent_branch.is_none() => (b.name.clone(), b.nonce),
         _ => return Err(ResimError::NotARun("the history does not start a branch".into())),
     };
-    if let Some(fork) = recorded.iter().skip(1).find(|e| matches!(e.body, Body::BranchCreated(_))) {
-        return Err(ResimError::NotARun(format!(
-            "the history forks at #{}; re-simulating forks is not supported yet: re-simulate its root branch",
-            fork.seq()
-        )));
-    }
+    // Where the history passes from a branch to a fork of it: (index, name, nonce).
+    let mut forks: Vec<(usize, String, u64)> = recorded
+        .iter()
+        .enumerate()
+        .skip(1)
+        .filter_map(|(i, e)| match &e.body {
+            Body::BranchCreated(b) => Some((i, b.name.clone(), b.nonce)),
+            _ => None,
+        })
+        .collect();
+    forks.reverse();
+    let mut name = name;
     let source = recorded.iter().find_map(|e| match &e.body {
         Body::TownLoaded(t) => Some(t.source.clone()),
         _ => None,
@@ -124,6 +131,24 @@ pub async fn resimulate(
     };
     let mut stuck_at = None;
     loop {
+        // The history up to the next fork is its parent's: compared up to there, then the
+        // fork is made again where it was, and the run goes on as the fork.
+        let limit = forks.last().map_or(recorded.len(), |(i, _, _)| *i);
+        if compared == limit && limit < recorded.len() {
+            let (_, fork, fork_nonce) = forks.pop().unwrap_or_default();
+            let parent = running.take().map(|sim| sim.branch());
+            let mut store = Store::open(scratch)?;
+            let parent = match parent {
+                Some(p) => p,
+                None => store.find_branch(&name)?.id,
+            };
+            let at = recorded[compared - 1].seq();
+            store.fork_as(parent, at, &fork, fork_nonce)?;
+            drop(store);
+            name = fork;
+            continue;
+        }
+        let upto = &recorded[..limit];
         // After a failure the recording went on from (the model refused, or gave up), the
         // run is resumed from its store, as `hamlet run --resume` did.
         let sim = match &mut running {
@@ -137,7 +162,9 @@ pub async fn resimulate(
         };
         // Compare what the engine has written since the last look.
         let written = written_since(sim, compared)?;
-        match compare(recorded, &mut compared, written, None) {
+        match compare(upto, &mut compared, written, None) {
+            // Past a fork point: the parent went on, the fork is made next.
+            Some(d) if d.expected.is_none() && limit < recorded.len() => continue,
             // Past the recording's end: the rest of a step the recording stopped in.
             Some(d) if d.expected.is_none() => {
                 return Ok(Verdict::Identical { events: recorded.len() })
@@ -146,6 +173,9 @@ pub async fn resimulate(
             None => {}
         }
         progress(compared, recorded.len());
+        if compared == limit && limit < recorded.len() {
+            continue;
+        }
         let Some(next) = recorded.get(compared) else {
             return Ok(Verdict::Identical { events: compared });
         };
@@ -191,8 +221,11 @@ pub async fn resimulate(
         };
         if let Err(e) = done {
             let written = written_since(sim, compared)?;
-            if let Some(verdict) = stopped(recorded, &mut compared, written, e)? {
-                return Ok(verdict);
+            match stopped(upto, &mut compared, written, e)? {
+                // The parent's part is all made: on to the fork.
+                Some(Verdict::Identical { .. }) if limit < recorded.len() => continue,
+                Some(verdict) => return Ok(verdict),
+                None => {}
             }
             // The same failure twice with nothing new in between: it is not the recording's.
             if stuck_at.replace(compared) == Some(compared) {

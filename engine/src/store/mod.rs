@@ -684,6 +684,17 @@ impl<S: Storage> Store<S> {
         at_seq: u64,
         name: &str,
     ) -> Result<BranchId, StoreError> {
+        self.fork_as(from, at_seq, name, self.branches.len() as u64)
+    }
+
+    /// [`Store::fork`] with the `nonce` given (to make a recorded fork again, id for id).
+    pub fn fork_as(
+        &mut self,
+        from: BranchId,
+        at_seq: u64,
+        name: &str,
+        nonce: u64,
+    ) -> Result<BranchId, StoreError> {
         let point = self.event_at(from, at_seq)?;
         // The fork's parent is the branch that holds the fork point as one of its own
         // events: forking `from` inside its ancestor's part of history forks that ancestor.
@@ -694,7 +705,7 @@ impl<S: Storage> Store<S> {
                 name: name.to_owned(),
                 parent_branch: Some(from),
                 fork_seq: Some(at_seq),
-                nonce: self.branches.len() as u64,
+                nonce,
             }),
         );
         self.start_branch(name, &created.encode(at_seq + 1), point.id)

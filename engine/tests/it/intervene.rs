@@ -187,6 +187,15 @@ fn a_diff_finds_where_branches_part_and_who_lives_differently() {
     let text = d.text(false);
     assert!(text.contains("Tamsin Hale"), "{text}");
     assert!(text.starts_with("`main` and `bread` share #0 to #"), "{text}");
+    // The fork, with the inner voice on it, re-simulates identically, and so does main.
+    let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+    for log in [&bread, &main] {
+        let scratch = tempfile::tempdir().unwrap();
+        match rt.block_on(resimulate(log, scratch.path(), |_, _| {})).unwrap() {
+            Verdict::Identical { events } => assert_eq!(events, log.len()),
+            Verdict::Diverged(d) => panic!("{d:?}"),
+        }
+    }
     // A branch compared with itself: nobody differs.
     let same = diff("main", &main, "main", &main);
     assert_eq!(same.shared as usize, main.len());
