@@ -7,9 +7,10 @@
 //!
 //! The user's interventions in the recording (inner voice, interviews, objects set, personas
 //! edited, agents and buildings added) are made again where they were made; a fork is made
-//! again at its fork point (same name and nonce), after its parent's part; where the recorded run stopped on a model failure and was
-//! resumed, the re-run is resumed there too; a recording that stops part way through a step
-//! (a crash, a second Ctrl-C) is identical when everything it holds is made again.
+//! again at its fork point (same name and nonce), after its parent's part; where the
+//! recorded run stopped on a model failure and was resumed, the re-run is resumed there
+//! too; a recording that stops part way through a step (a crash, a second Ctrl-C) is
+//! identical when everything it holds is made again.
 
 use std::path::Path;
 use std::sync::Arc;
@@ -63,7 +64,7 @@ pub enum ResimError {
     Sim(SimError),
 }
 
-/// Re-simulates `recorded` (a root branch's events, in order) in a scratch store at
+/// Re-simulates `recorded` (a branch's events with its ancestry, in order) in a scratch store at
 /// `scratch` (an empty directory). `progress` is told how many events matched so far, out
 /// of how many.
 pub async fn resimulate(
