@@ -57,7 +57,7 @@ pub struct AgentSince {
     pub actions: Vec<(u64, String, String, String)>,
     /// The sectors it was in, in the order it entered them.
     pub places: Vec<String>,
-    /// Its conversations: (start, the others' names, lines said).
+    /// Its conversations: (start, the others' names, lines said in it by anyone).
     pub conversations: Vec<(u64, Vec<String>, u32)>,
     /// Memories added, by kind.
     pub memories: BTreeMap<String, u32>,

@@ -7,7 +7,7 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use hamlet_log::event::{kind_name, AgentId, MemoryKind, PlanLevel, PlanMade, Prompt};
+use hamlet_log::event::{kind_name, AgentId, FailureKind, MemoryKind, PlanLevel, PlanMade, Prompt};
 use hamlet_log::id::hex;
 use hamlet_log::{Body, BranchId, Event, EventId};
 use serde::{Deserialize, Serialize};
@@ -91,9 +91,10 @@ pub struct AgentView {
     pub summary: Option<SummaryView>,
     /// What it is doing.
     pub action: Option<ActionView>,
-    /// Its plans for the day: the day plan, then every decomposition made of it since
-    /// (hour parts, then actions), in the order they were made. For an agent that does not
-    /// plan ahead, the quarter hours it decided.
+    /// Its latest day plan, then every decomposition made of it since (hour parts, then
+    /// actions), in the order they were made (on waking, until the new day plan is made,
+    /// that is yesterday's). For an agent that does not plan ahead, the quarter hour it
+    /// decided last.
     pub plans: Vec<PlanView>,
     /// Its memory stream, oldest first.
     pub memories: Vec<MemoryView>,
@@ -304,8 +305,8 @@ pub struct CallView {
     pub prompt: String,
     /// Every try, in order.
     pub tries: Vec<TryView>,
-    /// The answer used (a model's or the documented fallback), if the call was answered by
-    /// the moment.
+    /// The answer used, if the call was answered by the moment: the model's words, or for a
+    /// fallback the documented fallback value (as JSON).
     pub answer: Option<String>,
     /// True when the answer is the fallback.
     pub fallback: bool,
@@ -316,11 +317,14 @@ pub struct CallView {
 pub struct TryView {
     /// 1 for the first.
     pub attempt: u32,
-    /// `answered`, `invalid` (the answer did not have the shape asked for), `fallback`, or
-    /// the failure's kind.
+    /// `answered`; `bad_answer` (an answer without the shape asked for); or, when no
+    /// answer came, the failure's kind (`timeout`, `rate_limited`, `server_error`,
+    /// `connection`, `refused`, `other`).
     pub outcome: String,
-    /// The model's words, or the failure's message.
+    /// The model's words (empty when none came).
     pub text: String,
+    /// What was wrong, when something was: why the answer was refused, or the failure.
+    pub problem: String,
     /// Tokens of prompt and of completion.
     pub tokens: [u32; 2],
     /// Milliseconds.
@@ -338,6 +342,31 @@ pub fn prompt_text(prompt: &Prompt) -> String {
             .collect::<Vec<_>>()
             .join("\n\n"),
     }
+}
+
+/// A failure kind's name, as [`TryView::outcome`] gives it.
+pub fn failure_kind(kind: FailureKind) -> &'static str {
+    match kind {
+        FailureKind::Timeout => "timeout",
+        FailureKind::RateLimited => "rate_limited",
+        FailureKind::ServerError => "server_error",
+        FailureKind::Connection => "connection",
+        FailureKind::BadAnswer => "bad_answer",
+        FailureKind::Refused => "refused",
+        FailureKind::Other => "other",
+    }
+}
+
+/// Whether `text` names `name` as a whole (not inside a longer word or name).
+pub fn names(text: &str, name: &str) -> bool {
+    if name.is_empty() {
+        return false;
+    }
+    text.match_indices(name).any(|(at, _)| {
+        let before = text[..at].chars().next_back();
+        let after = text[at + name.len()..].chars().next();
+        !before.is_some_and(char::is_alphanumeric) && !after.is_some_and(char::is_alphanumeric)
+    })
 }
 
 /// A memory kind's name.
@@ -530,21 +559,25 @@ impl<'a> Past<'a> {
     }
 
     /// The model calls first sent with seq in `from..=to` (by `agent`, if one is given),
-    /// with every try and the answer used.
+    /// with every try and the answer used. A call is its first request (attempt 1) and
+    /// every retry of it; one that failed for good stays unanswered.
     pub fn calls(&self, from: u64, to: u64, agent: Option<AgentId>) -> Vec<CallView> {
         let mut out: Vec<CallView> = Vec::new();
-        // The calls waiting for an answer, by request hash, with their place in `out` when
-        // they are wanted (a hash asked again once answered is a new call).
-        let mut open: BTreeMap<[u8; 32], Option<usize>> = BTreeMap::new();
+        // The call each request hash is on (its place in `out`, when it is wanted) and the
+        // attempt under way.
+        let mut open: BTreeMap<[u8; 32], (Option<usize>, u32)> = BTreeMap::new();
         for e in self.events {
             match &e.body {
                 Body::LlmRequested(r) => {
-                    if open.contains_key(&r.request_hash) {
-                        continue; // a retry: its try is added when it is answered
+                    if r.attempt > 1 {
+                        if let Some(on) = open.get_mut(&r.request_hash) {
+                            on.1 = r.attempt;
+                        }
+                        continue;
                     }
                     let wanted =
                         (from..=to).contains(&e.seq()) && agent.is_none_or(|a| r.agent == Some(a));
-                    open.insert(r.request_hash, wanted.then_some(out.len()));
+                    open.insert(r.request_hash, (wanted.then_some(out.len()), r.attempt));
                     if !wanted {
                         continue;
                     }
@@ -565,37 +598,46 @@ impl<'a> Past<'a> {
                     });
                 }
                 Body::LlmResponded(r) => {
-                    let Some(&place) = open.get(&r.request_hash) else { continue };
+                    let Some(&(place, attempt)) = open.get(&r.request_hash) else { continue };
                     if r.fallback || r.parsed.is_some() {
                         open.remove(&r.request_hash);
                     }
                     let Some(call) = place.and_then(|i| out.get_mut(i)) else { continue };
-                    let outcome = if r.fallback {
-                        "fallback"
-                    } else if r.parsed.is_some() {
-                        "answered"
-                    } else {
-                        "invalid"
-                    };
+                    if r.fallback {
+                        // Not a try: what the engine used when no answer validated.
+                        call.answer = r.parsed.clone();
+                        call.fallback = true;
+                        continue;
+                    }
+                    let answered = r.parsed.is_some();
                     call.tries.push(TryView {
-                        attempt: call.tries.len() as u32 + 1,
-                        outcome: outcome.into(),
+                        attempt,
+                        outcome: if answered { "answered" } else { "bad_answer" }.into(),
                         text: r.text.clone(),
+                        problem: String::new(),
                         tokens: [r.tokens_prompt, r.tokens_completion],
                         latency_ms: r.latency_ms,
                     });
-                    if r.fallback || r.parsed.is_some() {
+                    if answered {
                         call.answer = Some(r.text.clone());
-                        call.fallback = r.fallback;
                     }
                 }
                 Body::LlmFailed(f) => {
-                    let Some(&place) = open.get(&f.request_hash) else { continue };
+                    let Some(&(place, _)) = open.get(&f.request_hash) else { continue };
                     let Some(call) = place.and_then(|i| out.get_mut(i)) else { continue };
+                    // A bad answer is recorded twice: the answer, then why it was refused.
+                    if f.kind == FailureKind::BadAnswer {
+                        let last = call.tries.last_mut().filter(|t| t.attempt == f.attempt);
+                        if let Some(last) = last {
+                            last.problem = f.message.clone();
+                            continue;
+                        }
+                    }
                     call.tries.push(TryView {
                         attempt: f.attempt,
-                        outcome: format!("{:?}", f.kind).to_lowercase(),
-                        text: f.message.clone(),
+                        outcome: failure_kind(f.kind).into(),
+                        text: String::new(),
+                        problem: f.message.clone(),
                         tokens: [0, 0],
                         latency_ms: f.latency_ms,
                     });
@@ -736,10 +778,7 @@ impl<'a> Past<'a> {
             .filter_map(|(other, other_name)| {
                 let (conversations, last) =
                     talks.get(other).map_or((0, None), |(n, at)| (*n, Some(*at)));
-                let named = stream
-                    .memories()
-                    .iter()
-                    .filter(|m| m.description.contains(other_name.as_str()));
+                let named = stream.memories().iter().filter(|m| names(&m.description, other_name));
                 let memories = named.count() as u32;
                 (conversations > 0 || memories > 0).then(|| Relationship {
                     name: other_name.clone(),
@@ -839,5 +878,104 @@ impl<'a> EventRecord<'a> {
             summary: summary(&event.body, name),
             body: &event.body,
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use hamlet_log::event::{Header, LlmFailed, LlmResponded};
+    use hamlet_log::samples::one_body_per_kind;
+
+    use super::*;
+
+    fn event(seq: u64, body: Body) -> Event {
+        let mut id = [0u8; 32];
+        id[..8].copy_from_slice(&seq.to_le_bytes());
+        Event {
+            id: EventId(id),
+            parent: EventId::NONE,
+            branch: BranchId::default(),
+            header: Header { seq, sim_time_secs: seq, causes: Vec::new() },
+            body,
+        }
+    }
+
+    fn requested(hash: u8, attempt: u32) -> Body {
+        let mut body = one_body_per_kind()
+            .into_iter()
+            .find(|b| matches!(b, Body::LlmRequested(_)))
+            .expect("a sample request");
+        if let Body::LlmRequested(r) = &mut body {
+            (r.request_hash, r.attempt, r.agent) = ([hash; 32], attempt, None);
+        }
+        body
+    }
+
+    fn responded(hash: u8, text: &str, valid: bool) -> Body {
+        Body::LlmResponded(LlmResponded {
+            request_hash: [hash; 32],
+            text: text.into(),
+            parsed: valid.then(|| format!("\"{text}\"")),
+            fallback: false,
+            tokens_prompt: 10,
+            tokens_completion: 2,
+            latency_ms: 5,
+            finish_reason: "stop".into(),
+            response_model: "m".into(),
+            response_id: String::new(),
+        })
+    }
+
+    fn failed(hash: u8, kind: FailureKind, attempt: u32) -> Body {
+        Body::LlmFailed(LlmFailed {
+            request_hash: [hash; 32],
+            kind,
+            message: format!("{kind:?} happened"),
+            attempt,
+            latency_ms: 1,
+        })
+    }
+
+    #[test]
+    fn a_call_is_its_tries_a_bad_answer_once_and_a_refused_call_stays_unanswered() {
+        let log: Vec<Event> = [
+            requested(1, 1),
+            responded(1, "nonsense", false),
+            failed(1, FailureKind::BadAnswer, 1),
+            requested(1, 2),
+            failed(1, FailureKind::Timeout, 2),
+            requested(1, 3),
+            responded(1, "fine", true),
+            requested(2, 1),
+            failed(2, FailureKind::Refused, 1),
+            // The same question, asked again after a resume: a new call.
+            requested(2, 1),
+            responded(2, "now", true),
+        ]
+        .into_iter()
+        .enumerate()
+        .map(|(i, b)| event(i as u64, b))
+        .collect();
+        let calls = Past::new(&log).calls(0, 100, None);
+        assert_eq!(calls.len(), 3);
+        let outcomes: Vec<(u32, &str)> =
+            calls[0].tries.iter().map(|t| (t.attempt, t.outcome.as_str())).collect();
+        assert_eq!(outcomes, vec![(1, "bad_answer"), (2, "timeout"), (3, "answered")]);
+        assert_eq!(calls[0].tries[0].problem, "BadAnswer happened");
+        assert_eq!(calls[0].answer.as_deref(), Some("fine"));
+        assert_eq!(calls[1].tries.len(), 1);
+        assert_eq!(calls[1].tries[0].outcome, "refused");
+        assert_eq!(calls[1].answer, None, "refused for good");
+        assert_eq!(calls[2].answer.as_deref(), Some("now"));
+        // A window starting inside a call leaves that call out, retries and all.
+        assert_eq!(Past::new(&log).calls(3, 100, None).len(), 2);
+    }
+
+    #[test]
+    fn a_name_counts_only_as_a_whole() {
+        assert!(names("Al met Bo.", "Al"));
+        assert!(!names("Alice met Bo.", "Al"));
+        assert!(names("talked with Tamsin Hale at the café", "Tamsin Hale"));
+        assert!(!names("anything", ""));
     }
 }

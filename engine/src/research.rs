@@ -36,12 +36,19 @@ pub struct DiffusionRow {
     pub share: f64,
 }
 
-/// The moments to measure at: every `every_secs` from the first event's time, and the end.
+/// The most rows a measurement over time gives: past it, the interval widens to fit.
+pub const MAX_ROWS: u64 = 10_000;
+
+/// The moments to measure at: every `every_secs` from the first event's time (wider when
+/// that would give more than [`MAX_ROWS`]), and the end.
 fn moments(events: &[Event], every_secs: u64) -> Vec<u64> {
     let (Some(first), Some(last)) = (events.first(), events.last()) else { return Vec::new() };
-    let (start, end) = (first.sim_time_secs(), last.sim_time_secs());
-    let every = every_secs.max(1);
-    let mut out: Vec<u64> = (0..).map(|i| start + i * every).take_while(|t| *t < end).collect();
+    let (start, end) = (first.sim_time_secs(), last.sim_time_secs().max(first.sim_time_secs()));
+    let every = every_secs.max(1).max((end - start) / MAX_ROWS + 1);
+    let mut out: Vec<u64> = (0..)
+        .map_while(|i: u64| start.checked_add(i.checked_mul(every)?))
+        .take_while(|t| *t < end)
+        .collect();
     out.push(end);
     out
 }

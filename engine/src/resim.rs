@@ -104,10 +104,16 @@ pub async fn resimulate(
     };
     let town = Definition::parse("the recorded town", &source)
         .map_err(|e| ResimError::NotARun(format!("the recorded town does not load: {e}")))?;
-    let bodies: Vec<&Body> = recorded.iter().map(|e| &e.body).collect();
-    let replay = Arc::new(Replay::from_events(bodies));
-    let params = replay.recorded_params().unwrap_or_default();
-    let gateway = Gateway::new(replay.clone(), replay, params, RetryPolicy::default(), 4);
+    let params =
+        Replay::from_events(recorded.iter().map(|e| &e.body)).recorded_params().unwrap_or_default();
+    // Each part of the history (a branch's, up to where its fork begins) answers from its
+    // own events: a parent run that goes past the fork point must not use up the fork's.
+    let answering = |part: &[Event]| {
+        let replay = Arc::new(Replay::from_events(part.iter().map(|e| &e.body)));
+        Gateway::new(replay.clone(), replay, params.clone(), RetryPolicy::default(), 4)
+    };
+    let first_limit = forks.last().map_or(recorded.len(), |(i, _, _)| *i);
+    let mut gateway = answering(&recorded[..first_limit]);
 
     let mut compared = 0usize;
     let store = Store::open(scratch)?;
@@ -124,10 +130,11 @@ pub async fn resimulate(
                 Err(_) => Vec::new(),
             };
             drop(store);
-            if let Some(verdict) = stopped(recorded, &mut compared, written, e)? {
-                return Ok(verdict);
+            match stopped(&recorded[..first_limit], &mut compared, written, e)? {
+                Some(Verdict::Identical { .. }) if first_limit < recorded.len() => None,
+                Some(verdict) => return Ok(verdict),
+                None => None,
             }
-            None
         }
     };
     let mut stuck_at = None;
@@ -147,6 +154,8 @@ pub async fn resimulate(
             store.fork_as(parent, at, &fork, fork_nonce)?;
             drop(store);
             name = fork;
+            let next = forks.last().map_or(recorded.len(), |(i, _, _)| *i);
+            gateway = answering(&recorded[compared..next]);
             continue;
         }
         let upto = &recorded[..limit];

@@ -209,7 +209,7 @@ impl<S: Storage> Sim<S> {
         gateway: Gateway,
         settings: SimSettings,
     ) -> Result<Sim<S>, SimError> {
-        let nonce = store.branches().len() as u64;
+        let nonce = store.next_nonce();
         Sim::start_as(store, name, nonce, town, seed, gateway, settings).await
     }
 
@@ -1336,6 +1336,13 @@ impl<S: Storage> Sim<S> {
     /// (`sector:arena:object`) takes `state`, and agents see it when they next look.
     /// Refused, writing nothing, when the town has no such object.
     pub fn set_object(&mut self, address: &str, state: &str) -> Result<EventId, SimError> {
+        self.check_set_object(address, state)?;
+        let set = Intervention::SetObjectState { address: address.into(), state: state.into() };
+        self.intervene(set)
+    }
+
+    /// Whether [`Sim::set_object`] would be refused, and why.
+    pub fn check_set_object(&self, address: &str, state: &str) -> Result<(), SimError> {
         let exists = self.town.sectors.iter().any(|s| {
             s.arenas.iter().any(|a| {
                 a.objects.iter().any(|o| format!("{}:{}:{}", s.name, a.name, o.name) == address)
@@ -1350,8 +1357,7 @@ impl<S: Storage> Sim<S> {
         if state.trim().is_empty() {
             return Err(SimError::Refused("an object's state is not empty".into()));
         }
-        let set = Intervention::SetObjectState { address: address.into(), state: state.into() };
-        self.intervene(set)
+        Ok(())
     }
 
     /// The user rewrites `agent`'s seed paragraph: it is the agent's from now on; each
@@ -1363,12 +1369,7 @@ impl<S: Storage> Sim<S> {
         agent: AgentId,
         persona: &str,
     ) -> Result<Vec<String>, SimError> {
-        let Some(name) = self.state.agents.get(&agent).map(|a| a.name.clone()) else {
-            return Err(SimError::Refused(format!("no agent {}", agent.0)));
-        };
-        if seed_statements(persona).is_empty() {
-            return Err(SimError::Refused("the seed paragraph is empty".into()));
-        }
+        let name = self.check_edit_persona(agent, persona)?;
         let held: BTreeSet<&str> = self
             .minds
             .stream(agent)
@@ -1418,6 +1419,17 @@ impl<S: Storage> Sim<S> {
         Ok(new)
     }
 
+    /// Whether [`Sim::edit_persona`] would be refused, and why; else the agent's name.
+    pub fn check_edit_persona(&self, agent: AgentId, persona: &str) -> Result<String, SimError> {
+        let Some(name) = self.state.agents.get(&agent).map(|a| a.name.clone()) else {
+            return Err(SimError::Refused(format!("no agent {}", agent.0)));
+        };
+        if seed_statements(persona).is_empty() {
+            return Err(SimError::Refused("the seed paragraph is empty".into()));
+        }
+        Ok(name)
+    }
+
     /// The user adds an agent: `name`, with the seed paragraph `persona`, joins at its
     /// `home` (a `sector:arena` of the town, which it knows from the start) with `strategy`
     /// and `cash_cents`; its seed memories are rated and embedded now, and it plans its day
@@ -1431,33 +1443,9 @@ impl<S: Storage> Sim<S> {
         strategy: &str,
         cash_cents: i64,
     ) -> Result<AgentId, SimError> {
-        let refuse = |why: String| Err(SimError::Refused(why));
-        if name.trim().is_empty() {
-            return refuse("an agent's name is not empty".into());
-        }
-        if self.state.agents.values().any(|a| a.name.eq_ignore_ascii_case(name)) {
-            return refuse(format!("the town has an agent named `{name}` already"));
-        }
+        let tile = self.check_add_agent(name, persona, home, strategy, cash_cents)?;
         let statements: Vec<String> =
             seed_statements(persona).into_iter().map(str::to_owned).collect();
-        if statements.is_empty() {
-            return refuse("the seed paragraph is empty".into());
-        }
-        let Some((si, ai)) = crate::town::find_arena(&self.town.sectors, home) else {
-            return refuse(format!("`{home}` is not a `sector:arena` of the town"));
-        };
-        let Some(tile) = self.town.sectors[si].arenas[ai].tiles.first().copied() else {
-            return refuse(format!("`{home}` has no floor"));
-        };
-        if Strategy::named(strategy).is_none() {
-            return refuse(format!(
-                "`{strategy}` is not a strategy; the strategies are: {}",
-                crate::town::STRATEGIES.join(", ")
-            ));
-        }
-        if cash_cents < 0 {
-            return refuse("cash is not negative".into());
-        }
         let agent = AgentId(self.state.agents.keys().next_back().map_or(0, |a| a.0 + 1));
         let added = Intervention::AddAgent { name: name.into(), persona: persona.into() };
         let added = self.intervene(added)?;
@@ -1495,6 +1483,45 @@ impl<S: Storage> Sim<S> {
         Ok(agent)
     }
 
+    /// Whether [`Sim::add_agent`] would be refused, and why; else the tile it would join on.
+    pub fn check_add_agent(
+        &self,
+        name: &str,
+        persona: &str,
+        home: &str,
+        strategy: &str,
+        cash_cents: i64,
+    ) -> Result<Tile, SimError> {
+        let refuse = |why: String| Err(SimError::Refused(why));
+        if name.trim().is_empty() {
+            return refuse("an agent's name is not empty".into());
+        }
+        if self.state.agents.values().any(|a| a.name.eq_ignore_ascii_case(name)) {
+            return refuse(format!("the town has an agent named `{name}` already"));
+        }
+        let statements: Vec<String> =
+            seed_statements(persona).into_iter().map(str::to_owned).collect();
+        if statements.is_empty() {
+            return refuse("the seed paragraph is empty".into());
+        }
+        let Some((si, ai)) = crate::town::find_arena(&self.town.sectors, home) else {
+            return refuse(format!("`{home}` is not a `sector:arena` of the town"));
+        };
+        let Some(tile) = self.town.sectors[si].arenas[ai].tiles.first().copied() else {
+            return refuse(format!("`{home}` has no floor"));
+        };
+        if Strategy::named(strategy).is_none() {
+            return refuse(format!(
+                "`{strategy}` is not a strategy; the strategies are: {}",
+                crate::town::STRATEGIES.join(", ")
+            ));
+        }
+        if cash_cents < 0 {
+            return refuse("cash is not negative".into());
+        }
+        Ok(tile)
+    }
+
     /// The user adds a building: a copy of the sector `template` named `name`, its walls'
     /// north-west corner at `origin` (past the map's edge, the map grows). Refused, writing
     /// nothing, when it does not fit ([`Definition::add_building`] says why).
@@ -1504,11 +1531,28 @@ impl<S: Storage> Sim<S> {
         name: &str,
         origin: Tile,
     ) -> Result<EventId, SimError> {
-        let mut trial = self.town.clone();
-        trial.add_building(template, name, origin).map_err(SimError::Refused)?;
+        self.check_add_building(template, name, origin)?;
         let building =
             Intervention::AddBuilding { template: template.into(), name: name.into(), origin };
         self.intervene(building)
+    }
+
+    /// Whether [`Sim::add_building`] would be refused, and why.
+    pub fn check_add_building(
+        &self,
+        template: &str,
+        name: &str,
+        origin: Tile,
+    ) -> Result<(), SimError> {
+        let mut trial = self.town.clone();
+        trial.add_building(template, name, origin).map_err(SimError::Refused)?;
+        if let Some(a) = self.state.agents.values().find(|a| !trial.grid.is_walkable(a.tile)) {
+            return Err(SimError::Refused(format!(
+                "{} stands at ({}, {}), where the building would put a wall",
+                a.name, a.tile.x, a.tile.y
+            )));
+        }
+        Ok(())
     }
 
     /// Commits what the user did, alone; returns its id.

@@ -308,7 +308,7 @@ macro_rules! bodies {
         }
 
         /// A body serialises as its own fields, with no tag (the kind travels beside it, as
-        /// in `hamlet export --format jsonl`); one of an unknown kind as `{kind, schema}`.
+        /// in `hamlet log --format jsonl`); one of an unknown kind as `{kind, schema}`.
         /// The log never stores this: stored bytes come from `encode_into`.
         impl Serialize for Body {
             fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {

@@ -18,8 +18,8 @@ pub const EVENT_ID_CONTEXT: &str = "hamlet 2026-11-22 event id";
 /// Ordered as its bytes are (lexicographically): maps keyed by ids encode in that order.
 ///
 /// Binary formats (postcard: events, checkpoints) carry the 32 bytes; human-readable ones
-/// (JSON exports) carry the 64 hex digits, so ids read the same in a JSON file as on the
-/// command line and can key JSON objects.
+/// (JSON exports) carry the 64 hex digits (the command line shows `ev_` and the first 12 of
+/// them, and takes either), so ids can key JSON objects.
 #[derive(Clone, Copy, PartialEq, Eq, Hash, Default)]
 pub struct EventId(pub [u8; 32]);
 

@@ -8,7 +8,7 @@ use clap::Args;
 use hamlet_log::event::Tile;
 
 use super::llm::LlmArgs;
-use super::voice::open;
+use super::voice::{finish_step, open};
 use super::Outcome;
 
 /// Where the change is written.
@@ -111,6 +111,8 @@ fn go_on(t: &Target, branch: &str) {
 pub fn set_object(a: SetObjectArgs) -> anyhow::Result<Outcome> {
     let rt = runtime()?;
     let (mut sim, branch, _) = open(&a.target.store, &a.target.branch, None, false, &a.llm, &rt)?;
+    sim.check_set_object(&a.address, &a.state)?;
+    finish_step(&mut sim, &rt)?;
     sim.set_object(&a.address, &a.state)?;
     println!("{} is now {}", a.address, a.state);
     go_on(&a.target, &branch);
@@ -123,6 +125,8 @@ pub fn edit_persona(a: EditPersonaArgs) -> anyhow::Result<Outcome> {
     let (mut sim, branch, agent) =
         open(&target.store, &target.branch, Some(&a.agent), false, &a.llm, &rt)?;
     let agent = agent.ok_or_else(|| anyhow::anyhow!("no agent `{}`", a.agent))?;
+    sim.check_edit_persona(agent, &a.persona)?;
+    finish_step(&mut sim, &rt)?;
     let new = rt.block_on(sim.edit_persona(agent, &a.persona))?;
     let name = sim.state().agents.get(&agent).map_or("", |x| x.name.as_str()).to_owned();
     println!("{name}'s seed paragraph is rewritten; {} new seed memories:", new.len());
@@ -137,6 +141,8 @@ pub fn add_agent(a: AddAgentArgs) -> anyhow::Result<Outcome> {
     let rt = runtime()?;
     let target = &a.target;
     let (mut sim, branch, _) = open(&target.store, &target.branch, None, false, &a.llm, &rt)?;
+    sim.check_add_agent(&a.name, &a.persona, &a.home, &a.strategy, a.cash_cents)?;
+    finish_step(&mut sim, &rt)?;
     let added = sim.add_agent(&a.name, &a.persona, &a.home, &a.strategy, a.cash_cents);
     let agent = rt.block_on(added)?;
     println!("{} joins the town at {} (agent {})", a.name, a.home, agent.0);
@@ -148,6 +154,8 @@ pub fn add_building(a: AddBuildingArgs) -> anyhow::Result<Outcome> {
     let rt = runtime()?;
     let target = &a.target;
     let (mut sim, branch, _) = open(&target.store, &target.branch, None, false, &a.llm, &rt)?;
+    sim.check_add_building(&a.template, &a.name, a.at)?;
+    finish_step(&mut sim, &rt)?;
     sim.add_building(&a.template, &a.name, a.at)?;
     let grid = &sim.town().grid;
     println!(

@@ -98,7 +98,7 @@ pub struct Asked {
     /// The branch asked
     #[arg(long, default_value = "main")]
     branch: String,
-    /// The moment the agents answer from (`day<N> <HH:MM>`, `#<seq>`, `end`)
+    /// The moment the agents answer from (`day<N> <HH:MM>`, `<HH:MM>`, `#<seq>`, `end`)
     #[arg(long, value_parser = parse_moment, default_value = "end")]
     at: Moment,
     /// Only these agents (names, comma-separated) [default: every agent]

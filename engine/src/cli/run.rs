@@ -35,6 +35,10 @@ pub struct RunArgs {
     /// The branch to start (or, with --resume, to go on with)
     #[arg(long, default_value = "main")]
     branch: String,
+    /// Only these of the town's personas join (names, comma-separated) [default: all] (not
+    /// with --resume: the run goes on with the agents it has)
+    #[arg(long, value_delimiter = ',', conflicts_with = "resume")]
+    agents: Vec<String>,
     /// The run's seed
     #[arg(long = "run-seed", default_value_t = 0)]
     run_seed: u64,
@@ -44,6 +48,26 @@ pub struct RunArgs {
     resume: bool,
     #[command(flatten)]
     llm: LlmArgs,
+}
+
+/// Keeps only the personas named in `names` (any case), in the town's order; all of them
+/// when `names` is empty.
+fn choose_agents(town: &mut Definition, names: &[String]) -> anyhow::Result<()> {
+    if names.is_empty() {
+        return Ok(());
+    }
+    let all: Vec<String> = town.personas.iter().map(|p| p.name.clone()).collect();
+    for name in names {
+        if !all.iter().any(|p| p.eq_ignore_ascii_case(name.trim())) {
+            anyhow::bail!(
+                "--agents: no persona `{name}` in {}; it has: {}",
+                town.name,
+                all.join(", ")
+            );
+        }
+    }
+    town.personas.retain(|p| names.iter().any(|n| p.name.eq_ignore_ascii_case(n.trim())));
+    Ok(())
 }
 
 pub fn run(a: RunArgs) -> anyhow::Result<Outcome> {
@@ -70,11 +94,15 @@ pub fn run(a: RunArgs) -> anyhow::Result<Outcome> {
             a.branch,
             store.branches().into_iter().map(|b| b.name).collect::<Vec<_>>().join(", ")
         ),
-        (None, false) => Some(match &a.town {
-            Some(path) => Definition::load(path),
-            None => Definition::parse("willowmere.toml", WILLOWMERE),
+        (None, false) => {
+            let mut town = match &a.town {
+                Some(path) => Definition::load(path),
+                None => Definition::parse("willowmere.toml", WILLOWMERE),
+            }
+            .map_err(|e| anyhow::anyhow!("{e}"))?;
+            choose_agents(&mut town, &a.agents)?;
+            Some(town)
         }
-        .map_err(|e| anyhow::anyhow!("{e}"))?),
         (Some(_), true) => None,
     };
     let llm = config::llm_backend(&settings)?;

@@ -269,7 +269,7 @@ pub fn agent_text(v: &AgentView, town: &TownView, memories: usize) -> String {
         };
         let _ = writeln!(out, "  {} plan{of} ({}):", p.level, p.event);
         for i in &p.items {
-            let end = i.start_secs + u64::from(i.duration_secs);
+            let end = i.start_secs.saturating_add(u64::from(i.duration_secs));
             let place =
                 if i.address.is_empty() { String::new() } else { format!(" @ {}", i.address) };
             let _ = writeln!(
@@ -408,13 +408,13 @@ pub fn call_text(c: &CallView, details: bool) -> String {
         c.template_version,
         printable(&c.purpose),
         printable(&c.model),
-        if tries.is_empty() { "none answered yet".into() } else { tries.join(", ") }
+        if tries.is_empty() { "none yet".into() } else { tries.join(", ") }
     );
     if details {
         let _ = writeln!(out, "  prompt:");
         out.push_str(&indent(&c.prompt));
         for t in c.tries.iter().filter(|t| t.outcome != "answered") {
-            let _ = writeln!(out, "  try {} ({}):", t.attempt, t.outcome);
+            let _ = writeln!(out, "  try {} ({}): {}", t.attempt, t.outcome, printable(&t.problem));
             out.push_str(&indent(&t.text));
         }
     }

@@ -55,9 +55,9 @@ pub struct InnerVoiceArgs {
 
 /// Opens the run on `branch`, forking its head into a fresh branch first when `fork`, and
 /// finds `agent` (a name in any case, or a number) when one is named. The store must
-/// exist; the agent is checked and the model set up before anything is written. On the
-/// branch itself, a step stopped part way is finished first, so the user's voice lands
-/// between steps.
+/// exist; the agent is checked and the model set up before anything is written. A step
+/// stopped part way is left so: [`finish_step`] finishes it, once the change to be made
+/// has been checked.
 pub(super) fn open(
     store_dir: &Path,
     branch: &str,
@@ -99,14 +99,23 @@ pub(super) fn open(
     } else {
         (info.id, info.name.clone())
     };
-    let mut sim = rt.block_on(Sim::resume(store, branch_id, gateway, SimSettings::default()))?;
-    if !fork && sim.mid_step() {
+    let sim = rt.block_on(Sim::resume(store, branch_id, gateway, SimSettings::default()))?;
+    Ok((sim, name, id))
+}
+
+/// Finishes a step the run stopped part way through, so the user's voice or change lands
+/// between steps.
+pub(super) fn finish_step(
+    sim: &mut Sim<FsStorage>,
+    rt: &tokio::runtime::Runtime,
+) -> anyhow::Result<()> {
+    if sim.mid_step() {
         eprintln!("the last step stopped part way; finishing it first");
         while sim.mid_step() {
             rt.block_on(sim.step())?;
         }
     }
-    Ok((sim, name, id))
+    Ok(())
 }
 
 /// [`open`] for one agent.
@@ -118,8 +127,11 @@ fn open_for(
     llm: &LlmArgs,
     rt: &tokio::runtime::Runtime,
 ) -> anyhow::Result<(Sim<FsStorage>, String, AgentId)> {
-    let (sim, name, id) = open(store_dir, branch, Some(agent), fork, llm, rt)?;
+    let (mut sim, name, id) = open(store_dir, branch, Some(agent), fork, llm, rt)?;
     let id = id.ok_or_else(|| anyhow::anyhow!("no agent `{agent}`"))?;
+    if !fork {
+        finish_step(&mut sim, rt)?;
+    }
     Ok((sim, name, id))
 }
 

@@ -651,14 +651,16 @@ impl<S: Storage> Store<S> {
         if let Err(e) = written {
             return self.poison(io_err("write", &tombstone)(e));
         }
-        finish_deletions(&mut self.storage)?;
-        self.rebuild_index()?;
+        // From here the deletion is promised: a failure leaves it to the next open.
+        if let Err(e) = finish_deletions(&mut self.storage).and_then(|_| self.rebuild_index()) {
+            return self.poison(e);
+        }
         Ok(row.n_events)
     }
 
     /// Starts a new root branch (the first event of a town's history) at time 0.
     pub fn create_root(&mut self, name: &str) -> Result<BranchId, StoreError> {
-        self.create_root_as(name, self.branches.len() as u64)
+        self.create_root_as(name, self.next_nonce())
     }
 
     /// [`Store::create_root`] with the `nonce` that tells roots of the same name apart
@@ -684,7 +686,13 @@ impl<S: Storage> Store<S> {
         at_seq: u64,
         name: &str,
     ) -> Result<BranchId, StoreError> {
-        self.fork_as(from, at_seq, name, self.branches.len() as u64)
+        self.fork_as(from, at_seq, name, self.next_nonce())
+    }
+
+    /// A nonce no branch of the store has had: one past the highest, so a branch made after
+    /// a deletion never takes the deleted one's id.
+    pub fn next_nonce(&self) -> u64 {
+        self.branches.values().map(|r| r.nonce.saturating_add(1)).max().unwrap_or(0)
     }
 
     /// [`Store::fork`] with the `nonce` given (to make a recorded fork again, id for id).

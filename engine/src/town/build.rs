@@ -1,8 +1,8 @@
 //! Buildings added while a town runs (`Intervention::AddBuilding`): a copy of one of the
 //! town's sectors — its rooms, walls, doors, objects and prices — placed with the
-//! north-west corner of its walls at a tile. Where the copy reaches past the map's edge the
-//! map grows with open ground (and keeps a street of open ground around it), so a town with
-//! no room left can still grow on its outskirts.
+//! north-west corner of its walls at a tile. Where the copy reaches past the map's east or
+//! south edge the map grows with open ground, one tile past the copy, so a town with no
+//! room left can still grow on its outskirts.
 //!
 //! Pure: the loop and the viewer apply the same recorded interventions to the recorded
 //! town and get the same map ([`recorded_town`]).

@@ -462,3 +462,25 @@ async fn research_measures_a_run_and_asks_on_a_scratch_fork() {
     assert_eq!(events(&store, "main").len(), main.len(), "the run is untouched");
     assert!(events(&store, "main-research-2").len() > main.len());
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_run_of_some_of_the_town_s_agents() {
+    let server = LoopbackServer::start(vec![], Reply::Rules(over_http)).await;
+    let tmp = tempfile::tempdir().unwrap();
+    let store = tmp.path().join("two");
+    let two = ["run", "--hours", "0.01", "--agents", "tamsin hale,Rowan Ashcombe"];
+    let out = hamlet(args(&server, &store, &two)).await;
+    assert!(out.status.success(), "{}", text(&out));
+    let joined: Vec<String> = events(&store, "main")
+        .into_iter()
+        .filter_map(|e| match e.body {
+            Body::AgentJoined(j) => Some(j.name),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(joined, vec!["Rowan Ashcombe", "Tamsin Hale"], "in the town's order");
+    let other = tmp.path().join("nobody");
+    let out = hamlet(args(&server, &other, &["run", "--agents", "Nobody"])).await;
+    assert_eq!(out.status.code(), Some(2));
+    assert!(text(&out).contains("no persona `Nobody`") && text(&out).contains("Tamsin Hale"));
+}
