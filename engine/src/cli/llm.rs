@@ -392,6 +392,13 @@ pub fn cost(a: CostArgs) -> anyhow::Result<Outcome> {
         .map(|e| (e.sim_time_secs(), e.body))
         .collect();
     let report = cost::report(events.iter().map(|(t, b)| (*t, b)), &prices);
+    let names: BTreeMap<u32, String> = events
+        .iter()
+        .filter_map(|(_, b)| match b {
+            Body::AgentJoined(j) => Some((j.agent.0, j.name.clone())),
+            _ => None,
+        })
+        .collect();
     let mut out = std::io::stdout().lock();
     let header = format!(
         "{:<28} {:>7} {:>7} {:>6} {:>6} {:>11} {:>11} {:>9} {:>10}",
@@ -420,7 +427,11 @@ pub fn cost(a: CostArgs) -> anyhow::Result<Outcome> {
     row(&mut out, "total", &report.total)?;
     writeln!(out, "\nby agent")?;
     for (agent, t) in &report.by_agent {
-        row(&mut out, &agent.map_or_else(|| "(no agent)".into(), |a| format!("agent {a}")), t)?;
+        let name = match agent {
+            Some(a) => names.get(a).cloned().unwrap_or_else(|| format!("agent {a}")),
+            None => "(no agent)".into(),
+        };
+        row(&mut out, &name, t)?;
     }
     writeln!(out, "\nby purpose")?;
     for (purpose, t) in &report.by_purpose {
