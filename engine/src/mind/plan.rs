@@ -210,12 +210,17 @@ pub async fn decompose(
         _ => Vec::new(),
     };
     // Parts keep to the item's time: what starts outside it is dropped, what runs past its
-    // end is cut there.
+    // end is cut there. And they cover it: each part lasts until the next begins, the last
+    // until the item ends (a small model often plans only the first minutes of an hour,
+    // which would leave the agent with nothing to do for the rest).
     let item_end = item.start_secs + u64::from(item.duration_secs);
     parts.retain(|p| p.start_secs >= item.start_secs && p.start_secs < item_end);
-    for p in &mut parts {
-        let room = item_end - p.start_secs;
-        p.duration_secs = p.duration_secs.min(u32::try_from(room).unwrap_or(u32::MAX));
+    parts.sort_by_key(|p| p.start_secs);
+    parts.dedup_by_key(|p| p.start_secs);
+    let ends: Vec<u64> =
+        parts.iter().skip(1).map(|p| p.start_secs).chain(std::iter::once(item_end)).collect();
+    for (p, end) in parts.iter_mut().zip(ends) {
+        p.duration_secs = u32::try_from(end - p.start_secs).unwrap_or(u32::MAX);
         p.address = item.address.clone();
     }
     // A moment with no usable answer is acted on as it is (as an empty decomposition of a

@@ -120,6 +120,17 @@ pub async fn speak(
             "dialogue",
             if so_far.is_empty() { "(nothing yet)".to_owned() } else { so_far.join("\n") },
         ),
+        (
+            "cue",
+            match dialogue.last() {
+                Some((speaker, text)) => format!(
+                    "{speaker} has just said \"{}\". What does {} say back?",
+                    text.trim(),
+                    who.name
+                ),
+                None => format!("{0} speaks first. What does {0} say to {other}?", who.name),
+            },
+        ),
     ]);
     let mut call = template("turn")?.call(&vars, style, Shape::Turn)?;
     call.agent = Some(who.agent);

@@ -293,7 +293,7 @@ fn scripted_gateway(answers: Vec<&'static str>) -> Gateway {
 }
 
 #[test]
-fn a_day_is_planned_remembered_and_decomposed_within_its_stroke() {
+fn a_day_is_planned_remembered_and_decomposed_to_cover_its_stroke() {
     use hamlet_engine::mind::plan::{decompose, plan_day};
     use hamlet_log::event::{PlanLevel, PlanRef};
     let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
@@ -369,6 +369,9 @@ fn a_day_is_planned_remembered_and_decomposed_within_its_stroke() {
     let starts: Vec<u64> = actions.items.iter().map(|i| (i.start_secs - day1) / 60).collect();
     assert_eq!(starts, [420, 425, 470], "the action outside the stroke is dropped");
     assert_eq!(actions.items[2].duration_secs, 600, "cut at the stroke's end");
+    // The stroke is covered: a part lasts until the next begins (no idle gap 07:15–07:50).
+    let lasts: Vec<u32> = actions.items.iter().map(|i| i.duration_secs / 60).collect();
+    assert_eq!(lasts, [5, 45, 10]);
 }
 
 #[test]
