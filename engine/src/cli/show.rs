@@ -8,7 +8,7 @@ use anyhow::{bail, Context};
 use clap::{Args, ValueEnum};
 use hamlet_engine::describe::{printable, sim_time};
 use hamlet_engine::history::Moment;
-use hamlet_engine::query::{AgentView, CallView, Past, TownView};
+use hamlet_engine::query::{ActionView, AgentView, CallView, Past, TownView};
 use hamlet_log::event::AgentId;
 use hamlet_log::Event;
 
@@ -152,6 +152,17 @@ pub fn show(a: ShowArgs) -> anyhow::Result<Outcome> {
     Ok(Outcome::Done)
 }
 
+/// When an action runs: "since 07:30, until 07:45", or "07:30–07:34, over" once it ended
+/// with nothing after it.
+fn when(x: &ActionView, now: u64) -> String {
+    let end = x.started_secs.saturating_add(u64::from(x.duration_secs));
+    if end <= now {
+        format!("{}–{}, over", clock(x.started_secs), clock(end))
+    } else {
+        format!("since {}, until {}", clock(x.started_secs), clock(end))
+    }
+}
+
 fn clock(secs: u64) -> String {
     format!("{:02}:{:02}", secs / 3600 % 24, secs / 60 % 60)
 }
@@ -179,11 +190,10 @@ pub fn town_text(t: &TownView) -> String {
     for a in &t.agents {
         let doing = match &a.action {
             Some(x) => format!(
-                "{} {} (since {}, {} min) at {}",
+                "{} {} ({}) at {}",
                 printable(&x.emoji),
                 printable(&x.description),
-                clock(x.started_secs),
-                x.duration_secs / 60,
+                when(x, t.sim_time_secs),
                 printable(&x.address)
             ),
             None => "nothing yet".into(),
@@ -246,12 +256,11 @@ pub fn agent_text(v: &AgentView, town: &TownView, memories: usize) -> String {
         Some(x) => {
             let _ = writeln!(
                 out,
-                "doing: {} {} at {} (since {}, {} min)",
+                "doing: {} {} at {} ({})",
                 printable(&x.emoji),
                 printable(&x.description),
                 printable(&x.address),
-                clock(x.started_secs),
-                x.duration_secs / 60
+                when(x, town.sim_time_secs)
             );
         }
         None => {
