@@ -9,6 +9,11 @@ pub fn sim_time(secs: u64) -> String {
     format!("day {} {:02}:{:02}:{:02}", secs / 86_400, secs / 3600 % 24, secs / 60 % 60, secs % 60)
 }
 
+/// Simulated seconds as the time of day, `HH:MM`.
+pub fn clock(secs: u64) -> String {
+    format!("{:02}:{:02}", secs / 3600 % 24, secs / 60 % 60)
+}
+
 /// The agents an event is about.
 pub fn agents_of(body: &Body) -> Vec<AgentId> {
     match body {
@@ -185,7 +190,8 @@ pub fn summary(body: &Body, name: &dyn Fn(AgentId) -> String) -> String {
     }
 }
 
-fn cents(n: i64) -> String {
+/// Cents as money: `$12.05`, `-$0.50`.
+pub fn cents(n: i64) -> String {
     let sign = if n < 0 { "-" } else { "" };
     format!("{sign}${}.{:02}", n.unsigned_abs() / 100, n.unsigned_abs() % 100)
 }

@@ -8,7 +8,7 @@ use hamlet_log::event::AgentId;
 use hamlet_log::{Body, Event};
 use serde::{Deserialize, Serialize};
 
-use crate::describe::sim_time;
+use crate::describe::{cents, clock, sim_time};
 use crate::query::memory_kind;
 
 /// How two branches differ.
@@ -156,15 +156,6 @@ pub fn diff(a_name: &str, a: &[Event], b_name: &str, b: &[Event]) -> BranchDiff 
     }
 }
 
-fn clock(secs: u64) -> String {
-    format!("{:02}:{:02}", secs / 3600 % 24, secs / 60 % 60)
-}
-
-fn money(cents: i64) -> String {
-    let sign = if cents < 0 { "-" } else { "" };
-    format!("{sign}${}.{:02}", cents.unsigned_abs() / 100, cents.unsigned_abs() % 100)
-}
-
 impl BranchDiff {
     /// The difference in words: where the branches part, then each agent whose time
     /// differs (actions only one branch has, places, conversations, memories, cash);
@@ -251,9 +242,9 @@ impl BranchDiff {
             if d.a.cash_cents != d.b.cash_cents {
                 out.push_str(&format!(
                     "  cash           {} on `{}`, {} on `{}`\n",
-                    money(d.a.cash_cents),
+                    cents(d.a.cash_cents),
                     self.a,
-                    money(d.b.cash_cents),
+                    cents(d.b.cash_cents),
                     self.b
                 ));
             }

@@ -16,6 +16,7 @@ use crate::describe::{agents_of, sim_time, summary};
 use crate::fold::Town;
 use crate::mind::memory::Minds;
 use crate::town::spatial::SpatialMemory;
+use crate::why::History;
 
 /// The town at a moment.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -400,7 +401,7 @@ fn plan_view(event: EventId, plan: &PlanMade) -> PlanView {
 pub struct Past<'a> {
     events: &'a [Event],
     town: Town,
-    names: BTreeMap<AgentId, String>,
+    history: History<'a>,
 }
 
 impl<'a> Past<'a> {
@@ -408,14 +409,10 @@ impl<'a> Past<'a> {
     /// where the moment is, e.g. with [`Past::cut`]).
     pub fn new(events: &'a [Event]) -> Past<'a> {
         let mut town = Town::default();
-        let mut names = BTreeMap::new();
         for e in events {
             town.apply(e);
-            if let Body::AgentJoined(j) = &e.body {
-                names.insert(j.agent, j.name.clone());
-            }
         }
-        Past { events, town, names }
+        Past { events, town, history: History::new(events) }
     }
 
     /// The prefix of `events` up to and including `seq`.
@@ -430,20 +427,22 @@ impl<'a> Past<'a> {
 
     /// An agent's name (or `agent N`).
     pub fn name(&self, agent: AgentId) -> String {
-        self.names.get(&agent).cloned().unwrap_or_else(|| format!("agent {}", agent.0))
+        self.history.name(agent)
     }
 
     /// The agent named `who` (any case) or numbered `who`.
     pub fn find_agent(&self, who: &str) -> Option<AgentId> {
-        self.names
-            .iter()
-            .find(|(id, name)| name.eq_ignore_ascii_case(who) || id.0.to_string() == who)
-            .map(|(id, _)| *id)
+        self.history.find_agent(who)
     }
 
     /// The agents' names, by id.
     pub fn agents(&self) -> &BTreeMap<AgentId, String> {
-        &self.names
+        self.history.agents()
+    }
+
+    /// The events indexed for "why?" (and for finding agents by name).
+    pub fn history(&self) -> &History<'a> {
+        &self.history
     }
 
     fn action(&self, agent: AgentId) -> Option<ActionView> {
@@ -772,7 +771,7 @@ impl<'a> Past<'a> {
             });
         }
         let relationships = self
-            .names
+            .agents()
             .iter()
             .filter(|(other, _)| **other != agent)
             .filter_map(|(other, other_name)| {

@@ -39,10 +39,13 @@ pub struct DiffusionRow {
 /// The most rows a measurement over time gives: past it, the interval widens to fit.
 pub const MAX_ROWS: u64 = 10_000;
 
-/// The moments to measure at: every `every_secs` from the first event's time (wider when
-/// that would give more than [`MAX_ROWS`]), and the end.
+/// The moments to measure at: every `every_secs` from the town's start (its first agent's
+/// joining; wider when that would give more than [`MAX_ROWS`]), and the end.
 fn moments(events: &[Event], every_secs: u64) -> Vec<u64> {
-    let (Some(first), Some(last)) = (events.first(), events.last()) else { return Vec::new() };
+    let joined = events.iter().find(|e| matches!(e.body, Body::AgentJoined(_)));
+    let (Some(first), Some(last)) = (joined.or(events.first()), events.last()) else {
+        return Vec::new();
+    };
     let (start, end) = (first.sim_time_secs(), last.sim_time_secs().max(first.sim_time_secs()));
     let every = every_secs.max(1).max((end - start) / MAX_ROWS + 1);
     let mut out: Vec<u64> = (0..)

@@ -28,6 +28,12 @@ pub struct ForkArgs {
     name: String,
 }
 
+/// `BASE-1`, `BASE-2`, …: the first that names no branch of the store (a scratch fork's).
+pub(super) fn unused_name(store: &Store, base: &str) -> String {
+    let taken: Vec<String> = store.branches().into_iter().map(|b| b.name).collect();
+    (1..).map(|n| format!("{base}-{n}")).find(|n| !taken.contains(n)).unwrap_or_default()
+}
+
 /// The seq of the last event of `from` at or before `at`.
 pub(super) fn seq_for(store: &Store, from: &BranchInfo, at: Moment) -> anyhow::Result<u64> {
     Ok(match at {

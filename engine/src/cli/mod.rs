@@ -218,6 +218,19 @@ pub struct Source {
     branch: Option<String>,
 }
 
+/// The agent `who` names (a name in any case, or a number) in `history`, or an error that
+/// lists the agents there are.
+pub fn agent_named(
+    history: &hamlet_engine::why::History,
+    who: &str,
+) -> anyhow::Result<hamlet_log::event::AgentId> {
+    use anyhow::Context;
+    history.find_agent(who).with_context(|| {
+        let names: Vec<&str> = history.agents().values().map(String::as_str).collect();
+        format!("no agent `{who}` in this history; the agents are: {}", names.join(", "))
+    })
+}
+
 /// Runs a parsed command line.
 pub fn run(cli: Cli) -> anyhow::Result<Outcome> {
     match cli.command {

@@ -457,9 +457,7 @@ pub fn log(a: LogArgs) -> anyhow::Result<Outcome> {
     let events = source_events(&a.source)?;
     let history = History::new(&events);
     let agent = match &a.agent {
-        Some(who) => Some(
-            history.find_agent(who).with_context(|| format!("no agent `{who}` in this history"))?,
-        ),
+        Some(who) => Some(super::agent_named(&history, who)?),
         None => None,
     };
     if a.from == Some(Moment::End) {

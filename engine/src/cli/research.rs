@@ -17,10 +17,10 @@ use hamlet_gateway::config;
 use indicatif::{ProgressBar, ProgressStyle};
 use serde::Serialize;
 
-use super::branch::seq_for;
+use super::branch::{seq_for, unused_name};
 use super::llm::LlmArgs;
 use super::recording::source_events;
-use super::{parse_moment, Outcome, Source};
+use super::{agent_named, parse_moment, Outcome, Source};
 
 /// The measurements.
 #[derive(Debug, Subcommand)]
@@ -270,17 +270,9 @@ fn ask(
         agents.extend(history.agents().keys().copied());
     }
     for who in &a.agents {
-        let names: Vec<&str> = history.agents().values().map(String::as_str).collect();
-        let id = history.find_agent(who).with_context(|| {
-            format!("no agent `{who}` at that moment; the agents are: {}", names.join(", "))
-        })?;
-        agents.push(id);
+        agents.push(agent_named(&history, who)?);
     }
-    let taken: Vec<String> = store.branches().into_iter().map(|b| b.name).collect();
-    let scratch = (1..)
-        .map(|n| format!("{}-research-{n}", from.name))
-        .find(|n| !taken.contains(n))
-        .unwrap_or_default();
+    let scratch = unused_name(&store, &format!("{}-research", from.name));
     store.fork(from.id, seq, &scratch)?;
     let scratch_id = store.find_branch(&scratch)?.id;
     let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build()?;

@@ -6,15 +6,14 @@ use std::io::Write as _;
 
 use anyhow::{bail, Context};
 use clap::{Args, ValueEnum};
-use hamlet_engine::describe::{printable, sim_time};
+use hamlet_engine::describe::{cents, clock, printable, sim_time};
 use hamlet_engine::history::Moment;
 use hamlet_engine::query::{ActionView, AgentView, CallView, Past, TownView};
-use hamlet_log::event::AgentId;
 use hamlet_log::Event;
 
 use super::recording::source_events;
 use super::why::seq_at;
-use super::{parse_moment, Outcome, Source};
+use super::{agent_named, parse_moment, Outcome, Source};
 
 /// Text for people or JSON for tools.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
@@ -97,14 +96,6 @@ pub enum TranscriptFormat {
     Json,
 }
 
-/// The agent `who` names, or an error listing the agents.
-fn agent_named(past: &Past, who: &str) -> anyhow::Result<AgentId> {
-    past.find_agent(who).with_context(|| {
-        let names: Vec<&str> = past.agents().values().map(String::as_str).collect();
-        format!("no agent `{who}` at that moment; the agents are: {}", names.join(", "))
-    })
-}
-
 /// The seq a moment falls on, or the error saying nothing is there.
 fn seq_of(events: &[Event], moment: Moment) -> anyhow::Result<u64> {
     seq_at(events, moment).context("no event is at or before that moment")
@@ -135,7 +126,7 @@ pub fn show(a: ShowArgs) -> anyhow::Result<Outcome> {
     let past = Past::new(Past::cut(&events, seq));
     match &a.agent {
         Some(who) => {
-            let agent = agent_named(&past, who)?;
+            let agent = agent_named(past.history(), who)?;
             let view = past.agent(agent).context("the agent had not joined by then")?;
             match a.format {
                 ShowFormat::Json => print_json(&view)?,
@@ -161,15 +152,6 @@ fn when(x: &ActionView, now: u64) -> String {
     } else {
         format!("since {}, until {}", clock(x.started_secs), clock(end))
     }
-}
-
-fn clock(secs: u64) -> String {
-    format!("{:02}:{:02}", secs / 3600 % 24, secs / 60 % 60)
-}
-
-fn money(cents: i64) -> String {
-    let sign = if cents < 0 { "-" } else { "" };
-    format!("{sign}${}.{:02}", cents.unsigned_abs() / 100, cents.unsigned_abs() % 100)
 }
 
 /// The town in words.
@@ -209,7 +191,7 @@ pub fn town_text(t: &TownView) -> String {
             printable(&a.name),
             a.tile[0],
             a.tile[1],
-            money(a.cash_cents),
+            cents(a.cash_cents),
         );
     }
     if !t.objects.is_empty() {
@@ -251,7 +233,7 @@ pub fn agent_text(v: &AgentView, town: &TownView, memories: usize) -> String {
             let _ = writeln!(out, "summary: none written yet");
         }
     }
-    let _ = writeln!(out, "cash: {}", money(v.cash_cents));
+    let _ = writeln!(out, "cash: {}", cents(v.cash_cents));
     match &v.action {
         Some(x) => {
             let _ = writeln!(
@@ -380,7 +362,7 @@ pub fn calls(a: CallsArgs) -> anyhow::Result<Outcome> {
     let to = seq_of(&events, a.to)?;
     let from = from_seq(&events, a.from)?;
     let past = Past::new(Past::cut(&events, to));
-    let agent = a.agent.as_deref().map(|who| agent_named(&past, who)).transpose()?;
+    let agent = a.agent.as_deref().map(|who| agent_named(past.history(), who)).transpose()?;
     let mut calls = past.calls(from, to, agent);
     if let Some(t) = &a.template {
         calls.retain(|c| &c.template == t);
@@ -445,7 +427,7 @@ pub fn transcript(a: TranscriptArgs) -> anyhow::Result<Outcome> {
     let to = seq_of(&events, a.to)?;
     let from = from_seq(&events, a.from)?;
     let past = Past::new(Past::cut(&events, to));
-    let agent = a.agent.as_deref().map(|who| agent_named(&past, who)).transpose()?;
+    let agent = a.agent.as_deref().map(|who| agent_named(past.history(), who)).transpose()?;
     let conversations: Vec<_> = past
         .conversations()
         .into_iter()

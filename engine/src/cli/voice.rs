@@ -90,11 +90,7 @@ pub(super) fn open(
         None => None,
     };
     let (branch_id, name) = if fork {
-        let taken: Vec<String> = store.branches().into_iter().map(|b| b.name).collect();
-        let name = (1..)
-            .map(|n| format!("{}-interview-{n}", info.name))
-            .find(|n| !taken.contains(n))
-            .unwrap_or_default();
+        let name = super::branch::unused_name(&store, &format!("{}-interview", info.name));
         (store.fork(info.id, info.head_seq, &name)?, name)
     } else {
         (info.id, info.name.clone())

@@ -7,7 +7,7 @@ use hamlet_engine::why::History;
 use hamlet_log::Event;
 
 use super::recording::source_events;
-use super::{parse_moment, Outcome, Source};
+use super::{agent_named, parse_moment, Outcome, Source};
 
 /// How `hamlet why` prints its graph.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
@@ -57,10 +57,7 @@ pub fn seq_at(events: &[Event], moment: Moment) -> Option<u64> {
 pub fn why(a: WhyArgs) -> anyhow::Result<Outcome> {
     let events = source_events(&a.source)?;
     let history = History::new(&events);
-    let agent = history.find_agent(&a.agent).with_context(|| {
-        let names: Vec<&str> = history.agents().values().map(String::as_str).collect();
-        format!("no agent `{}` in this history; the agents are: {}", a.agent, names.join(", "))
-    })?;
+    let agent = agent_named(&history, &a.agent)?;
     let seq = seq_at(&events, a.at).context("no event is at or before that moment")?;
     let why = history.why(agent, seq, a.max_nodes.max(1))?;
     match a.format {
