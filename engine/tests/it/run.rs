@@ -1,8 +1,9 @@
-//! `hamlet run`, `hamlet interview` and `hamlet inner-voice` at the process boundary,
-//! against an OpenAI-compatible test-double server on loopback that answers by rule: a run
-//! stopped by Ctrl-C and resumed does what one that ran straight through did;
+//! `hamlet run`, the user's voice and changes, and the time-travel commands at the process
+//! boundary, against an OpenAI-compatible test-double server on loopback that answers by
+//! rule: a run stopped by Ctrl-C and resumed does what one that ran straight through did;
 //! an interview leaves the run untouched unless it is to be remembered; the inner voice
-//! makes the agent re-plan.
+//! makes the agent re-plan; forks go on, are changed and queried, and re-simulate, while
+//! their parent stays as it was; the research tools measure a run.
 
 use std::path::Path;
 use std::process::{Command, Output, Stdio};
