@@ -299,14 +299,17 @@ minutes ::= {range}"#,
                     }
                 )
             }
-            Shape::Insights { count, .. } => {
+            Shape::Insights { count, statements } => {
                 let more = count.saturating_sub(1);
+                // Evidence cites only the statements offered (a small model counts on past them).
                 format!(
                     r#"root ::= "{{" ws {insights} "[" ws insight ("," ws insight){{{more}}} ws "]" ws "}}"
-insight ::= "{{" ws {text} string ws "," ws {evidence} "[" int ("," ws int){{0,4}} "]" ws "}}" ws"#,
+insight ::= "{{" ws {text} string ws "," ws {evidence} "[" cite ("," ws cite){{0,4}} "]" ws "}}" ws
+cite ::= {range}"#,
                     insights = key("insights"),
                     text = key("insight"),
                     evidence = key("evidence"),
+                    range = gbnf_range(1, u32::from(*statements).max(1)),
                 )
             }
             Shape::Turn => format!(
@@ -775,6 +778,9 @@ mod tests {
         let plan = Shape::day_plan().gbnf().unwrap();
         assert!(plan.contains(&format!("char{{1,{ACTIVITY_CHARS}}}")), "{plan}");
         assert!(plan.contains(&gbnf_range(30, 600)), "{plan}");
+        let insights = Shape::Insights { count: 2, statements: 9 }.gbnf().unwrap();
+        assert!(insights.contains(&format!("cite ::= {}", gbnf_range(1, 9))), "{insights}");
+        assert!(!insights.contains(" int"), "evidence is not any integer: {insights}");
     }
 
     #[test]

@@ -95,3 +95,54 @@ fn the_embedding_model_gives_the_measured_similarities() {
     assert!((party - 0.6057).abs() < 0.005, "party {party}");
     assert!((teeth + 0.0202).abs() < 0.005, "teeth {teeth}");
 }
+
+#[test]
+fn the_small_model_cites_only_the_statements_it_was_given() {
+    if skip() {
+        return;
+    }
+    installed(ModelChoice::Small);
+    let settings = config::resolve(
+        &FileSettings::default(),
+        &Env::default(),
+        &Flags { model: Some("small".into()), slots: Some(1), ..Flags::default() },
+    )
+    .unwrap();
+    let llm = config::llm_backend(&settings).unwrap();
+    let embed = config::embed_backend(&settings).unwrap();
+    let gateway = config::gateway(&settings, llm, embed);
+    // The question a real run asked, word for word, when this model cited a tenth of nine.
+    let statements = [
+        "Delphine Ashcombe is married to Tobias Ashcombe",
+        "Delphine Ashcombe and Ilona Varga have been close friends for twenty years",
+        "Delphine Ashcombe plans: 07:00 Wake up (30 min); 07:30 Go to the café (30 min); 08:00 \
+         Take a shower (30 min); 08:30 Go to the café (30 min); 09:00 Take a shower (30 min); \
+         09:30 Go to the café (30 min); 10:00 Take a shower (30 min); 10:30 Go to the café (30 min)",
+        "Delphine Ashcombe wants to invite her friends and neighbours to the party at Marigold café",
+        "Rowan Ashcombe is a student at Willowmere college and lives in Reedbank dorm",
+        "Delphine Ashcombe is the mother of Rowan Ashcombe",
+        "Tobias Ashcombe is Eat breakfast",
+        "Tobias Ashcombe is Wake up",
+        "Ashcombe house:living room:bookshelf is idle",
+    ];
+    let listed: Vec<String> =
+        statements.iter().enumerate().map(|(i, s)| format!("{}. {s}", i + 1)).collect();
+    let mut call = Call::chat(
+        "insights",
+        "You draw high-level insights about a character from numbered statements. Each insight is\n\
+         one sentence and cites the numbers of the statements it rests on.\n\
+         Reply with JSON: {\"insights\": [{\"insight\": \"...\", \"evidence\": [n, ...]}, ...]}.",
+        &format!(
+            "Statements about Delphine Ashcombe:\n{}\nGive 5 insights about Delphine Ashcombe.",
+            listed.join("\n")
+        ),
+        Shape::Insights { count: 5, statements: 9 },
+    );
+    call.max_tokens = Some(320);
+    let runtime = tokio::runtime::Runtime::new().unwrap();
+    let answered = runtime.block_on(gateway.ask(&call)).unwrap();
+    assert!(!answered.fallback, "{:?}", answered.events);
+    let Answer::Insights(insights) = &answered.answer else { panic!("{:?}", answered.answer) };
+    assert_eq!(insights.len(), 5);
+    assert!(insights.iter().flat_map(|i| &i.evidence).all(|n| (1..=9).contains(n)));
+}
