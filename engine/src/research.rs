@@ -56,75 +56,85 @@ fn moments(events: &[Event], every_secs: u64) -> Vec<u64> {
     out
 }
 
+/// Folds `events` into `state` with `fold` and takes a row with `row` at each of the
+/// [`moments`]: a measurement over time.
+fn over_time<S, R>(
+    events: &[Event],
+    every_secs: u64,
+    mut state: S,
+    fold: impl Fn(&mut S, &Event),
+    row: impl Fn(&S, u64) -> R,
+) -> Vec<R> {
+    let mut next = events.iter().peekable();
+    let mut rows = Vec::new();
+    for at in moments(events, every_secs) {
+        while let Some(e) = next.next_if(|e| e.sim_time_secs() <= at) {
+            fold(&mut state, e);
+        }
+        rows.push(row(&state, at));
+    }
+    rows
+}
+
 /// Relationship network density over time: two agents are related once they have talked
 /// (a conversation between them started). Measured every `every_secs` and at the end.
 pub fn network_density(events: &[Event], every_secs: u64) -> Vec<DensityRow> {
-    let mut agents: BTreeSet<AgentId> = BTreeSet::new();
-    let mut pairs: BTreeSet<(AgentId, AgentId)> = BTreeSet::new();
-    let mut rows = Vec::new();
-    let mut next = events.iter().peekable();
-    for at in moments(events, every_secs) {
-        while let Some(e) = next.next_if(|e| e.sim_time_secs() <= at) {
-            match &e.body {
-                Body::AgentJoined(j) => {
-                    agents.insert(j.agent);
+    type Met = (BTreeSet<AgentId>, BTreeSet<(AgentId, AgentId)>);
+    let fold = |(agents, pairs): &mut Met, e: &Event| match &e.body {
+        Body::AgentJoined(j) => {
+            agents.insert(j.agent);
+        }
+        Body::ConversationStarted(c) => {
+            for (i, a) in c.agents.iter().enumerate() {
+                for b in &c.agents[i + 1..] {
+                    pairs.insert(((*a).min(*b), (*a).max(*b)));
                 }
-                Body::ConversationStarted(c) => {
-                    for (i, a) in c.agents.iter().enumerate() {
-                        for b in &c.agents[i + 1..] {
-                            pairs.insert(((*a).min(*b), (*a).max(*b)));
-                        }
-                    }
-                }
-                _ => {}
             }
         }
+        _ => {}
+    };
+    let row = |(agents, pairs): &Met, at: u64| {
         let n = agents.len() as u32;
         let possible = f64::from(n) * f64::from(n.saturating_sub(1)) / 2.0;
         let p = pairs.len() as u32;
-        rows.push(DensityRow {
+        DensityRow {
             at_secs: at,
             agents: n,
             pairs: p,
             density: if possible > 0.0 { f64::from(p) / possible } else { 0.0 },
-        });
-    }
-    rows
+        }
+    };
+    over_time(events, every_secs, Met::default(), fold, row)
 }
 
 /// Information diffusion over time, from memory: an agent knows the fact once a memory of
 /// its holds every one of `keywords` (any case). Measured every `every_secs` and at the end.
 pub fn diffusion(events: &[Event], keywords: &[String], every_secs: u64) -> Vec<DiffusionRow> {
+    type Known = (BTreeMap<AgentId, String>, BTreeSet<AgentId>);
     let keywords: Vec<String> = keywords.iter().map(|k| k.to_lowercase()).collect();
-    let mut names: BTreeMap<AgentId, String> = BTreeMap::new();
-    let mut knowing: BTreeSet<AgentId> = BTreeSet::new();
-    let mut rows = Vec::new();
-    let mut next = events.iter().peekable();
-    for at in moments(events, every_secs) {
-        while let Some(e) = next.next_if(|e| e.sim_time_secs() <= at) {
-            match &e.body {
-                Body::AgentJoined(j) => {
-                    names.insert(j.agent, j.name.clone());
-                }
-                Body::MemoryAdded(m) => {
-                    let text = m.description.to_lowercase();
-                    if !keywords.is_empty() && keywords.iter().all(|k| text.contains(k.as_str())) {
-                        knowing.insert(m.agent);
-                    }
-                }
-                _ => {}
+    let fold = |(names, knowing): &mut Known, e: &Event| match &e.body {
+        Body::AgentJoined(j) => {
+            names.insert(j.agent, j.name.clone());
+        }
+        Body::MemoryAdded(m) => {
+            let text = m.description.to_lowercase();
+            if !keywords.is_empty() && keywords.iter().all(|k| text.contains(k.as_str())) {
+                knowing.insert(m.agent);
             }
         }
+        _ => {}
+    };
+    let row = |(names, knowing): &Known, at: u64| {
         let n = names.len() as u32;
         let who: Vec<String> = knowing.iter().filter_map(|a| names.get(a).cloned()).collect();
-        rows.push(DiffusionRow {
+        DiffusionRow {
             at_secs: at,
             agents: n,
             share: if n > 0 { who.len() as f64 / f64::from(n) } else { 0.0 },
             knowing: who,
-        });
-    }
-    rows
+        }
+    };
+    over_time(events, every_secs, Known::default(), fold, row)
 }
 
 /// The interview battery's categories, as the paper grouped its questions.
