@@ -742,7 +742,7 @@ impl<S: Storage> Sim<S> {
                 .collect();
             let observations: Vec<String> = percepts
                 .iter()
-                .map(|p| format!("{} is {}", p.subject, p.description))
+                .map(perception::observation)
                 .filter(|o| !known.contains(o.as_str()))
                 .collect();
             if !observations.is_empty() {
@@ -807,9 +807,9 @@ impl<S: Storage> Sim<S> {
                     .is_some_and(|&t| now.saturating_sub(t) < self.settings.reconsider_secs);
                 let free = planned(other) && !self.busy(other, now) && !self.asleep(other, now);
                 (free && !recent && !considered)
-                    .then(|| (other, o.name.clone(), p.description.clone()))
+                    .then(|| (other, o.name.clone(), perception::observation(p)))
             });
-            if let Some((other, other_name, doing)) = candidate {
+            if let Some((other, other_name, observation)) = candidate {
                 let time = sim_time(now);
                 let status = self.status(agent, now);
                 let who = Situation {
@@ -820,7 +820,6 @@ impl<S: Storage> Sim<S> {
                     status: &status,
                     stream: self.minds.stream(agent),
                 };
-                let observation = format!("{other_name} is {doing}");
                 let (react, at) = should_react(
                     &self.gateway,
                     style,

@@ -77,3 +77,47 @@ pub fn perceive(
     seen.truncate(usize::from(town.perception.attention_bandwidth));
     seen.into_iter().map(|(_, p)| p).collect()
 }
+
+/// A percept as the observation an agent remembers, in words: "Tobias Ashcombe is busy: Eat
+/// breakfast", "Tobias Ashcombe is idle", "the stove in the kitchen of Ashcombe house is
+/// idle". An object's subject is its address (`sector:arena:object`); anything else is an
+/// agent's name. Action descriptions are written by the model in the imperative ("Eat
+/// breakfast"), so they follow a colon rather than "is", as written.
+pub fn observation(percept: &Percept) -> String {
+    let state = percept.description.as_str();
+    let mut parts = percept.subject.splitn(3, ':');
+    if let (Some(sector), Some(arena), Some(object)) = (parts.next(), parts.next(), parts.next()) {
+        return format!("the {object} in the {arena} of {sector} is {state}");
+    }
+    let name = percept.subject.as_str();
+    if state == "idle" {
+        return format!("{name} is idle");
+    }
+    format!("{name} is busy: {state}")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn percept(subject: &str, description: &str) -> Percept {
+        Percept {
+            subject: subject.to_owned(),
+            description: description.to_owned(),
+            tile: Tile { x: 0, y: 0 },
+        }
+    }
+
+    #[test]
+    fn observations_read_as_words() {
+        assert_eq!(
+            observation(&percept("Tobias Ashcombe", "Eat breakfast")),
+            "Tobias Ashcombe is busy: Eat breakfast"
+        );
+        assert_eq!(observation(&percept("Tobias Ashcombe", "idle")), "Tobias Ashcombe is idle");
+        assert_eq!(
+            observation(&percept("Ashcombe house:kitchen:stove", "cooking")),
+            "the stove in the kitchen of Ashcombe house is cooking"
+        );
+    }
+}
