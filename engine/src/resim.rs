@@ -102,8 +102,20 @@ pub async fn resimulate(
                 .into(),
         ));
     };
-    let town = Definition::parse("the recorded town", &source)
+    let mut town = Definition::parse("the recorded town", &source)
         .map_err(|e| ResimError::NotARun(format!("the recorded town does not load: {e}")))?;
+    // A run of some of the town's personas (`hamlet run --agents`) recorded the whole town
+    // and joined only those: they are the `AgentJoined` events right after the town.
+    let joined: Vec<&str> = recorded
+        .iter()
+        .skip_while(|e| !matches!(e.body, Body::TownLoaded(_)))
+        .skip(1)
+        .map_while(|e| match &e.body {
+            Body::AgentJoined(j) => Some(j.name.as_str()),
+            _ => None,
+        })
+        .collect();
+    town.personas.retain(|p| joined.contains(&p.name.as_str()));
     let params =
         Replay::from_events(recorded.iter().map(|e| &e.body)).recorded_params().unwrap_or_default();
     // Each part of the history (a branch's, up to where its fork begins) answers from its
