@@ -10,6 +10,9 @@ use hamlet_log::event::{AgentId, Percept, Tile};
 use super::Definition;
 use crate::fold::Town;
 
+/// What an agent with no action, or an object with no declared state, is seen doing.
+const IDLE: &str = "idle";
+
 fn distance_sq(a: Tile, b: Tile) -> u32 {
     let dx = u32::from(a.x.abs_diff(b.x));
     let dy = u32::from(a.y.abs_diff(b.y));
@@ -40,7 +43,7 @@ pub fn perceive(
         {
             continue;
         }
-        let doing = other.action.as_ref().map_or("idle", |a| a.description.as_str());
+        let doing = other.action.as_ref().map_or(IDLE, |a| a.description.as_str());
         seen.push((
             distance_sq(me.tile, other.tile),
             Percept {
@@ -60,7 +63,7 @@ pub fn perceive(
                 if !fresh(&address) {
                     continue;
                 }
-                let resting = object.states.first().map_or("idle", String::as_str);
+                let resting = object.states.first().map_or(IDLE, String::as_str);
                 let state_now = state.objects.get(&address).map_or(resting, String::as_str);
                 seen.push((
                     distance_sq(me.tile, object.at),
@@ -90,7 +93,7 @@ pub fn observation(percept: &Percept) -> String {
         return format!("the {object} in the {arena} of {sector} is {state}");
     }
     let name = percept.subject.as_str();
-    if state == "idle" {
+    if state == IDLE {
         return format!("{name} is idle");
     }
     format!("{name} is busy: {state}")
