@@ -78,3 +78,63 @@ fn ci_runs_the_readme_test_command() {
         .expect("README names the test command");
     assert!(ci.lines().any(|l| l.trim() == command.trim()), ".ci/run must run `{command}` exactly");
 }
+
+/// The models `hamlet-dev` fetches for a command: the words of its `NAME=(…)` line.
+fn hamlet_dev_models(name: &str) -> Vec<String> {
+    let script = std::fs::read_to_string(root().join("hamlet-dev")).unwrap();
+    let line = script
+        .lines()
+        .find_map(|l| l.strip_prefix(&format!("{name}=(")))
+        .unwrap_or_else(|| panic!("hamlet-dev declares {name}=(…)"));
+    line.trim_end_matches(')').split_whitespace().map(str::to_owned).collect()
+}
+
+/// Whether test or benchmark code asks for the embedded model `choice`: by its `ModelChoice`
+/// variant, or by name as a `--model` flag or a `model` setting.
+fn asks_for(text: &str, choice: hamlet_gateway::models::ModelChoice) -> bool {
+    let name = choice.name();
+    [
+        format!("ModelChoice::{choice:?}"),
+        format!("\"--model\", \"{name}\""),
+        format!("--model {name}"),
+        format!("model: Some(\"{name}\""),
+    ]
+    .iter()
+    .any(|pattern| text.contains(pattern.as_str()))
+}
+
+#[test]
+fn set_up_fetches_every_model_the_tests_use() {
+    use hamlet_gateway::models::ModelChoice;
+    let setup = hamlet_dev_models("TEST_MODELS");
+    let run = hamlet_dev_models("RUN_MODELS");
+    for name in setup.iter().chain(&run) {
+        assert!(name.parse::<ModelChoice>().is_ok(), "hamlet-dev fetches `{name}`: not a model");
+    }
+    for name in &run {
+        assert!(setup.contains(name), "`./hamlet-dev test` must fetch `{name}` too");
+    }
+    let mut files = Vec::new();
+    rust_files(&root(), &mut files);
+    let mut asked = std::collections::BTreeMap::<&str, Vec<String>>::new();
+    for path in files {
+        let in_tests = path.components().any(|c| matches!(c.as_os_str().to_str(), Some("tests" | "benches")));
+        if !in_tests {
+            continue;
+        }
+        let text = std::fs::read_to_string(&path).unwrap();
+        for choice in ModelChoice::ALL {
+            if asks_for(&text, choice) {
+                asked.entry(choice.name()).or_default().push(path.display().to_string());
+            }
+        }
+    }
+    assert!(!asked.is_empty(), "the model tests name their models (gateway/tests/it/model.rs)");
+    for (name, users) in asked {
+        assert!(
+            setup.iter().any(|s| s == name),
+            "{users:?} use the {name} model, which `./hamlet-dev setup` does not fetch: add it to \
+             TEST_MODELS in hamlet-dev"
+        );
+    }
+}

@@ -15,8 +15,8 @@ fn skip() -> bool {
 fn installed(choice: ModelChoice) -> std::path::PathBuf {
     models::installed(choice).unwrap_or_else(|| {
         panic!(
-            "the {choice} model is not installed: run `cargo run --release -- models fetch --model {choice}` \
-             (or `./hamlet-dev setup`); HAMLET_SKIP_MODEL_TESTS=1 skips these tests"
+            "the {choice} model is not installed: run `./hamlet-dev setup` (it fetches every model the tests use) \
+             or `hamlet models fetch --model {choice}`; HAMLET_SKIP_MODEL_TESTS=1 skips these tests"
         )
     })
 }
