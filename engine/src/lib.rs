@@ -10,6 +10,8 @@
 //! * [`pending`]: batches of events whose causes point into the batch.
 //! * [`synth`]: synthetic, town-shaped event streams for benchmarks and tests.
 //! * [`rng`]: `SimRng`, the engine's only randomness, seeded from events.
+//! * [`view`]: what the desktop viewer shows (frames, timeline, map, panels, "why?" laid
+//!   out), answered from a recording or a store.
 //!
 //! The engine never prints: the `hamlet` binary is its only voice.
 #![deny(clippy::print_stdout, clippy::print_stderr)]
@@ -29,4 +31,5 @@ pub mod sim;
 pub mod store;
 pub mod synth;
 pub mod town;
+pub mod view;
 pub mod why;

@@ -20,8 +20,11 @@ use crate::describe::{printable, sim_time, summary};
 /// One event in a "why?" graph.
 #[derive(Clone, Debug, Serialize)]
 pub struct WhyNode {
-    /// The event's id (hex).
+    /// The event's id, as shown (`ev_` and 12 hex digits).
     pub id: String,
+    /// The event's id.
+    #[serde(skip)]
+    pub event: EventId,
     /// Its position on the branch.
     pub seq: u64,
     /// Its simulated time, `day D HH:MM:SS`.
@@ -142,6 +145,7 @@ impl<'a> History<'a> {
         };
         WhyNode {
             id: event.id.to_string(),
+            event: event.id,
             seq: event.seq(),
             time: sim_time(event.sim_time_secs()),
             kind: kind_name(event.body.kind()).to_owned(),
@@ -156,11 +160,17 @@ impl<'a> History<'a> {
     pub fn why(&self, agent: AgentId, seq: u64, max_nodes: usize) -> Result<Why, WhyError> {
         let action =
             self.action_at(agent, seq).ok_or_else(|| WhyError::NoAction(self.name(agent)))?;
+        Ok(self.why_of(action, max_nodes))
+    }
+
+    /// The causal graph behind any event (a plan, a memory, a line of dialogue, …), walked
+    /// as [`History::why`] walks it from an action.
+    pub fn why_of(&self, start: &'a Event, max_nodes: usize) -> Why {
         let mut graph = DiGraph::new();
         let mut index: BTreeMap<EventId, NodeIndex> = BTreeMap::new();
-        let root = graph.add_node(self.node(action));
-        index.insert(action.id, root);
-        let mut queue = VecDeque::from([action]);
+        let root = graph.add_node(self.node(start));
+        index.insert(start.id, root);
+        let mut queue = VecDeque::from([start]);
         let mut truncated = false;
         // One edge per (effect, cause, kind of link): a hostile event repeating a cause a
         // million times adds one edge.
@@ -193,7 +203,7 @@ impl<'a> History<'a> {
                 }
             }
         }
-        Ok(Why { graph, root, truncated })
+        Why { graph, root, truncated }
     }
 
     /// What led to `event`: its recorded causes, then what its body points at.

@@ -11,6 +11,7 @@ mod run;
 mod show;
 mod store;
 mod town;
+mod view;
 mod voice;
 mod why;
 
@@ -48,6 +49,14 @@ pub struct Cli {
 
 #[derive(Debug, Subcommand)]
 enum Command {
+    /// Open the desktop viewer on a recording or a store: the town on a map, a timeline to
+    /// scrub, every agent as it was, and why it acted
+    #[command(after_help = "Examples:\n  hamlet view recordings/willowmere-morning.hamlet\n  \
+hamlet view --store run/\n\n\
+The viewer is the `hamlet-viewer` program beside `hamlet` (cargo build --release -p hamlet-viewer), \
+on the PATH, or at $HAMLET_VIEWER. In the window: Space plays and pauses, ← → step, Home/End jump, \
+click an agent for its panel and \"why?\"; File ▸ Open… or drop a .hamlet file to open another.")]
+    View(view::ViewArgs),
     /// Write a synthetic, town-shaped recording (for benchmarks and for trying the tools)
     #[command(after_help = "Example:\n  hamlet synth --events 1000000 --out big.hamlet")]
     Synth(recording::SynthArgs),
@@ -234,6 +243,7 @@ pub fn agent_named(
 /// Runs a parsed command line.
 pub fn run(cli: Cli) -> anyhow::Result<Outcome> {
     match cli.command {
+        Command::View(a) => view::view(a),
         Command::Synth(a) => recording::synth(a),
         Command::Inspect(a) => recording::inspect(a),
         Command::Verify(a) => recording::verify(a),

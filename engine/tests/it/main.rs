@@ -19,3 +19,4 @@ mod store_model;
 mod support;
 mod tidy;
 mod town;
+mod view;

@@ -1,0 +1,516 @@
+//! What the viewer shows, answered from a recording or a store: the branches, the map, the
+//! timeline, the town at a moment (a frame), an agent as it was, "why?" laid out as a
+//! graph, and model calls. `src-tauri` calls these and nothing else; every answer is a
+//! plain serde type, tested here without a window (`engine/tests/it/view.rs`).
+//!
+//! Frames are the hot path (one per scrub input): the town comes from the nearest
+//! checkpoint and the fold forward (`history`), or from the last frame's town folded forward
+//! when the new moment is a little later; only the few events a frame draws beyond the town
+//! (trails, the lines of conversations under way) are decoded. Panels that need a whole
+//! prefix of the log (an agent, "why?", calls) decode the branch's events once and keep them.
+//!
+//! Nothing here writes: a viewer on a store only reads it.
+
+pub mod frame;
+pub mod layout;
+pub mod map;
+pub mod timeline;
+
+use std::collections::BTreeMap;
+use std::path::Path;
+
+use hamlet_log::event::{decode_body, AgentId};
+use hamlet_log::format::StoredRef;
+use hamlet_log::recording::ReadError;
+use hamlet_log::{BranchId, Event, Recording};
+use serde::Serialize;
+
+use crate::fold::Town;
+use crate::history::{state_at_recording, state_at_store, HistoryError, Moment, CHECKPOINT_EVERY};
+use crate::query::{AgentView, CallView, ConversationView, Past};
+use crate::store::{FsStorage, Store, StoreError};
+use crate::town::build::recorded_town;
+use crate::town::Definition;
+
+pub use frame::Frame;
+pub use layout::WhyGraph;
+pub use map::MapView;
+pub use timeline::Timeline;
+
+/// Why the viewer could not answer.
+#[derive(Debug, thiserror::Error)]
+pub enum ViewError {
+    /// The file is not a recording at all.
+    #[error("{path} is not a Hamlet recording: {reason}")]
+    NotARecording {
+        /// The file.
+        path: String,
+        /// What is wrong, in words.
+        reason: String,
+    },
+    /// The recording failed `verify`: nothing in it is trusted.
+    #[error("this recording failed verification ({0} problems): nothing in it is shown")]
+    Unsound(usize),
+    /// No such branch.
+    #[error("no branch `{name}`; there are: {known}")]
+    NoBranch {
+        /// The name asked for.
+        name: String,
+        /// The names there are.
+        known: String,
+    },
+    /// No such agent at that moment.
+    #[error("no agent {0} had joined by then")]
+    NoAgent(u32),
+    /// No such event on the branch.
+    #[error("no event {0} on this branch")]
+    NoEvent(String),
+    /// "Why?" had nothing to start from.
+    #[error("{0}")]
+    Why(#[from] crate::why::WhyError),
+    /// The moment is before the branch's first event.
+    #[error("nothing happened on this branch before that moment")]
+    BeforeStart,
+    /// Reading the recording failed.
+    #[error(transparent)]
+    Read(#[from] ReadError),
+    /// Reading the store failed.
+    #[error(transparent)]
+    Store(#[from] StoreError),
+}
+
+impl From<HistoryError> for ViewError {
+    fn from(e: HistoryError) -> ViewError {
+        match e {
+            HistoryError::Store(e) => ViewError::Store(e),
+            HistoryError::Read(e) => ViewError::Read(e),
+            HistoryError::BeforeStart => ViewError::BeforeStart,
+        }
+    }
+}
+
+/// What was opened, as the window's title bar and status bar show it.
+#[derive(Clone, Debug, Serialize)]
+pub struct Opened {
+    /// The file or folder name.
+    pub title: String,
+    /// Its path, as given.
+    pub path: String,
+    /// `recording` or `store`.
+    pub kind: &'static str,
+    /// Whether `verify` found the recording sound (a store is checked as it opens).
+    pub sound: bool,
+    /// What `verify` found wrong, one line each.
+    pub findings: Vec<String>,
+    /// Every branch, roots first (empty when the recording is unsound).
+    pub branches: Vec<BranchRow>,
+    /// The branch to show first: `main`, else the first root.
+    pub branch: String,
+}
+
+/// A branch, as the viewer lists it.
+#[derive(Clone, Debug, Serialize)]
+pub struct BranchRow {
+    /// Its name.
+    pub name: String,
+    /// The branch it forked from, by name.
+    pub parent: Option<String>,
+    /// The last seq it shares with its parent.
+    pub fork_seq: Option<u64>,
+    /// Its last event's seq.
+    pub head_seq: u64,
+    #[serde(skip)]
+    id: BranchId,
+}
+
+/// The log behind a viewer: a recording's bytes or a store.
+pub(crate) enum Source<'a> {
+    Recording(Recording<'a>),
+    Store(Box<Store<FsStorage>>),
+}
+
+impl Source<'_> {
+    fn for_each_stored(
+        &self,
+        branch: BranchId,
+        from: u64,
+        to: u64,
+        f: impl FnMut(BranchId, &StoredRef<'_>) -> bool,
+    ) -> Result<(), ViewError> {
+        match self {
+            Source::Recording(rec) => rec.for_each_stored(branch, from, to, f)?,
+            Source::Store(store) => store.for_each_stored(branch, from, to, f)?,
+        }
+        Ok(())
+    }
+
+    fn town_at(&self, branch: BranchId, seq: u64) -> Result<Town, ViewError> {
+        Ok(match self {
+            Source::Recording(rec) => state_at_recording(rec, branch, Moment::Seq(seq))?,
+            Source::Store(store) => state_at_store(store, branch, Moment::Seq(seq))?,
+        })
+    }
+
+    fn seq_at_time(&self, branch: BranchId, secs: u64) -> Result<Option<u64>, ViewError> {
+        Ok(match self {
+            Source::Recording(rec) => rec.seq_at_time(branch, secs)?,
+            Source::Store(store) => store.seq_at_time(branch, secs)?,
+        })
+    }
+
+    fn events(&self, branch: BranchId, head_seq: u64) -> Result<Vec<Event>, ViewError> {
+        match self {
+            Source::Recording(rec) => {
+                Ok(rec.events(branch, 0)?.take_while(|e| e.as_ref().map_or(true, |e| e.seq() <= head_seq)).collect::<Result<_, _>>()?)
+            }
+            Source::Store(store) => Ok(store.events(branch, 0, head_seq)?),
+        }
+    }
+}
+
+/// Decodes a stored event whose kind is one of `kinds`; `None` for other kinds, or bytes
+/// that do not decode (a frame draws less rather than failing).
+pub(crate) fn decode_if(
+    branch: BranchId,
+    event: &StoredRef<'_>,
+    kinds: &[u16],
+) -> Option<Event> {
+    if !kinds.contains(&event.kind) {
+        return None;
+    }
+    let body = decode_body(event.kind, event.schema, event.body).ok()?;
+    Some(Event { id: event.id, parent: event.parent, branch, header: event.header.to_header(), body })
+}
+
+/// What is kept about one branch once it has been looked at.
+#[derive(Default)]
+struct BranchCache {
+    scan: Option<timeline::Scan>,
+    definition: Option<Option<Definition>>,
+    events: Option<Vec<Event>>,
+    /// The last frame's town, to fold forward from when the next moment is a little later.
+    warm: Option<Town>,
+}
+
+/// A recording or a store, open in the viewer.
+pub struct Viewer<'a> {
+    source: Source<'a>,
+    opened: Opened,
+    cache: BTreeMap<BranchId, BranchCache>,
+}
+
+impl<'a> Viewer<'a> {
+    /// Opens a recording over its bytes: verifies it first. An unsound recording opens with
+    /// its findings and no branches; bytes that are not a recording are an error.
+    pub fn recording(bytes: &'a [u8], path: &Path) -> Result<Viewer<'a>, ViewError> {
+        let shown = path.display().to_string();
+        let (rec, report) = Recording::open_verified(bytes).map_err(|e| ViewError::NotARecording {
+            path: shown.clone(),
+            reason: e.to_string(),
+        })?;
+        let sound = report.is_clean();
+        let findings = report.problems.iter().map(ToString::to_string).collect();
+        let branches = if sound {
+            let name = |id: BranchId| rec.branch(id).map(|b| b.name.clone());
+            rec.branches()
+                .iter()
+                .map(|b| BranchRow {
+                    name: b.name.clone(),
+                    parent: b.parent.and_then(name),
+                    fork_seq: b.fork_seq,
+                    head_seq: b.head_seq,
+                    id: b.id,
+                })
+                .collect()
+        } else {
+            Vec::new()
+        };
+        Ok(Viewer::new(Source::Recording(rec), "recording", path, sound, findings, branches))
+    }
+
+    /// Opens a store (its index rebuilt if it must be, as `Store::open` does).
+    pub fn store(dir: &Path) -> Result<Viewer<'static>, ViewError> {
+        let store = Store::open(dir)?;
+        let infos = store.branches();
+        let name = |id: BranchId| infos.iter().find(|b| b.id == id).map(|b| b.name.clone());
+        let branches = infos
+            .iter()
+            .map(|b| BranchRow {
+                name: b.name.clone(),
+                parent: b.parent.and_then(name),
+                fork_seq: b.fork_seq,
+                head_seq: b.head_seq,
+                id: b.id,
+            })
+            .collect();
+        Ok(Viewer::new(Source::Store(Box::new(store)), "store", dir, true, Vec::new(), branches))
+    }
+
+    fn new(
+        source: Source<'a>,
+        kind: &'static str,
+        path: &Path,
+        sound: bool,
+        findings: Vec<String>,
+        mut branches: Vec<BranchRow>,
+    ) -> Viewer<'a> {
+        // Roots first, then forks, each group by name.
+        branches.sort_by(|a, b| (a.parent.is_some(), &a.name).cmp(&(b.parent.is_some(), &b.name)));
+        let branch = branches
+            .iter()
+            .find(|b| b.name == "main")
+            .or(branches.first())
+            .map(|b| b.name.clone())
+            .unwrap_or_default();
+        let title = path.file_name().map_or_else(
+            || path.display().to_string(),
+            |n| n.to_string_lossy().into_owned(),
+        );
+        let opened = Opened {
+            title,
+            path: path.display().to_string(),
+            kind,
+            sound,
+            findings,
+            branches,
+            branch,
+        };
+        Viewer { source, opened, cache: BTreeMap::new() }
+    }
+
+    /// What was opened.
+    pub fn opened(&self) -> &Opened {
+        &self.opened
+    }
+
+    fn branch(&self, name: &str) -> Result<&BranchRow, ViewError> {
+        if !self.opened.sound {
+            return Err(ViewError::Unsound(self.opened.findings.len()));
+        }
+        self.opened.branches.iter().find(|b| b.name == name).ok_or_else(|| ViewError::NoBranch {
+            name: name.to_owned(),
+            known: self.opened.branches.iter().map(|b| b.name.as_str()).collect::<Vec<_>>().join(", "),
+        })
+    }
+
+    fn cache(&mut self, id: BranchId) -> &mut BranchCache {
+        self.cache.entry(id).or_default()
+    }
+
+    fn scan(&mut self, name: &str) -> Result<(BranchId, u64), ViewError> {
+        let b = self.branch(name)?;
+        let (id, head) = (b.id, b.head_seq);
+        if self.cache(id).scan.is_none() {
+            let scan = timeline::Scan::of(&self.source, id, head)?;
+            self.cache(id).scan = Some(scan);
+        }
+        Ok((id, head))
+    }
+
+    /// The timeline of a branch, its density drawn in `buckets` columns.
+    pub fn timeline(&mut self, name: &str, buckets: usize) -> Result<Timeline, ViewError> {
+        let (id, head) = self.scan(name)?;
+        let scan = self.cache(id).scan.as_ref().ok_or(ViewError::BeforeStart)?;
+        Ok(scan.timeline(name, head, buckets))
+    }
+
+    /// The town's map on a branch: the recorded town file with the buildings added since,
+    /// or, for a recording without one, open ground as far as its agents went.
+    pub fn map(&mut self, name: &str) -> Result<MapView, ViewError> {
+        let (id, _) = self.scan(name)?;
+        let definition = self.definition(name)?;
+        let scan = self.cache(id).scan.as_ref().ok_or(ViewError::BeforeStart)?;
+        Ok(match definition {
+            Some(d) => MapView::of(&d),
+            None => MapView::open_ground(&scan.town_name, scan.extent),
+        })
+    }
+
+    fn definition(&mut self, name: &str) -> Result<Option<Definition>, ViewError> {
+        let b = self.branch(name)?;
+        let (id, head) = (b.id, b.head_seq);
+        if let Some(d) = &self.cache(id).definition {
+            return Ok(d.clone());
+        }
+        // Only the events that shape the map are decoded.
+        let mut shaping = Vec::new();
+        self.source.for_each_stored(id, 0, head, |b, e| {
+            if let Some(e) = decode_if(b, e, &[kinds::TOWN_LOADED, kinds::INTERVENED]) {
+                shaping.push(e);
+            }
+            true
+        })?;
+        let d = recorded_town(&shaping);
+        self.cache(id).definition = Some(d.clone());
+        Ok(d)
+    }
+
+    /// The seq a simulated time falls on (the last event at or before it; the branch's
+    /// first event for a time before it).
+    pub fn seq_at(&mut self, name: &str, secs: u64) -> Result<u64, ViewError> {
+        let b = self.branch(name)?;
+        let id = b.id;
+        let first = self.first_seq(name)?;
+        Ok(self.source.seq_at_time(id, secs)?.unwrap_or(first).max(first))
+    }
+
+    fn first_seq(&mut self, name: &str) -> Result<u64, ViewError> {
+        let (id, _) = self.scan(name)?;
+        Ok(self.cache(id).scan.as_ref().map_or(0, |s| s.first_seq))
+    }
+
+    /// The moment one event or one clock step from `seq`, forwards (`dir` > 0) or back.
+    pub fn step(&mut self, name: &str, seq: u64, by_step: bool, dir: i32) -> Result<u64, ViewError> {
+        let (id, head) = self.scan(name)?;
+        let scan = self.cache(id).scan.as_ref().ok_or(ViewError::BeforeStart)?;
+        let first = scan.first_seq;
+        let seq = seq.clamp(first, head);
+        Ok(if by_step {
+            scan.step_from(seq, dir, head)
+        } else if dir > 0 {
+            (seq + 1).min(head)
+        } else {
+            seq.saturating_sub(1).max(first)
+        })
+    }
+
+    /// The town at `seq` as the map draws it.
+    pub fn frame(&mut self, name: &str, seq: u64) -> Result<Frame, ViewError> {
+        let (id, head) = self.scan(name)?;
+        let first = self.cache(id).scan.as_ref().map_or(0, |s| s.first_seq);
+        let seq = seq.clamp(first, head);
+        let town = self.town_at(id, seq)?;
+        let scan = self.cache.get(&id).and_then(|c| c.scan.as_ref()).ok_or(ViewError::BeforeStart)?;
+        let frame = Frame::of(&self.source, id, &town, scan)?;
+        self.cache(id).warm = Some(town);
+        Ok(frame)
+    }
+
+    /// The town at `seq`: the last frame's town folded forward if it is at most a
+    /// checkpoint's spacing behind, else from the nearest checkpoint.
+    fn town_at(&mut self, id: BranchId, seq: u64) -> Result<Town, ViewError> {
+        let warm = self.cache(id).warm.take();
+        if let Some(mut town) = warm {
+            let at = town.head.map_or(0, |(s, _)| s);
+            if at == seq {
+                return Ok(town);
+            }
+            if at < seq && seq - at <= CHECKPOINT_EVERY {
+                self.source.for_each_stored(id, at + 1, seq, |_, e| {
+                    town.apply_stored(e);
+                    true
+                })?;
+                return Ok(town);
+            }
+        }
+        self.source.town_at(id, seq)
+    }
+
+    fn events(&mut self, name: &str) -> Result<(BranchId, &[Event]), ViewError> {
+        let b = self.branch(name)?;
+        let (id, head) = (b.id, b.head_seq);
+        if self.cache(id).events.is_none() {
+            let events = self.source.events(id, head)?;
+            self.cache(id).events = Some(events);
+        }
+        Ok((id, self.cache(id).events.as_deref().unwrap_or(&[])))
+    }
+
+    /// An agent as it was at `seq`, and the conversations it took part in by then.
+    pub fn agent(&mut self, name: &str, seq: u64, agent: u32) -> Result<AgentPanel, ViewError> {
+        let (_, events) = self.events(name)?;
+        let past = Past::new(Past::cut(events, seq));
+        let view = past.agent(AgentId(agent)).ok_or(ViewError::NoAgent(agent))?;
+        let conversations =
+            past.conversations().into_iter().filter(|c| c.agents.contains(&view.name)).collect();
+        Ok(AgentPanel { agent: view, conversations })
+    }
+
+    /// "Why?" for an agent's action at `seq`, laid out as a graph.
+    pub fn why_action(&mut self, name: &str, seq: u64, agent: u32) -> Result<WhyGraph, ViewError> {
+        let (_, events) = self.events(name)?;
+        let events = Past::cut(events, seq);
+        let history = crate::why::History::new(events);
+        let why = history.why(AgentId(agent), seq, WHY_MAX_NODES)?;
+        Ok(WhyGraph::of(&why))
+    }
+
+    /// "Why?" for any event of the branch (a plan, a memory, a line of dialogue, …), named
+    /// by its id: 64 hex digits, or a prefix of them as ids are shown (`ev_4ac4068cd864`).
+    pub fn why_event(&mut self, name: &str, event: &str) -> Result<WhyGraph, ViewError> {
+        let hex = event.strip_prefix("ev_").unwrap_or(event).to_ascii_lowercase();
+        let unknown = || ViewError::NoEvent(event.to_owned());
+        if hex.len() < 8 || !hex.bytes().all(|b| b.is_ascii_hexdigit()) {
+            return Err(unknown());
+        }
+        let (_, events) = self.events(name)?;
+        let at = events.iter().position(|e| e.id.to_hex().starts_with(&hex)).ok_or_else(unknown)?;
+        let history = crate::why::History::new(&events[..=at]);
+        let why = history.why_of(&events[at], WHY_MAX_NODES);
+        Ok(WhyGraph::of(&why))
+    }
+
+    /// The model calls made in `from..=to` (seqs), by one agent or all.
+    pub fn calls(
+        &mut self,
+        name: &str,
+        from: u64,
+        to: u64,
+        agent: Option<u32>,
+    ) -> Result<Vec<CallView>, ViewError> {
+        let (_, events) = self.events(name)?;
+        let past = Past::new(events);
+        Ok(past.calls(from, to, agent.map(AgentId)))
+    }
+}
+
+/// The most events a "why?" graph walks before it stops (and says so).
+pub const WHY_MAX_NODES: usize = 400;
+
+/// The kind tags this module reads by hand (checked against the log format by a test).
+pub(crate) mod kinds {
+    pub const RUN_CONFIGURED: u16 = 2;
+    pub const TOWN_LOADED: u16 = 3;
+    pub const AGENT_JOINED: u16 = 4;
+    pub const CLOCK_STEPPED: u16 = 5;
+    pub const MOVED: u16 = 6;
+    pub const PLAN_MADE: u16 = 15;
+    pub const CONVERSATION_STARTED: u16 = 17;
+    pub const DIALOGUE_TURN: u16 = 18;
+    pub const REFLECTION_STARTED: u16 = 20;
+    pub const INTERVENED: u16 = 23;
+}
+
+/// An agent as the agent panel shows it.
+#[derive(Clone, Debug, Serialize)]
+pub struct AgentPanel {
+    /// The agent as it was.
+    #[serde(flatten)]
+    pub agent: AgentView,
+    /// The conversations it took part in by then, in the order they started.
+    pub conversations: Vec<ConversationView>,
+}
+
+#[cfg(test)]
+mod tests {
+    use hamlet_log::event::kind_by_name;
+
+    #[test]
+    fn the_kind_tags_read_by_hand_are_the_log_formats() {
+        use super::kinds::*;
+        for (tag, name) in [
+            (RUN_CONFIGURED, "RunConfigured"),
+            (TOWN_LOADED, "TownLoaded"),
+            (AGENT_JOINED, "AgentJoined"),
+            (CLOCK_STEPPED, "ClockStepped"),
+            (MOVED, "Moved"),
+            (PLAN_MADE, "PlanMade"),
+            (CONVERSATION_STARTED, "ConversationStarted"),
+            (DIALOGUE_TURN, "DialogueTurn"),
+            (REFLECTION_STARTED, "ReflectionStarted"),
+            (INTERVENED, "Intervened"),
+        ] {
+            assert_eq!(kind_by_name(name), Some(tag), "{name}");
+        }
+    }
+}

@@ -1,0 +1,225 @@
+//! What the desktop viewer shows, without a window (`hamlet_engine::view`): over the shipped
+//! recording and a store holding it, every answer agrees with the queries (`Past`) and the
+//! fold; bad files are refused or shown unsound, never trusted.
+
+use std::path::{Path, PathBuf};
+
+use hamlet_engine::query::Past;
+use hamlet_engine::store::Store;
+use hamlet_engine::view::{ViewError, Viewer};
+use hamlet_log::{Body, Event, Recording};
+
+fn shipped() -> (PathBuf, Vec<u8>) {
+    let path =
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("../recordings/willowmere-morning.hamlet");
+    let bytes = std::fs::read(&path).unwrap();
+    (path, bytes)
+}
+
+fn events_of(bytes: &[u8]) -> Vec<Event> {
+    let rec = Recording::open(bytes).unwrap();
+    let root = rec.root().unwrap().id;
+    rec.events(root, 0).unwrap().collect::<Result<_, _>>().unwrap()
+}
+
+#[test]
+fn frames_agree_with_the_fold_forwards_backwards_and_from_a_store() {
+    let (path, bytes) = shipped();
+    let events = events_of(&bytes);
+    let head = events.last().unwrap().seq();
+    let mut viewer = Viewer::recording(&bytes, &path).unwrap();
+    let opened = viewer.opened().clone();
+    assert!(opened.sound, "{:?}", opened.findings);
+    assert_eq!(opened.branch, "main");
+    assert_eq!(opened.branches.len(), 1);
+
+    let tmp = tempfile::tempdir().unwrap();
+    {
+        let mut store = Store::open(tmp.path()).unwrap();
+        store.import(&bytes).unwrap();
+    }
+    let mut from_store = Viewer::store(tmp.path()).unwrap();
+
+    // Forwards (the warm town folded on), then backwards (from a checkpoint or the start),
+    // then the same moment twice.
+    let moments = [5, 400, 401, 1200, head / 2, head, 30, 1200, 1200];
+    for seq in moments {
+        let frame = viewer.frame("main", seq).unwrap();
+        let past = Past::new(Past::cut(&events, seq));
+        let town = past.town();
+        assert_eq!(frame.seq, town.seq, "at #{seq}");
+        assert_eq!(frame.secs, town.sim_time_secs);
+        assert_eq!(frame.agents.len(), town.agents.len(), "at #{seq}");
+        for (mark, brief) in frame.agents.iter().zip(&town.agents) {
+            assert_eq!((mark.id, &mark.name, mark.tile), (brief.id, &brief.name, brief.tile));
+            assert_eq!(mark.action, brief.action.as_ref().map_or("", |a| a.description.as_str()));
+            assert_eq!(mark.talking_with, brief.talking_with, "{} at #{seq}", mark.name);
+            if let Some(last) = mark.trail.last() {
+                assert_eq!(*last, mark.tile, "a trail ends where the agent stands");
+            }
+        }
+        // A bubble for each conversation under way that has a line, its speaker in it.
+        assert!(frame.bubbles.len() <= town.conversations.len());
+        for bubble in &frame.bubbles {
+            let c = town.conversations.iter().find(|c| c.agents.contains(&bubble.speaker));
+            let c = c.unwrap_or_else(|| panic!("{} speaks in no conversation", bubble.speaker));
+            assert_eq!(bubble.text, c.lines.last().unwrap().text);
+        }
+        let again = from_store.frame("main", seq).unwrap();
+        assert_eq!(serde_json::to_value(&again).unwrap(), serde_json::to_value(&frame).unwrap());
+    }
+    // A moment of conversation shows its bubble.
+    let talk = events.iter().find_map(|e| match &e.body {
+        Body::DialogueTurn(_) => Some(e.seq()),
+        _ => None,
+    });
+    let frame = viewer.frame("main", talk.unwrap()).unwrap();
+    assert!(!frame.bubbles.is_empty(), "a line under way at #{}", frame.seq);
+    // Someone walked: a trail of several tiles.
+    let walked = (0..head).step_by(97).any(|s| {
+        viewer.frame("main", s).unwrap().agents.iter().any(|a| a.trail.len() >= 3)
+    });
+    assert!(walked, "some frame shows a walking agent's trail");
+}
+
+#[test]
+fn the_timeline_counts_every_event_and_marks_what_matters() {
+    let (path, bytes) = shipped();
+    let events = events_of(&bytes);
+    let mut viewer = Viewer::recording(&bytes, &path).unwrap();
+    let t = viewer.timeline("main", 300).unwrap();
+    assert_eq!(t.density.len(), 300);
+    assert_eq!(t.density.iter().map(|&n| u64::from(n)).sum::<u64>(), events.len() as u64);
+    assert_eq!((t.first_seq, t.head_seq), (0, events.last().unwrap().seq()));
+    // The day starts with the clock (the run's set-up at midnight counts in the first column).
+    let clock = events.iter().find(|e| matches!(e.body, Body::ClockStepped(_))).unwrap();
+    assert_eq!(t.start_secs, clock.sim_time_secs() - 10, "07:00, when the first step began");
+    assert_eq!(t.end_secs, events.last().unwrap().sim_time_secs());
+    assert_eq!(t.seconds_per_step, 10);
+    let count = |kind: &str| t.markers.iter().filter(|m| m.kind == kind).count();
+    let started = |f: fn(&Body) -> bool| events.iter().filter(|e| f(&e.body)).count();
+    assert_eq!(count("conversation"), started(|b| matches!(b, Body::ConversationStarted(_))));
+    assert_eq!(count("reflection"), started(|b| matches!(b, Body::ReflectionStarted(_))));
+    assert!(count("conversation") > 0 && count("reflection") > 0 && count("plan") > 0);
+    assert!(t.markers.windows(2).all(|w| w[0].seq <= w[1].seq));
+    // 07:00 to 09:00: no night.
+    assert!(t.nights.is_empty(), "{:?}", t.nights);
+
+    // Stepping by clock step lands just before a step begins, and comes back.
+    let steps: Vec<u64> = events
+        .iter()
+        .filter(|e| matches!(e.body, Body::ClockStepped(_)))
+        .map(Event::seq)
+        .collect();
+    let mut seq = 0;
+    for &next in steps.iter().take(20) {
+        seq = viewer.step("main", seq, true, 1).unwrap();
+        assert_eq!(seq, next - 1);
+    }
+    let back = viewer.step("main", seq, true, -1).unwrap();
+    assert!(back < seq && steps.contains(&(back + 1)), "{back}");
+    assert_eq!(viewer.step("main", seq, false, 1).unwrap(), seq + 1);
+    assert_eq!(viewer.step("main", 0, false, -1).unwrap(), 0);
+    assert_eq!(viewer.seq_at("main", t.end_secs + 999).unwrap(), t.head_seq);
+    assert_eq!(viewer.seq_at("main", 0).unwrap(), 0);
+}
+
+#[test]
+fn the_map_is_the_recorded_town() {
+    let (path, bytes) = shipped();
+    let mut viewer = Viewer::recording(&bytes, &path).unwrap();
+    let map = viewer.map("main").unwrap();
+    assert_eq!((map.name.as_str(), map.width, map.height), ("Willowmere", 72, 46));
+    assert_eq!(map.cells.len(), 72 * 46);
+    assert_eq!((map.arenas.len(), map.sectors.len(), map.objects.len()), (33, 13, 109));
+    let cell = |[x, y]: [u16; 2]| map.cells[usize::from(y) * 72 + usize::from(x)];
+    assert_eq!(cell([0, 0]), 1, "open ground at the corner");
+    assert_eq!(cell([1, 1]), 0, "a wall");
+    for o in &map.objects {
+        let c = cell(o.tile);
+        assert!(c >= 2, "{} stands on a floor", o.address);
+        let arena = &map.arenas[(c - 2) as usize];
+        assert!(o.address.starts_with(&format!("{}:{}:", arena.sector, arena.arena)), "{}", o.address);
+    }
+    for a in &map.arenas {
+        assert!(cell(a.label) >= 2, "{}'s label is on its floor", a.arena);
+    }
+}
+
+#[test]
+fn the_agent_panel_and_why_answer_as_the_queries_do() {
+    let (path, bytes) = shipped();
+    let events = events_of(&bytes);
+    let mut viewer = Viewer::recording(&bytes, &path).unwrap();
+    let seq = viewer.seq_at("main", 8 * 3600 + 45 * 60).unwrap();
+    let past = Past::new(Past::cut(&events, seq));
+    let delphine = past.find_agent("Delphine Ashcombe").unwrap();
+    let panel = viewer.agent("main", seq, delphine.0).unwrap();
+    assert_eq!(
+        serde_json::to_value(&panel.agent).unwrap(),
+        serde_json::to_value(past.agent(delphine).unwrap()).unwrap()
+    );
+    assert!(panel.conversations.iter().all(|c| c.agents.contains(&panel.agent.name)));
+    assert!(!panel.conversations.is_empty(), "Delphine talked with Tobias by 08:45");
+    assert!(matches!(viewer.agent("main", seq, 999), Err(ViewError::NoAgent(999))));
+
+    let why = viewer.why_action("main", seq, delphine.0).unwrap();
+    let root = &why.nodes[why.root];
+    assert_eq!(root.kind, "ActionStarted");
+    assert_eq!((root.x, root.layer), (0, 0));
+    let prompt = why.nodes.iter().find(|n| n.kind == "LlmRequested").expect("a model call");
+    assert!(prompt.detail.as_deref().is_some_and(|d| d.contains("Delphine")), "its prompt");
+    assert!(why.edges.iter().any(|e| e.link == "recalled" && e.scores.is_some()));
+    // No two boxes overlap; every edge joins two nodes; the tree lists each node once
+    // expanded.
+    for (i, a) in why.nodes.iter().enumerate() {
+        assert!(a.x + a.w <= why.width && a.y + a.h <= why.height);
+        for b in &why.nodes[i + 1..] {
+            let apart = a.x + a.w <= b.x || b.x + b.w <= a.x || a.y + a.h <= b.y || b.y + b.h <= a.y;
+            assert!(apart, "{} and {} overlap", a.id, b.id);
+        }
+    }
+    assert!(why.edges.iter().all(|e| e.from < why.nodes.len() && e.to < why.nodes.len()));
+    let expanded: std::collections::BTreeSet<usize> =
+        why.tree.iter().filter(|l| !l.again).map(|l| l.node).collect();
+    assert_eq!(expanded.len(), why.nodes.len());
+
+    // From a memory: its own causes.
+    let memory = panel.agent.memories.last().unwrap();
+    let from_memory = viewer.why_event("main", &memory.id.to_string()).unwrap();
+    assert_eq!(from_memory.nodes[from_memory.root].kind, "MemoryAdded");
+    assert!(matches!(viewer.why_event("main", "ev_nonsense"), Err(ViewError::NoEvent(_))));
+
+    let calls = viewer.calls("main", 0, seq, Some(delphine.0)).unwrap();
+    assert_eq!(
+        serde_json::to_value(&calls).unwrap(),
+        serde_json::to_value(past.calls(0, seq, Some(delphine))).unwrap()
+    );
+    assert!(!calls.is_empty());
+}
+
+#[test]
+fn bad_files_are_refused_or_shown_unsound_and_never_trusted() {
+    let (path, bytes) = shipped();
+    let text = b"This is not a recording, only a note.".to_vec();
+    let err = Viewer::recording(&text, Path::new("note.hamlet")).err().unwrap();
+    assert!(matches!(err, ViewError::NotARecording { .. }), "{err}");
+    assert!(err.to_string().contains("note.hamlet is not a Hamlet recording"), "{err}");
+    assert!(Viewer::recording(&[], Path::new("empty.hamlet")).is_err());
+
+    // A flipped bit in the middle of the events.
+    let mut flipped = bytes.clone();
+    let at = flipped.len() / 3;
+    flipped[at] ^= 0x10;
+    let mut viewer = Viewer::recording(&flipped, &path).unwrap();
+    let opened = viewer.opened().clone();
+    assert!(!opened.sound);
+    assert!(!opened.findings.is_empty());
+    assert!(opened.branches.is_empty(), "nothing of an unsound file is listed");
+    assert!(matches!(viewer.frame("main", 10), Err(ViewError::Unsound(_))));
+    assert!(matches!(viewer.timeline("main", 10), Err(ViewError::Unsound(_))));
+
+    let mut sound = Viewer::recording(&bytes, &path).unwrap();
+    let err = sound.frame("what-if", 3).err().unwrap();
+    assert!(err.to_string().contains("no branch `what-if`; there are: main"), "{err}");
+}
