@@ -1,0 +1,364 @@
+//! `hamlet-viewer`: the desktop viewer. A Tauri window whose page (`viewer/`) draws what the
+//! engine's `view` module answers about a recording or a store. This crate is the only one
+//! that knows Tauri: its commands are thin (each one line of engine code run on the worker
+//! thread, see `worker.rs`); menus, drag-and-drop, the file dialog and the settings and
+//! recent files (tauri-plugin-store) live here too. `viewer/COMMANDS.md` is the contract
+//! with the page.
+
+mod settings;
+mod worker;
+
+use std::path::PathBuf;
+
+use clap::Parser;
+use hamlet_engine::view::{AgentPanel, Frame, MapView, Opened, Timeline, WhyGraph};
+use hamlet_engine::query::CallView;
+use serde::Serialize;
+use tauri::menu::{MenuBuilder, MenuItemBuilder, SubmenuBuilder};
+use tauri::{AppHandle, DragDropEvent, Emitter, Manager, State, WindowEvent};
+use tauri_plugin_dialog::DialogExt;
+
+use settings::{Recent, Settings};
+use worker::Worker;
+
+/// Hamlet's viewer: open a recording (or a store) and scrub its day, watch the town, and
+/// ask why an agent did what it did.
+#[derive(Debug, Parser)]
+#[command(name = "hamlet-viewer", version, after_help = "Examples:\n  \
+hamlet-viewer recordings/willowmere-morning.hamlet\n  hamlet-viewer --store run/\n\n\
+In the window: File ▸ Open… (Ctrl+O), or drop a .hamlet file on it. Space plays and pauses, \
+← → step, Home/End jump; click an agent for its panel and \"why?\".")]
+struct Args {
+    /// A recording to open (`.hamlet`)
+    file: Option<PathBuf>,
+    /// A store to open instead (a directory made by `hamlet run --store`)
+    #[arg(long, conflicts_with = "file")]
+    store: Option<PathBuf>,
+}
+
+/// What was opened, and where this file was left last time.
+#[derive(Clone, Debug, Serialize)]
+struct OpenedView {
+    #[serde(flatten)]
+    opened: Opened,
+    /// The moment this file was shown at when it was last closed.
+    last_seq: Option<u64>,
+}
+
+/// A frame, and how long the engine took to make it.
+#[derive(Serialize)]
+struct Timed<T> {
+    #[serde(flatten)]
+    value: T,
+    /// Microseconds on the worker thread.
+    micros: u64,
+}
+
+/// Opens `path` (a folder is a store), remembers it, and tells the page.
+async fn open(app: AppHandle, path: PathBuf) -> Result<OpenedView, String> {
+    let path = std::fs::canonicalize(&path).unwrap_or(path);
+    let store = path.is_dir();
+    let answer = app.state::<Worker>().open(path.clone(), store)?;
+    match worker::wait(answer).await? {
+        Ok(opened) => {
+            let last_seq = settings::moment(&app, &opened.path);
+            settings::remember(&app, Recent { path: opened.path.clone(), title: opened.title.clone() });
+            refresh_recent_menu(&app);
+            if let Some(window) = app.get_webview_window("main") {
+                let _ = window.set_title(&format!("{} — Hamlet", opened.title));
+            }
+            let view = OpenedView { opened, last_seq };
+            let _ = app.emit("opened", &view);
+            Ok(view)
+        }
+        Err(message) => {
+            let _ = app.emit("open-failed", serde_json::json!({ "path": path, "message": message }));
+            Err(message)
+        }
+    }
+}
+
+/// Opens a file or store by path; the page hears `opened` (or `open-failed`) as well.
+#[tauri::command]
+async fn open_path(app: AppHandle, path: String) -> Result<OpenedView, String> {
+    open(app, PathBuf::from(path)).await
+}
+
+/// Asks for a recording with the file dialog and opens it; `null` if cancelled.
+#[tauri::command]
+async fn pick_and_open(app: AppHandle) -> Result<Option<OpenedView>, String> {
+    let picked = app.dialog().file().add_filter("Hamlet recording", &["hamlet"]).blocking_pick_file();
+    match picked.and_then(|p| p.into_path().ok()) {
+        Some(path) => open(app, path).await.map(Some),
+        None => Ok(None),
+    }
+}
+
+/// What is open now (a file given on the command line opens before the page loads), or
+/// `null`; an error if the last open failed.
+#[tauri::command]
+async fn current(app: AppHandle, worker: State<'_, Worker>) -> Result<Option<OpenedView>, String> {
+    let opened = worker.ask_optional(|v| Ok(v.opened().clone()))?;
+    Ok(worker::wait(opened).await??.map(|opened| {
+        let last_seq = settings::moment(&app, &opened.path);
+        OpenedView { opened, last_seq }
+    }))
+}
+
+/// Recently opened files and stores, newest first.
+#[tauri::command]
+fn recent(app: AppHandle) -> Vec<Recent> {
+    settings::recent(&app)
+}
+
+/// The viewer's settings.
+#[tauri::command]
+fn settings(app: AppHandle) -> Settings {
+    settings::load(&app)
+}
+
+/// Saves the viewer's settings.
+#[tauri::command]
+fn save_settings(app: AppHandle, settings: Settings) -> Result<(), String> {
+    settings::save(&app, &settings)
+}
+
+/// Remembers the moment shown for the open file, to come back to it next time.
+#[tauri::command]
+fn remember_moment(app: AppHandle, path: String, seq: u64) -> Result<(), String> {
+    settings::set_moment(&app, &path, seq)
+}
+
+/// A branch's timeline with its density in `buckets` columns.
+#[tauri::command]
+async fn timeline(worker: State<'_, Worker>, branch: String, buckets: usize) -> Result<Timeline, String> {
+    worker.run(move |v| v.timeline(&branch, buckets)).await
+}
+
+/// The town's map.
+#[tauri::command]
+async fn map(worker: State<'_, Worker>, branch: String) -> Result<MapView, String> {
+    worker.run(move |v| v.map(&branch)).await
+}
+
+/// The town at a seq, or at a simulated time (the last event at or before it).
+#[tauri::command]
+async fn frame(
+    worker: State<'_, Worker>,
+    branch: String,
+    seq: Option<u64>,
+    secs: Option<u64>,
+) -> Result<Timed<Frame>, String> {
+    worker
+        .run(move |v| {
+            let started = stopwatch();
+            let seq = match (seq, secs) {
+                (Some(seq), _) => seq,
+                (None, Some(secs)) => v.seq_at(&branch, secs)?,
+                (None, None) => 0,
+            };
+            let value = v.frame(&branch, seq)?;
+            Ok(Timed { value, micros: elapsed_micros(started) })
+        })
+        .await
+}
+
+/// The moment one event or one clock step away from `seq`.
+#[tauri::command]
+async fn step(
+    worker: State<'_, Worker>,
+    branch: String,
+    seq: u64,
+    by: String,
+    dir: i32,
+) -> Result<serde_json::Value, String> {
+    let by_step = match by.as_str() {
+        "step" => true,
+        "event" => false,
+        other => return Err(format!("step by `{other}`: `step` or `event`")),
+    };
+    worker.run(move |v| Ok(serde_json::json!({ "seq": v.step(&branch, seq, by_step, dir)? }))).await
+}
+
+/// An agent as it was at `seq`.
+#[tauri::command]
+async fn agent(worker: State<'_, Worker>, branch: String, seq: u64, agent: u32) -> Result<AgentPanel, String> {
+    worker.run(move |v| v.agent(&branch, seq, agent)).await
+}
+
+/// "Why?" for an agent's action at `seq`, or for any event by id.
+#[tauri::command]
+async fn why(
+    worker: State<'_, Worker>,
+    branch: String,
+    seq: Option<u64>,
+    agent: Option<u32>,
+    event: Option<String>,
+) -> Result<WhyGraph, String> {
+    worker
+        .run(move |v| match (event, seq, agent) {
+            (Some(event), _, _) => v.why_event(&branch, &event),
+            (None, Some(seq), Some(agent)) => v.why_action(&branch, seq, agent),
+            _ => Err(hamlet_engine::view::ViewError::NoEvent("(none given: ask with an event, or a seq and an agent)".into())),
+        })
+        .await
+}
+
+/// The model calls made in `from..=to` (seqs), by one agent or all.
+#[tauri::command]
+async fn calls(
+    worker: State<'_, Worker>,
+    branch: String,
+    from: u64,
+    to: u64,
+    agent: Option<u32>,
+) -> Result<Vec<CallView>, String> {
+    worker.run(move |v| v.calls(&branch, from, to, agent)).await
+}
+
+#[expect(clippy::disallowed_methods, reason = "measures the engine's time per frame for the status bar; decides nothing")]
+fn stopwatch() -> std::time::Instant {
+    std::time::Instant::now()
+}
+
+fn elapsed_micros(started: std::time::Instant) -> u64 {
+    u64::try_from(started.elapsed().as_micros()).unwrap_or(u64::MAX)
+}
+
+/// The File ▸ Open Recent submenu's items, made again from the recent list.
+fn refresh_recent_menu(app: &AppHandle) {
+    let Some(menu) = app.menu() else { return };
+    let Some(tauri::menu::MenuItemKind::Submenu(file)) = menu.get("file") else { return };
+    let Some(tauri::menu::MenuItemKind::Submenu(recent)) = file.get("recent") else { return };
+    while recent.remove_at(0).ok().flatten().is_some() {}
+    for (i, r) in settings::recent(app).iter().enumerate() {
+        // `&` marks a mnemonic in a menu label.
+        let label = r.path.replace('&', "&&");
+        if let Ok(item) = MenuItemBuilder::with_id(format!("recent:{i}"), label).build(app) {
+            let _ = recent.append(&item);
+        }
+    }
+}
+
+fn menu(app: &tauri::App) -> tauri::Result<tauri::menu::Menu<tauri::Wry>> {
+    let item = |id: &str, label: &str, accelerator: Option<&str>| {
+        let b = MenuItemBuilder::with_id(id, label);
+        match accelerator {
+            Some(a) => b.accelerator(a).build(app),
+            None => b.build(app),
+        }
+    };
+    let recent = SubmenuBuilder::with_id(app, "recent", "Open &Recent").build()?;
+    let file = SubmenuBuilder::with_id(app, "file", "&File")
+        .item(&item("open", "&Open…", Some("CmdOrCtrl+O"))?)
+        .item(&item("open-store", "Open &Store…", Some("CmdOrCtrl+Shift+O"))?)
+        .item(&recent)
+        .separator()
+        .item(&item("quit", "&Quit", Some("CmdOrCtrl+Q"))?)
+        .build()?;
+    let view = SubmenuBuilder::new(app, "&View")
+        .item(&item("zoom-in", "Zoom &In\t+", None)?)
+        .item(&item("zoom-out", "Zoom &Out\t−", None)?)
+        .item(&item("zoom-fit", "&Fit the Town\t0", None)?)
+        .separator()
+        .item(&item("toggle-bubbles", "Speech &Bubbles\tB", None)?)
+        .item(&item("toggle-paths", "Walking &Paths\tP", None)?)
+        .build()?;
+    let time = SubmenuBuilder::new(app, "&Timeline")
+        .item(&item("play", "&Play / Pause\tSpace", None)?)
+        .item(&item("step-forward", "Step &Forward\t→", None)?)
+        .item(&item("step-back", "Step &Back\t←", None)?)
+        .item(&item("event-forward", "Next &Event\t.", None)?)
+        .item(&item("event-back", "Previous E&vent\t,", None)?)
+        .separator()
+        .item(&item("home", "To the &Start\tHome", None)?)
+        .item(&item("end", "To the &End\tEnd", None)?)
+        .build()?;
+    let agent = SubmenuBuilder::new(app, "&Agent")
+        .item(&item("why", "&Why?\tW", None)?)
+        .item(&item("close-panel", "&Close the Panel\tEsc", None)?)
+        .build()?;
+    MenuBuilder::new(app).items(&[&file, &view, &time, &agent]).build()
+}
+
+fn spawn_open(app: &AppHandle, path: PathBuf) {
+    let app = app.clone();
+    tauri::async_runtime::spawn(async move {
+        let _ = open(app, path).await;
+    });
+}
+
+fn main() {
+    let args = Args::parse();
+    let first = args.store.or(args.file);
+    tauri::Builder::default()
+        .plugin(tauri_plugin_store::Builder::new().build())
+        .plugin(tauri_plugin_dialog::init())
+        .manage(Worker::start())
+        .setup(move |app| {
+            app.set_menu(menu(app)?)?;
+            refresh_recent_menu(app.handle());
+            if let Some(path) = first.clone() {
+                // Sent to the worker now, before the page loads and asks what is open.
+                spawn_open(app.handle(), path);
+            }
+            Ok(())
+        })
+        .on_menu_event(|app, event| match event.id().as_ref() {
+            "quit" => app.exit(0),
+            "open" | "open-store" => {
+                let app2 = app.clone();
+                let dialog = app.dialog().file();
+                if event.id().as_ref() == "open" {
+                    dialog.add_filter("Hamlet recording", &["hamlet"]).pick_file(move |p| {
+                        if let Some(path) = p.and_then(|p| p.into_path().ok()) {
+                            spawn_open(&app2, path);
+                        }
+                    });
+                } else {
+                    dialog.pick_folder(move |p| {
+                        if let Some(path) = p.and_then(|p| p.into_path().ok()) {
+                            spawn_open(&app2, path);
+                        }
+                    });
+                }
+            }
+            id => {
+                if let Some(i) = id.strip_prefix("recent:").and_then(|i| i.parse::<usize>().ok()) {
+                    if let Some(r) = settings::recent(app).get(i) {
+                        spawn_open(app, PathBuf::from(&r.path));
+                    }
+                } else {
+                    let _ = app.emit("menu", serde_json::json!({ "id": id }));
+                }
+            }
+        })
+        .on_window_event(|window, event| {
+            if let WindowEvent::DragDrop(DragDropEvent::Drop { paths, .. }) = event {
+                if let Some(path) = paths.first() {
+                    spawn_open(window.app_handle(), path.clone());
+                }
+            }
+        })
+        .invoke_handler(tauri::generate_handler![
+            open_path,
+            pick_and_open,
+            current,
+            recent,
+            settings,
+            save_settings,
+            remember_moment,
+            timeline,
+            map,
+            frame,
+            step,
+            agent,
+            why,
+            calls
+        ])
+        .run(tauri::generate_context!())
+        .unwrap_or_else(|e| {
+            eprintln!("error: the viewer's window could not run: {e}");
+            std::process::exit(2);
+        });
+}

@@ -1,0 +1,211 @@
+//! A W3C WebDriver client over plain HTTP, enough to drive the viewer's window through
+//! WebKitWebDriver (Debian's `webkit2gtk-driver`): a virtual X display (Xvfb), the driver,
+//! one session on the real `hamlet-viewer` binary, scripts run in the page, clicks, and
+//! screenshots of the X screen (WebDriver's own screenshot command hangs under Xvfb).
+
+use std::io::{Read, Write};
+use std::net::TcpStream;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use serde_json::{json, Value};
+
+/// One HTTP/1.1 request; the response body as JSON.
+fn http(port: u16, method: &str, path: &str, body: Option<&Value>) -> Result<Value, String> {
+    let mut s = TcpStream::connect(("127.0.0.1", port)).map_err(|e| e.to_string())?;
+    s.set_read_timeout(Some(Duration::from_secs(120))).map_err(|e| e.to_string())?;
+    let body = body.map(Value::to_string).unwrap_or_default();
+    write!(
+        s,
+        "{method} {path} HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nContent-Type: application/json; \
+         charset=utf-8\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+        body.len()
+    )
+    .map_err(|e| e.to_string())?;
+    let mut raw = Vec::new();
+    s.read_to_end(&mut raw).map_err(|e| e.to_string())?;
+    let split = raw.windows(4).position(|w| w == b"\r\n\r\n").ok_or("no HTTP header")?;
+    let head = String::from_utf8_lossy(&raw[..split]).to_lowercase();
+    let mut payload = raw[split + 4..].to_vec();
+    if head.contains("transfer-encoding: chunked") {
+        payload = unchunk(&payload);
+    }
+    if payload.is_empty() {
+        return Ok(Value::Null);
+    }
+    serde_json::from_slice(&payload).map_err(|e| format!("{e}: {}", String::from_utf8_lossy(&payload)))
+}
+
+fn unchunk(mut data: &[u8]) -> Vec<u8> {
+    let mut out = Vec::new();
+    while let Some(end) = data.windows(2).position(|w| w == b"\r\n") {
+        let size = usize::from_str_radix(String::from_utf8_lossy(&data[..end]).trim(), 16).unwrap_or(0);
+        if size == 0 {
+            break;
+        }
+        let start = end + 2;
+        out.extend_from_slice(&data[start..(start + size).min(data.len())]);
+        data = data.get(start + size + 2..).unwrap_or(&[]);
+    }
+    out
+}
+
+fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
+}
+
+/// Xvfb, WebKitWebDriver and a session on the viewer, all ended when dropped.
+pub struct Window {
+    xvfb: Child,
+    driver: Child,
+    port: u16,
+    session: String,
+    display: String,
+    /// Where screenshots go.
+    pub shots: PathBuf,
+}
+
+fn need(program: &str, package: &str) {
+    let found = Command::new("sh")
+        .args(["-c", &format!("command -v {program}")])
+        .stdout(Stdio::null())
+        .status()
+        .is_ok_and(|s| s.success());
+    assert!(
+        found,
+        "{program} is not installed: `./hamlet-dev setup` installs it (Debian package {package}); \
+         HAMLET_SKIP_VIEWER_E2E=1 skips these tests"
+    );
+}
+
+impl Window {
+    /// Opens the viewer on `args` in a fresh X display, its settings in `data_home`.
+    pub fn open(args: &[String], data_home: &Path, shots: &Path) -> Window {
+        need("Xvfb", "xvfb");
+        need("WebKitWebDriver", "webkit2gtk-driver");
+        need("import", "imagemagick");
+        std::fs::create_dir_all(shots).unwrap();
+        // A display number nobody uses: Xvfb picks one and says which.
+        let (mut reader, writer) = std::io::pipe().unwrap();
+        let xvfb = Command::new("Xvfb")
+            .args(["-displayfd", "1", "-screen", "0", "1600x1000x24", "-nolisten", "tcp"])
+            .stdout(writer)
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("Xvfb starts");
+        let mut number = Vec::new();
+        let mut byte = [0u8; 1];
+        while reader.read(&mut byte).unwrap_or(0) == 1 && byte[0] != b'\n' {
+            number.push(byte[0]);
+        }
+        let display = format!(":{}", String::from_utf8_lossy(&number).trim());
+        let port = free_port();
+        let driver = Command::new("WebKitWebDriver")
+            .arg(format!("--port={port}"))
+            .env("DISPLAY", &display)
+            .env("TAURI_WEBVIEW_AUTOMATION", "true")
+            .env("WEBKIT_DISABLE_COMPOSITING_MODE", "1")
+            .env("WEBKIT_DISABLE_DMABUF_RENDERER", "1")
+            .env("NO_AT_BRIDGE", "1")
+            .env("XDG_DATA_HOME", data_home)
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("WebKitWebDriver starts");
+        let deadline = Instant::now() + Duration::from_secs(30);
+        while http(port, "GET", "/status", None).is_err() {
+            assert!(Instant::now() < deadline, "WebKitWebDriver did not answer on port {port}");
+            std::thread::sleep(Duration::from_millis(100));
+        }
+        let binary = env!("CARGO_BIN_EXE_hamlet-viewer");
+        let created = http(
+            port,
+            "POST",
+            "/session",
+            Some(&json!({ "capabilities": { "alwaysMatch": {
+                "webkitgtk:browserOptions": { "binary": binary, "args": args }
+            }}})),
+        )
+        .expect("a WebDriver session");
+        let session = created["value"]["sessionId"]
+            .as_str()
+            .unwrap_or_else(|| panic!("no session: {created}"))
+            .to_owned();
+        let mut window = Window { xvfb, driver, port, session, display, shots: shots.to_owned() };
+        window.set_size(1600, 1000);
+        window
+    }
+
+    fn call(&self, method: &str, path: &str, body: Option<&Value>) -> Value {
+        let path = format!("/session/{}{path}", self.session);
+        let answer = http(self.port, method, &path, body).unwrap_or_else(|e| panic!("{path}: {e}"));
+        if let Some(error) = answer["value"]["error"].as_str() {
+            panic!("{path}: {error}: {}", answer["value"]["message"]);
+        }
+        answer["value"].clone()
+    }
+
+    fn set_size(&mut self, w: u32, h: u32) {
+        let path = format!("/session/{}/window/rect", self.session);
+        let _ = http(self.port, "POST", &path, Some(&json!({ "x": 0, "y": 0, "width": w, "height": h })));
+    }
+
+    /// Runs `script` (a function body; `arguments` holds `args`) in the page.
+    pub fn run(&self, script: &str, args: Value) -> Value {
+        self.call("POST", "/execute/sync", Some(&json!({ "script": script, "args": args })))
+    }
+
+    /// Runs `script` whose last argument is a callback to call with the answer.
+    pub fn run_async(&self, script: &str, args: Value) -> Value {
+        self.call("POST", "/execute/async", Some(&json!({ "script": script, "args": args })))
+    }
+
+    /// Waits until `script` returns something truthy, and returns it.
+    pub fn wait_for(&self, what: &str, script: &str, args: Value) -> Value {
+        let deadline = Instant::now() + Duration::from_secs(60);
+        loop {
+            let v = self.run(script, args.clone());
+            if !(v.is_null() || v == json!(false) || v == json!(0) || v == json!("")) {
+                return v;
+            }
+            assert!(Instant::now() < deadline, "timed out waiting for {what}");
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+
+    /// Clicks the element `css` selects.
+    pub fn click(&self, css: &str) {
+        let found = self.call("POST", "/element", Some(&json!({ "using": "css selector", "value": css })));
+        let id = found
+            .as_object()
+            .and_then(|o| o.values().next())
+            .and_then(Value::as_str)
+            .unwrap_or_else(|| panic!("no element {css}"))
+            .to_owned();
+        self.call("POST", &format!("/element/{id}/click"), Some(&json!({})));
+    }
+
+    /// A picture of the X screen, saved as `name.png`.
+    pub fn screenshot(&self, name: &str) -> PathBuf {
+        std::thread::sleep(Duration::from_millis(300));
+        let path = self.shots.join(format!("{name}.png"));
+        let ok = Command::new("import")
+            .args(["-window", "root", "-display", &self.display])
+            .arg(&path)
+            .status()
+            .is_ok_and(|s| s.success());
+        assert!(ok, "screenshot {name}");
+        path
+    }
+}
+
+impl Drop for Window {
+    fn drop(&mut self) {
+        let _ = http(self.port, "DELETE", &format!("/session/{}", self.session), None);
+        let _ = self.driver.kill();
+        let _ = self.driver.wait();
+        let _ = self.xvfb.kill();
+        let _ = self.xvfb.wait();
+    }
+}
