@@ -11,8 +11,8 @@ mod worker;
 use std::path::PathBuf;
 
 use clap::Parser;
-use hamlet_engine::view::{AgentPanel, Frame, MapView, Opened, Timeline, WhyGraph};
 use hamlet_engine::query::CallView;
+use hamlet_engine::view::{AgentPanel, Frame, MapView, Opened, Timeline, WhyGraph};
 use serde::Serialize;
 use tauri::menu::{MenuBuilder, MenuItemBuilder, SubmenuBuilder};
 use tauri::{AppHandle, DragDropEvent, Emitter, Manager, State, WindowEvent};
@@ -24,10 +24,14 @@ use worker::Worker;
 /// Hamlet's viewer: open a recording (or a store) and scrub its day, watch the town, and
 /// ask why an agent did what it did.
 #[derive(Debug, Parser)]
-#[command(name = "hamlet-viewer", version, after_help = "Examples:\n  \
+#[command(
+    name = "hamlet-viewer",
+    version,
+    after_help = "Examples:\n  \
 hamlet-viewer recordings/willowmere-morning.hamlet\n  hamlet-viewer --store run/\n\n\
 In the window: File ▸ Open… (Ctrl+O), or drop a .hamlet file on it. Space plays and pauses, \
-← → step, Home/End jump; click an agent for its panel and \"why?\".")]
+← → step, Home/End jump; click an agent for its panel and \"why?\"."
+)]
 struct Args {
     /// A recording to open (`.hamlet`)
     file: Option<PathBuf>,
@@ -62,7 +66,10 @@ async fn open(app: AppHandle, path: PathBuf) -> Result<OpenedView, String> {
     match worker::wait(answer).await? {
         Ok(opened) => {
             let last_seq = settings::moment(&app, &opened.path);
-            settings::remember(&app, Recent { path: opened.path.clone(), title: opened.title.clone() });
+            settings::remember(
+                &app,
+                Recent { path: opened.path.clone(), title: opened.title.clone() },
+            );
             refresh_recent_menu(&app);
             if let Some(window) = app.get_webview_window("main") {
                 let _ = window.set_title(&format!("{} — Hamlet", opened.title));
@@ -72,7 +79,8 @@ async fn open(app: AppHandle, path: PathBuf) -> Result<OpenedView, String> {
             Ok(view)
         }
         Err(message) => {
-            let _ = app.emit("open-failed", serde_json::json!({ "path": path, "message": message }));
+            let _ =
+                app.emit("open-failed", serde_json::json!({ "path": path, "message": message }));
             Err(message)
         }
     }
@@ -87,7 +95,8 @@ async fn open_path(app: AppHandle, path: String) -> Result<OpenedView, String> {
 /// Asks for a recording with the file dialog and opens it; `null` if cancelled.
 #[tauri::command]
 async fn pick_and_open(app: AppHandle) -> Result<Option<OpenedView>, String> {
-    let picked = app.dialog().file().add_filter("Hamlet recording", &["hamlet"]).blocking_pick_file();
+    let picked =
+        app.dialog().file().add_filter("Hamlet recording", &["hamlet"]).blocking_pick_file();
     match picked.and_then(|p| p.into_path().ok()) {
         Some(path) => open(app, path).await.map(Some),
         None => Ok(None),
@@ -131,7 +140,11 @@ fn remember_moment(app: AppHandle, path: String, seq: u64) -> Result<(), String>
 
 /// A branch's timeline with its density in `buckets` columns.
 #[tauri::command]
-async fn timeline(worker: State<'_, Worker>, branch: String, buckets: usize) -> Result<Timeline, String> {
+async fn timeline(
+    worker: State<'_, Worker>,
+    branch: String,
+    buckets: usize,
+) -> Result<Timeline, String> {
     worker.run(move |v| v.timeline(&branch, buckets)).await
 }
 
@@ -182,7 +195,12 @@ async fn step(
 
 /// An agent as it was at `seq`.
 #[tauri::command]
-async fn agent(worker: State<'_, Worker>, branch: String, seq: u64, agent: u32) -> Result<AgentPanel, String> {
+async fn agent(
+    worker: State<'_, Worker>,
+    branch: String,
+    seq: u64,
+    agent: u32,
+) -> Result<AgentPanel, String> {
     worker.run(move |v| v.agent(&branch, seq, agent)).await
 }
 
@@ -199,7 +217,9 @@ async fn why(
         .run(move |v| match (event, seq, agent) {
             (Some(event), _, _) => v.why_event(&branch, &event),
             (None, Some(seq), Some(agent)) => v.why_action(&branch, seq, agent),
-            _ => Err(hamlet_engine::view::ViewError::NoEvent("(none given: ask with an event, or a seq and an agent)".into())),
+            _ => Err(hamlet_engine::view::ViewError::NoEvent(
+                "(none given: ask with an event, or a seq and an agent)".into(),
+            )),
         })
         .await
 }
@@ -216,7 +236,10 @@ async fn calls(
     worker.run(move |v| v.calls(&branch, from, to, agent)).await
 }
 
-#[expect(clippy::disallowed_methods, reason = "measures the engine's time per frame for the status bar; decides nothing")]
+#[expect(
+    clippy::disallowed_methods,
+    reason = "measures the engine's time per frame for the status bar; decides nothing"
+)]
 fn stopwatch() -> std::time::Instant {
     std::time::Instant::now()
 }
@@ -279,6 +302,15 @@ fn menu(app: &tauri::App) -> tauri::Result<tauri::menu::Menu<tauri::Wry>> {
         .item(&item("close-panel", "&Close the Panel\tEsc", None)?)
         .build()?;
     MenuBuilder::new(app).items(&[&file, &view, &time, &agent]).build()
+}
+
+/// The window's configuration and the page, embedded at build time.
+#[expect(
+    clippy::disallowed_types,
+    reason = "tauri's generated asset table uses a HashMap; nothing of it is encoded, hashed or folded"
+)]
+fn context() -> tauri::Context<tauri::Wry> {
+    tauri::generate_context!()
 }
 
 fn spawn_open(app: &AppHandle, path: PathBuf) {
@@ -356,7 +388,7 @@ fn main() {
             why,
             calls
         ])
-        .run(tauri::generate_context!())
+        .run(context())
         .unwrap_or_else(|e| {
             eprintln!("error: the viewer's window could not run: {e}");
             std::process::exit(2);

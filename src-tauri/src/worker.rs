@@ -58,7 +58,10 @@ impl Worker {
 
     /// Sends the worker `query`, to run against what is open (`Ok(None)` if nothing is,
     /// the last failure to open as the error if one did).
-    pub fn ask_optional<T, F>(&self, query: F) -> Result<mpsc::Receiver<Result<Option<T>, String>>, String>
+    pub fn ask_optional<T, F>(
+        &self,
+        query: F,
+    ) -> Result<mpsc::Receiver<Result<Option<T>, String>>, String>
     where
         T: Send + 'static,
         F: for<'v, 'a> FnOnce(&'v mut Viewer<'a>) -> Result<T, ViewError> + Send + 'static,
@@ -121,7 +124,8 @@ fn serve(rx: &mpsc::Receiver<Message>) {
                     Viewer::store(&path).map(|viewer| serve_open(viewer, rx, &reply))
                 } else {
                     match std::fs::read(&path) {
-                        Ok(bytes) => Viewer::recording(&bytes, &path).map(|viewer| serve_open(viewer, rx, &reply)),
+                        Ok(bytes) => Viewer::recording(&bytes, &path)
+                            .map(|viewer| serve_open(viewer, rx, &reply)),
                         Err(e) => {
                             let message = format!("cannot read {}: {e}", path.display());
                             let _ = reply.send(Err(message.clone()));

@@ -40,17 +40,24 @@ fn viewer_binary() -> Option<PathBuf> {
 }
 
 fn has_display() -> bool {
-    ["DISPLAY", "WAYLAND_DISPLAY"].iter().any(|v| std::env::var_os(v).is_some_and(|v| !v.is_empty()))
+    ["DISPLAY", "WAYLAND_DISPLAY"]
+        .iter()
+        .any(|v| std::env::var_os(v).is_some_and(|v| !v.is_empty()))
 }
 
 pub fn view(a: ViewArgs) -> anyhow::Result<Outcome> {
     let (path, store): (&Path, bool) = match (&a.file, &a.store) {
         (Some(file), _) => (file, false),
         (None, Some(dir)) => (dir, true),
-        (None, None) => bail!("give a recording FILE or --store DIR (or run `hamlet-viewer` to pick one)"),
+        (None, None) => {
+            bail!("give a recording FILE or --store DIR (or run `hamlet-viewer` to pick one)")
+        }
     };
     if store && !path.is_dir() {
-        bail!("no store at {}: a store is a directory made by `hamlet run --store`", path.display());
+        bail!(
+            "no store at {}: a store is a directory made by `hamlet run --store`",
+            path.display()
+        );
     }
     if !store && !path.is_file() {
         bail!("no recording at {}", path.display());
@@ -73,7 +80,8 @@ pub fn view(a: ViewArgs) -> anyhow::Result<Outcome> {
         command.arg("--store");
     }
     command.arg(path);
-    let status = command.status().with_context(|| format!("cannot run the viewer {}", binary.display()))?;
+    let status =
+        command.status().with_context(|| format!("cannot run the viewer {}", binary.display()))?;
     if !status.success() {
         bail!("the viewer stopped with {status}");
     }

@@ -77,7 +77,11 @@ pub struct Bubble {
 
 /// Up to two initials of a name: "Delphine Ashcombe" → "DA".
 pub fn initials(name: &str) -> String {
-    name.split_whitespace().filter_map(|w| w.chars().next()).take(2).flat_map(char::to_uppercase).collect()
+    name.split_whitespace()
+        .filter_map(|w| w.chars().next())
+        .take(2)
+        .flat_map(char::to_uppercase)
+        .collect()
 }
 
 impl Frame {
@@ -89,7 +93,9 @@ impl Frame {
     ) -> Result<Frame, ViewError> {
         let seq = town.head.map_or(0, |(s, _)| s);
         let secs = town.sim_time_secs;
-        let name = |a: &AgentId| town.agents.get(a).map_or_else(|| format!("agent {}", a.0), |x| x.name.clone());
+        let name = |a: &AgentId| {
+            town.agents.get(a).map_or_else(|| format!("agent {}", a.0), |x| x.name.clone())
+        };
 
         // Trails: the moves of the last simulated minute.
         let from = source
@@ -113,14 +119,21 @@ impl Frame {
         for id in town.conversations.keys() {
             let Some(&start) = scan.conversations.get(id) else { continue };
             let mut last = None;
-            source.for_each_stored(branch, start, seq.min(start.saturating_add(LINES_READ)), |b, stored| {
-                if let Some(Body::DialogueTurn(t)) = decode_if(b, stored, &[kinds::DIALOGUE_TURN]).map(|e| e.body) {
-                    if t.conversation == *id {
-                        last = Some(t);
+            source.for_each_stored(
+                branch,
+                start,
+                seq.min(start.saturating_add(LINES_READ)),
+                |b, stored| {
+                    if let Some(Body::DialogueTurn(t)) =
+                        decode_if(b, stored, &[kinds::DIALOGUE_TURN]).map(|e| e.body)
+                    {
+                        if t.conversation == *id {
+                            last = Some(t);
+                        }
                     }
-                }
-                true
-            })?;
+                    true
+                },
+            )?;
             if let Some(t) = last {
                 let tile = town.agents.get(&t.speaker).map_or([0, 0], |a| [a.tile.x, a.tile.y]);
                 bubbles.push(Bubble { speaker: name(&t.speaker), text: printable(&t.text), tile });
@@ -136,9 +149,10 @@ impl Frame {
                     .and_then(|c| town.conversations.get(&c))
                     .map(|c| c.agents.iter().filter(|o| *o != id).map(&name).collect())
                     .unwrap_or_default();
-                let (emoji, action, address) = a.action.as_ref().map_or_else(Default::default, |x| {
-                    (printable(&x.emoji), printable(&x.description), printable(&x.address))
-                });
+                let (emoji, action, address) =
+                    a.action.as_ref().map_or_else(Default::default, |x| {
+                        (printable(&x.emoji), printable(&x.description), printable(&x.address))
+                    });
                 AgentMark {
                     id: id.0,
                     name: printable(&a.name),

@@ -113,8 +113,8 @@ impl WhyGraph {
         while let Some(n) = queue.pop_front() {
             let next = layer[&n] + 1;
             for m in g.neighbors_directed(n, Direction::Outgoing) {
-                if !layer.contains_key(&m) {
-                    layer.insert(m, next);
+                if let std::collections::btree_map::Entry::Vacant(e) = layer.entry(m) {
+                    e.insert(next);
                     queue.push_back(m);
                 }
             }

@@ -68,7 +68,8 @@ pub struct ObjectView {
 /// Of `tiles`, the one nearest their mean.
 fn middle(tiles: &[Tile]) -> [u16; 2] {
     let n = tiles.len().max(1) as i64;
-    let (sx, sy) = tiles.iter().fold((0i64, 0i64), |(x, y), t| (x + i64::from(t.x), y + i64::from(t.y)));
+    let (sx, sy) =
+        tiles.iter().fold((0i64, 0i64), |(x, y), t| (x + i64::from(t.x), y + i64::from(t.y)));
     let (mx, my) = (sx / n, sy / n);
     tiles
         .iter()
@@ -95,7 +96,12 @@ impl MapView {
                     label: middle(&a.tiles),
                 });
                 for t in &a.tiles {
-                    bounds = [bounds[0].min(t.x), bounds[1].min(t.y), bounds[2].max(t.x), bounds[3].max(t.y)];
+                    bounds = [
+                        bounds[0].min(t.x),
+                        bounds[1].min(t.y),
+                        bounds[2].max(t.x),
+                        bounds[3].max(t.y),
+                    ];
                 }
                 for o in &a.objects {
                     objects.push(ObjectView {

@@ -123,10 +123,11 @@ pub struct BranchRow {
     id: BranchId,
 }
 
-/// The log behind a viewer: a recording's bytes or a store.
+/// The log behind a viewer: a recording's bytes or a store (one per viewer: its size
+/// does not matter).
 pub(crate) enum Source<'a> {
     Recording(Recording<'a>),
-    Store(Box<Store<FsStorage>>),
+    Store(Store<FsStorage>),
 }
 
 impl Source<'_> {
@@ -160,9 +161,10 @@ impl Source<'_> {
 
     fn events(&self, branch: BranchId, head_seq: u64) -> Result<Vec<Event>, ViewError> {
         match self {
-            Source::Recording(rec) => {
-                Ok(rec.events(branch, 0)?.take_while(|e| e.as_ref().map_or(true, |e| e.seq() <= head_seq)).collect::<Result<_, _>>()?)
-            }
+            Source::Recording(rec) => Ok(rec
+                .events(branch, 0)?
+                .take_while(|e| e.as_ref().map_or(true, |e| e.seq() <= head_seq))
+                .collect::<Result<_, _>>()?),
             Source::Store(store) => Ok(store.events(branch, 0, head_seq)?),
         }
     }
@@ -170,16 +172,18 @@ impl Source<'_> {
 
 /// Decodes a stored event whose kind is one of `kinds`; `None` for other kinds, or bytes
 /// that do not decode (a frame draws less rather than failing).
-pub(crate) fn decode_if(
-    branch: BranchId,
-    event: &StoredRef<'_>,
-    kinds: &[u16],
-) -> Option<Event> {
+pub(crate) fn decode_if(branch: BranchId, event: &StoredRef<'_>, kinds: &[u16]) -> Option<Event> {
     if !kinds.contains(&event.kind) {
         return None;
     }
     let body = decode_body(event.kind, event.schema, event.body).ok()?;
-    Some(Event { id: event.id, parent: event.parent, branch, header: event.header.to_header(), body })
+    Some(Event {
+        id: event.id,
+        parent: event.parent,
+        branch,
+        header: event.header.to_header(),
+        body,
+    })
 }
 
 /// What is kept about one branch once it has been looked at.
@@ -204,10 +208,8 @@ impl<'a> Viewer<'a> {
     /// its findings and no branches; bytes that are not a recording are an error.
     pub fn recording(bytes: &'a [u8], path: &Path) -> Result<Viewer<'a>, ViewError> {
         let shown = path.display().to_string();
-        let (rec, report) = Recording::open_verified(bytes).map_err(|e| ViewError::NotARecording {
-            path: shown.clone(),
-            reason: e.to_string(),
-        })?;
+        let (rec, report) = Recording::open_verified(bytes)
+            .map_err(|e| ViewError::NotARecording { path: shown.clone(), reason: e.to_string() })?;
         let sound = report.is_clean();
         let findings = report.problems.iter().map(ToString::to_string).collect();
         let branches = if sound {
@@ -243,7 +245,7 @@ impl<'a> Viewer<'a> {
                 id: b.id,
             })
             .collect();
-        Ok(Viewer::new(Source::Store(Box::new(store)), "store", dir, true, Vec::new(), branches))
+        Ok(Viewer::new(Source::Store(store), "store", dir, true, Vec::new(), branches))
     }
 
     fn new(
@@ -262,10 +264,9 @@ impl<'a> Viewer<'a> {
             .or(branches.first())
             .map(|b| b.name.clone())
             .unwrap_or_default();
-        let title = path.file_name().map_or_else(
-            || path.display().to_string(),
-            |n| n.to_string_lossy().into_owned(),
-        );
+        let title = path
+            .file_name()
+            .map_or_else(|| path.display().to_string(), |n| n.to_string_lossy().into_owned());
         let opened = Opened {
             title,
             path: path.display().to_string(),
@@ -289,7 +290,13 @@ impl<'a> Viewer<'a> {
         }
         self.opened.branches.iter().find(|b| b.name == name).ok_or_else(|| ViewError::NoBranch {
             name: name.to_owned(),
-            known: self.opened.branches.iter().map(|b| b.name.as_str()).collect::<Vec<_>>().join(", "),
+            known: self
+                .opened
+                .branches
+                .iter()
+                .map(|b| b.name.as_str())
+                .collect::<Vec<_>>()
+                .join(", "),
         })
     }
 
@@ -360,7 +367,13 @@ impl<'a> Viewer<'a> {
     }
 
     /// The moment one event or one clock step from `seq`, forwards (`dir` > 0) or back.
-    pub fn step(&mut self, name: &str, seq: u64, by_step: bool, dir: i32) -> Result<u64, ViewError> {
+    pub fn step(
+        &mut self,
+        name: &str,
+        seq: u64,
+        by_step: bool,
+        dir: i32,
+    ) -> Result<u64, ViewError> {
         let (id, head) = self.scan(name)?;
         let scan = self.cache(id).scan.as_ref().ok_or(ViewError::BeforeStart)?;
         let first = scan.first_seq;
@@ -380,7 +393,8 @@ impl<'a> Viewer<'a> {
         let first = self.cache(id).scan.as_ref().map_or(0, |s| s.first_seq);
         let seq = seq.clamp(first, head);
         let town = self.town_at(id, seq)?;
-        let scan = self.cache.get(&id).and_then(|c| c.scan.as_ref()).ok_or(ViewError::BeforeStart)?;
+        let scan =
+            self.cache.get(&id).and_then(|c| c.scan.as_ref()).ok_or(ViewError::BeforeStart)?;
         let frame = Frame::of(&self.source, id, &town, scan)?;
         self.cache(id).warm = Some(town);
         Ok(frame)

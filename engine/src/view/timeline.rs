@@ -109,7 +109,8 @@ impl Scan {
                 scan.start_secs = secs;
             }
             scan.end_secs = secs;
-            let cell = usize::try_from(secs.saturating_sub(scan.start_secs) / CELL_SECS).unwrap_or(usize::MAX);
+            let cell = usize::try_from(secs.saturating_sub(scan.start_secs) / CELL_SECS)
+                .unwrap_or(usize::MAX);
             if cell < (1 << 24) {
                 if scan.cells.len() <= cell {
                     scan.cells.resize(cell + 1, 0);
@@ -136,10 +137,16 @@ impl Scan {
                 Body::TownLoaded(t) => scan.town_name = printable(&t.name),
                 Body::AgentJoined(j) => {
                     names.insert(j.agent, j.name.clone());
-                    scan.extent = [scan.extent[0].max(j.tile.x.saturating_add(1)), scan.extent[1].max(j.tile.y.saturating_add(1))];
+                    scan.extent = [
+                        scan.extent[0].max(j.tile.x.saturating_add(1)),
+                        scan.extent[1].max(j.tile.y.saturating_add(1)),
+                    ];
                 }
                 Body::Moved(m) => {
-                    scan.extent = [scan.extent[0].max(m.to.x.saturating_add(1)), scan.extent[1].max(m.to.y.saturating_add(1))];
+                    scan.extent = [
+                        scan.extent[0].max(m.to.x.saturating_add(1)),
+                        scan.extent[1].max(m.to.y.saturating_add(1)),
+                    ];
                 }
                 Body::PlanMade(p) if p.level == PlanLevel::Day => {
                     mark("plan", format!("{} plans the day", name(&p.agent, &names)));
@@ -154,7 +161,10 @@ impl Scan {
                 }
                 Body::Intervened(i) => {
                     let name = |a: AgentId| name(&a, &names);
-                    mark("intervention", crate::describe::summary(&Body::Intervened(i.clone()), &name));
+                    mark(
+                        "intervention",
+                        crate::describe::summary(&Body::Intervened(i.clone()), &name),
+                    );
                 }
                 _ => {}
             }
@@ -167,7 +177,9 @@ impl Scan {
         // The clock steps *to* its time: the first step began one step before.
         let clock_start = clock_start.map(|s| s.saturating_sub(u64::from(scan.seconds_per_step)));
         if let Some(start) = clock_start.filter(|&s| s > scan.start_secs) {
-            let skip = usize::try_from((start - scan.start_secs) / CELL_SECS).unwrap_or(0).min(scan.cells.len());
+            let skip = usize::try_from((start - scan.start_secs) / CELL_SECS)
+                .unwrap_or(0)
+                .min(scan.cells.len());
             let before: u32 = scan.cells.drain(..skip).fold(0u32, |a, n| a.saturating_add(n));
             match scan.cells.first_mut() {
                 Some(first) => *first = first.saturating_add(before),
@@ -196,7 +208,8 @@ impl Scan {
         let mut density = vec![0u32; buckets];
         for (i, &n) in self.cells.iter().enumerate() {
             let secs = i as u64 * CELL_SECS;
-            let b = usize::try_from(secs * buckets as u64 / (span + 1)).unwrap_or(0).min(buckets - 1);
+            let b =
+                usize::try_from(secs * buckets as u64 / (span + 1)).unwrap_or(0).min(buckets - 1);
             density[b] = density[b].saturating_add(n);
         }
         Timeline {

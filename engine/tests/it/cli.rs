@@ -110,3 +110,39 @@ fn wrong_input_gets_a_clear_error() {
     let out = hamlet(d, &["frobnicate"]);
     assert_eq!(out.status.code(), Some(2));
 }
+
+/// `hamlet view` says what is wrong before it looks for a window: no such file, no store,
+/// no display, no viewer built (and where to get each).
+#[test]
+fn view_says_what_is_missing() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path();
+    let run = |args: &[&str], envs: &[(&str, &str)]| {
+        let mut c = Command::new(env!("CARGO_BIN_EXE_hamlet"));
+        c.current_dir(dir).args(args).env_remove("DISPLAY").env_remove("WAYLAND_DISPLAY");
+        for (k, v) in envs {
+            c.env(k, v);
+        }
+        c.output().unwrap()
+    };
+    let out = run(&["view", "nothing.hamlet"], &[]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(text(&out).contains("no recording at nothing.hamlet"), "{}", text(&out));
+    let out = run(&["view", "--store", "nowhere"], &[]);
+    assert!(text(&out).contains("no store at nowhere"), "{}", text(&out));
+    std::fs::write(dir.join("a.hamlet"), b"x").unwrap();
+    let out = run(&["view", "a.hamlet"], &[]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(text(&out).contains("no display"), "{}", text(&out));
+    assert!(text(&out).contains("xvfb-run"), "{}", text(&out));
+    let out = run(
+        &["view", "a.hamlet"],
+        &[("DISPLAY", ":99"), ("HAMLET_VIEWER", "/nonexistent/hamlet-viewer")],
+    );
+    assert_eq!(out.status.code(), Some(2));
+    assert!(
+        text(&out).contains("cannot run the viewer /nonexistent/hamlet-viewer"),
+        "{}",
+        text(&out)
+    );
+}

@@ -118,7 +118,8 @@ fn set_up_fetches_every_model_the_tests_use() {
     rust_files(&root(), &mut files);
     let mut asked = std::collections::BTreeMap::<&str, Vec<String>>::new();
     for path in files {
-        let in_tests = path.components().any(|c| matches!(c.as_os_str().to_str(), Some("tests" | "benches")));
+        let in_tests =
+            path.components().any(|c| matches!(c.as_os_str().to_str(), Some("tests" | "benches")));
         if !in_tests {
             continue;
         }
@@ -137,4 +138,83 @@ fn set_up_fetches_every_model_the_tests_use() {
              TEST_MODELS in hamlet-dev"
         );
     }
+}
+
+/// Whether `word` occurs in `text` not as the tail of a longer name (`retrieval(` is not
+/// `eval(`).
+fn has_word(text: &str, word: &str) -> bool {
+    text.match_indices(word).any(|(i, _)| {
+        !text[..i].chars().next_back().is_some_and(|c| c.is_alphanumeric() || c == '_' || c == '$')
+    })
+}
+
+#[test]
+fn the_viewer_page_sets_recording_text_as_text_and_trusts_nothing_remote() {
+    let dir = root().join("viewer");
+    let mut checked = 0;
+    for entry in std::fs::read_dir(&dir).unwrap() {
+        let path = entry.unwrap().path();
+        let ext = path.extension().and_then(|e| e.to_str()).unwrap_or("");
+        if !["js", "html", "css"].contains(&ext) {
+            continue;
+        }
+        let text = std::fs::read_to_string(&path).unwrap();
+        for banned in [
+            "innerHTML",
+            "outerHTML",
+            "insertAdjacentHTML",
+            "document.write",
+            "eval(",
+            "new Function",
+            "javascript:",
+            "srcdoc",
+        ] {
+            assert!(!has_word(&text, banned), "{}: `{banned}`", path.display());
+        }
+        // The only address in the page is SVG's namespace: nothing is fetched from outside.
+        let addresses = text.matches("http").count();
+        let svg_ns = text.matches("http://www.w3.org/2000/svg").count();
+        assert_eq!(addresses, svg_ns, "{}: a remote address", path.display());
+        if ext == "html" {
+            assert!(
+                !text.contains("<script>") && !text.contains("style="),
+                "{}: inline code",
+                path.display()
+            );
+            let handler = text.split(" on").skip(1).any(|rest| {
+                let name: String = rest.chars().take_while(char::is_ascii_alphabetic).collect();
+                !name.is_empty() && rest[name.len()..].starts_with('=')
+            });
+            assert!(!handler, "{}: an inline event handler", path.display());
+        }
+        checked += 1;
+    }
+    assert!(checked >= 5, "the page's files were read");
+
+    let conf: serde_json::Value = serde_json::from_str(
+        &std::fs::read_to_string(root().join("src-tauri/tauri.conf.json")).unwrap(),
+    )
+    .unwrap();
+    let csp = conf["app"]["security"]["csp"].as_str().expect("a CSP");
+    for must in ["default-src 'self'", "script-src 'self'", "style-src 'self'", "object-src 'none'"]
+    {
+        assert!(csp.contains(must), "the CSP says {must}: {csp}");
+    }
+    let remote: Vec<&str> = csp
+        .split([' ', ';'])
+        .filter(|w| w.contains("://") && *w != "http://ipc.localhost")
+        .collect();
+    assert!(remote.is_empty(), "no remote origin in the CSP: {remote:?}");
+    assert!(!csp.contains("unsafe"), "nothing unsafe in the CSP: {csp}");
+    assert_eq!(conf["app"]["security"]["freezePrototype"], true);
+
+    let caps: serde_json::Value = serde_json::from_str(
+        &std::fs::read_to_string(root().join("src-tauri/capabilities/default.json")).unwrap(),
+    )
+    .unwrap();
+    assert_eq!(
+        caps["permissions"],
+        serde_json::json!(["core:event:allow-listen", "core:event:allow-unlisten"]),
+        "the page may only listen to the window's events"
+    );
 }

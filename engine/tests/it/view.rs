@@ -76,9 +76,9 @@ fn frames_agree_with_the_fold_forwards_backwards_and_from_a_store() {
     let frame = viewer.frame("main", talk.unwrap()).unwrap();
     assert!(!frame.bubbles.is_empty(), "a line under way at #{}", frame.seq);
     // Someone walked: a trail of several tiles.
-    let walked = (0..head).step_by(97).any(|s| {
-        viewer.frame("main", s).unwrap().agents.iter().any(|a| a.trail.len() >= 3)
-    });
+    let walked = (0..head)
+        .step_by(97)
+        .any(|s| viewer.frame("main", s).unwrap().agents.iter().any(|a| a.trail.len() >= 3));
     assert!(walked, "some frame shows a walking agent's trail");
 }
 
@@ -106,11 +106,8 @@ fn the_timeline_counts_every_event_and_marks_what_matters() {
     assert!(t.nights.is_empty(), "{:?}", t.nights);
 
     // Stepping by clock step lands just before a step begins, and comes back.
-    let steps: Vec<u64> = events
-        .iter()
-        .filter(|e| matches!(e.body, Body::ClockStepped(_)))
-        .map(Event::seq)
-        .collect();
+    let steps: Vec<u64> =
+        events.iter().filter(|e| matches!(e.body, Body::ClockStepped(_))).map(Event::seq).collect();
     let mut seq = 0;
     for &next in steps.iter().take(20) {
         seq = viewer.step("main", seq, true, 1).unwrap();
@@ -139,7 +136,11 @@ fn the_map_is_the_recorded_town() {
         let c = cell(o.tile);
         assert!(c >= 2, "{} stands on a floor", o.address);
         let arena = &map.arenas[(c - 2) as usize];
-        assert!(o.address.starts_with(&format!("{}:{}:", arena.sector, arena.arena)), "{}", o.address);
+        assert!(
+            o.address.starts_with(&format!("{}:{}:", arena.sector, arena.arena)),
+            "{}",
+            o.address
+        );
     }
     for a in &map.arenas {
         assert!(cell(a.label) >= 2, "{}'s label is on its floor", a.arena);
@@ -175,7 +176,8 @@ fn the_agent_panel_and_why_answer_as_the_queries_do() {
     for (i, a) in why.nodes.iter().enumerate() {
         assert!(a.x + a.w <= why.width && a.y + a.h <= why.height);
         for b in &why.nodes[i + 1..] {
-            let apart = a.x + a.w <= b.x || b.x + b.w <= a.x || a.y + a.h <= b.y || b.y + b.h <= a.y;
+            let apart =
+                a.x + a.w <= b.x || b.x + b.w <= a.x || a.y + a.h <= b.y || b.y + b.h <= a.y;
             assert!(apart, "{} and {} overlap", a.id, b.id);
         }
     }

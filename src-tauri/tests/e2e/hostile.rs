@@ -32,9 +32,7 @@ pub fn write(out: &Path) {
     let t0 = 7 * 3600;
     let (mallory, bob) = (AgentId(0), AgentId(1));
     let mut append = |time: u64, causes: Vec<hamlet_log::EventId>, body: Body| {
-        store
-            .append_durable(main, &[NewEvent { sim_time_secs: time, causes, body }])
-            .unwrap()[0]
+        store.append_durable(main, &[NewEvent { sim_time_secs: time, causes, body }]).unwrap()[0]
     };
     append(
         0,
@@ -46,7 +44,15 @@ pub fn write(out: &Path) {
             settings: vec![],
         }),
     );
-    append(0, vec![], Body::TownLoaded(TownLoaded { name: "Willowmere".into(), format: "toml".into(), source: town }));
+    append(
+        0,
+        vec![],
+        Body::TownLoaded(TownLoaded {
+            name: "Willowmere".into(),
+            format: "toml".into(),
+            source: town,
+        }),
+    );
     for (agent, name, x) in [(mallory, "Mallory", 3), (bob, "Bob", 4)] {
         append(
             0,
@@ -139,7 +145,13 @@ pub fn write(out: &Path) {
             query: evil("query"),
             weights: [1.0, 1.0, 1.0],
             decay: 0.995,
-            hits: vec![RetrievalHit { memory, recency: 1.0, importance: 0.5, relevance: 0.25, score: 1.75 }],
+            hits: vec![RetrievalHit {
+                memory,
+                recency: 1.0,
+                importance: 0.5,
+                relevance: 0.25,
+                score: 1.75,
+            }],
         }),
     );
     append(
@@ -165,15 +177,26 @@ pub fn write(out: &Path) {
     append(
         t0 + 20,
         vec![talk],
-        Body::DialogueTurn(DialogueTurn { conversation: talk, speaker: mallory, text: evil("line one"), ends: false }),
+        Body::DialogueTurn(DialogueTurn {
+            conversation: talk,
+            speaker: mallory,
+            text: evil("line one"),
+            ends: false,
+        }),
     );
     append(
         t0 + 20,
         vec![talk],
-        Body::DialogueTurn(DialogueTurn { conversation: talk, speaker: bob, text: evil("line two"), ends: false }),
+        Body::DialogueTurn(DialogueTurn {
+            conversation: talk,
+            speaker: bob,
+            text: evil("line two"),
+            ends: false,
+        }),
     );
     append(t0 + 30, vec![], Body::ClockStepped(ClockStepped { step: 2 }));
     let file = std::fs::File::create(out).unwrap();
-    let written = export_with_checkpoints(&store, Some(main), std::io::BufWriter::new(file)).unwrap();
+    let written =
+        export_with_checkpoints(&store, Some(main), std::io::BufWriter::new(file)).unwrap();
     written.into_inner().unwrap().sync_all().unwrap();
 }

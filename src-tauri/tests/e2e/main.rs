@@ -70,7 +70,10 @@ fn percentile(mut v: Vec<f64>, p: f64) -> f64 {
 }
 
 fn report(what: &str, samples: &Value) {
-    let v: Vec<f64> = samples.as_array().map(|a| a.iter().filter_map(Value::as_f64).collect()).unwrap_or_default();
+    let v: Vec<f64> = samples
+        .as_array()
+        .map(|a| a.iter().filter_map(Value::as_f64).collect())
+        .unwrap_or_default();
     println!(
         "{what}: {} samples, p50 {:.2} ms, p99 {:.2} ms, max {:.2} ms",
         v.len(),
@@ -120,7 +123,10 @@ fn the_viewer_opens_scrubs_explains_and_plays_the_shipped_recording() {
         let agents = shown["agents"].as_array().unwrap();
         assert_eq!(agents.len(), town.agents.len(), "at #{seq}");
         for brief in &town.agents {
-            let a = agents.iter().find(|a| a["id"] == brief.id).unwrap_or_else(|| panic!("{} on screen", brief.name));
+            let a = agents
+                .iter()
+                .find(|a| a["id"] == brief.id)
+                .unwrap_or_else(|| panic!("{} on screen", brief.name));
             assert_eq!(a["tile"], json!(brief.tile), "{} at #{seq}", brief.name);
         }
         w.screenshot(&format!("02-moment-{}", i + 1));
@@ -174,6 +180,26 @@ fn the_viewer_opens_scrubs_explains_and_plays_the_shipped_recording() {
     assert!(after.as_u64().unwrap() > before, "playing moved from #{before} to {after}");
     w.screenshot("05-played");
 
+    // Where a frame's time goes: the IPC round trip alone, and the display's frame interval.
+    let probe = w.run_async(
+        r#"const done = arguments[arguments.length - 1];
+        (async () => {
+          const inv = window.__TAURI__.core.invoke;
+          const ipc = [];
+          for (let i = 0; i < 60; i++) { const t = performance.now(); await inv('frame', { branch: 'main', seq: 100 + i * 40 }); ipc.push(performance.now() - t); }
+          const raf = []; let last = performance.now();
+          await new Promise((res) => { let n = 0; const f = (t) => { raf.push(t - last); last = t; if (++n < 60) requestAnimationFrame(f); else res(); }; requestAnimationFrame(f); });
+          const why = [];
+          for (let i = 0; i < 3; i++) { const t = performance.now(); const g = await inv('why', { branch: 'main', seq: 1536, agent: 0 }); why.push(performance.now() - t); why.push(JSON.stringify(g).length); }
+          for (let i = 0; i < 3; i++) { const t = performance.now(); await window.hamlet.openWhy({ agent: 0, seq: 1536 }); why.push(performance.now() - t); }
+          done({ ipc, raf, why });
+        })();"#,
+        json!([]),
+    );
+    report("  frame command round trip (IPC + engine)", &probe["ipc"]);
+    report("  display frame interval", &probe["raf"]);
+    println!("  why command: {}", probe["why"]);
+
     // Scrub as a hand drags: the latency from input to frame drawn, measured in the window.
     let stats = w.run_async(DRAG, json!([300]));
     println!("{}", machine());
@@ -203,7 +229,11 @@ fn hostile_text_shows_as_written_and_never_runs() {
     );
     w.screenshot("06-hostile-agent");
     w.click("#pane-agent .agent-doing .btn-why");
-    w.wait_for("the why graph", "return document.querySelector('#pane-why svg g[data-kind]');", json!([]));
+    w.wait_for(
+        "the why graph",
+        "return document.querySelector('#pane-why svg g[data-kind]');",
+        json!([]),
+    );
     for kind in ["LlmRequested", "LlmResponded", "PlanMade", "MemoryAdded"] {
         w.run(
             "const n = document.querySelector(`#pane-why g[data-kind=${arguments[0]}]`); if (n) n.dispatchEvent(new MouseEvent('click', {bubbles: true})); return !!n;",
@@ -230,7 +260,12 @@ fn hostile_text_shows_as_written_and_never_runs() {
     assert_eq!(page["pwned"], Value::Null, "a payload ran: {}", page["pwned"]);
     assert_eq!(page["injected"], 0, "recording text became elements");
     let text = page["text"].as_str().unwrap();
-    for shown in ["<script>window.__hamletPwned='script'</script>", "onerror=", "javascript:", "\u{202E}txet desrever\u{202C}"] {
+    for shown in [
+        "<script>window.__hamletPwned='script'</script>",
+        "onerror=",
+        "javascript:",
+        "\u{202E}txet desrever\u{202C}",
+    ] {
         assert!(text.contains(shown), "shown as written: {shown}");
     }
 }
@@ -239,7 +274,11 @@ fn hostile_text_shows_as_written_and_never_runs() {
 fn machine() -> String {
     let cpu = std::fs::read_to_string("/proc/cpuinfo")
         .ok()
-        .and_then(|s| s.lines().find(|l| l.starts_with("model name")).map(|l| l.split(':').nth(1).unwrap_or("").trim().to_owned()))
+        .and_then(|s| {
+            s.lines()
+                .find(|l| l.starts_with("model name"))
+                .map(|l| l.split(':').nth(1).unwrap_or("").trim().to_owned())
+        })
         .unwrap_or_else(|| "unknown CPU".into());
     let cores = std::thread::available_parallelism().map_or(0, |n| n.get());
     format!("machine: {cpu}, {cores} cores; the window under Xvfb (software rendering)")
