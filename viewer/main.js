@@ -65,6 +65,15 @@ function boot() {
 
   loadSettings();
   loadRecent();
+  // Where each file was left, for next time: a second after the moment settles.
+  let momentTimer = null;
+  on('frame', () => {
+    if (!app.opened || !app.frame || app.playing) return;
+    clearTimeout(momentTimer);
+    const { path } = app.opened;
+    const { seq } = app.frame;
+    momentTimer = setTimeout(() => { call('remember_moment', { path, seq }).catch(() => {}); }, 1000);
+  });
   // A file named on the command line was opened before this page loaded: show it.
   if (hasBridge()) {
     call('current').then((o) => { if (o) handleOpened(o); }, (err) => openFailed(errorText(err)));

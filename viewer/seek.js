@@ -138,6 +138,9 @@ async function request() {
       throw new Error('frame: the answer has no agents');
     }
     arrived = { frame, t };
+    // Drawn as soon as it lands, not a display frame later: the canvas shows it at the
+    // next refresh either way, and the scrubber's latency is the IPC round trip alone.
+    present();
   } catch (err) {
     if (epoch !== app.epoch) return;
     showError(err.message, 'Could not show that moment');
@@ -172,16 +175,8 @@ function settle(g, drawnAt) {
   }
 }
 
-function tick(now) {
-  scheduled = false;
-  let keep = false;
-  for (const fn of tickers) {
-    try {
-      if (fn(now)) keep = true;
-    } catch (err) {
-      console.error(err);
-    }
-  }
+/** Shows the frame that arrived and redraws what is dirty; settles the inputs it answers. */
+function present() {
   let drawnGen = null;
   if (arrived) {
     const { frame, t } = arrived;
@@ -205,6 +200,19 @@ function tick(now) {
   const done = performance.now();
   if (drawnGen !== null) settle(drawnGen, done);
   if (target && !inflight && isShown(target)) settle(target.gen, done);
+}
+
+function tick(now) {
+  scheduled = false;
+  let keep = false;
+  for (const fn of tickers) {
+    try {
+      if (fn(now)) keep = true;
+    } catch (err) {
+      console.error(err);
+    }
+  }
+  present();
   request();
   if (keep || arrived || painters.some((p) => p.dirty())) wake();
 }
