@@ -138,9 +138,6 @@ async function request() {
       throw new Error('frame: the answer has no agents');
     }
     arrived = { frame, t };
-    // Drawn as soon as it lands, not a display frame later: the canvas shows it at the
-    // next refresh either way, and the scrubber's latency is the IPC round trip alone.
-    present();
   } catch (err) {
     if (epoch !== app.epoch) return;
     showError(err.message, 'Could not show that moment');

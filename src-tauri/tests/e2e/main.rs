@@ -23,6 +23,14 @@ fn skip() -> bool {
     std::env::var_os("HAMLET_SKIP_VIEWER_E2E").is_some_and(|v| v == "1")
 }
 
+/// One window at a time: two cores cannot draw two software-rendered windows and keep
+/// either one's latencies honest.
+static ONE_WINDOW: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
+fn one_window() -> std::sync::MutexGuard<'static, ()> {
+    ONE_WINDOW.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
 fn root() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).parent().unwrap().to_owned()
 }
@@ -107,6 +115,7 @@ fn the_viewer_opens_scrubs_explains_and_plays_the_shipped_recording() {
     if skip() {
         return;
     }
+    let _one = one_window();
     let file = shipped();
     let events = events_of(&file);
     let data = tempfile::tempdir().unwrap();
@@ -214,6 +223,7 @@ fn hostile_text_shows_as_written_and_never_runs() {
     if skip() {
         return;
     }
+    let _one = one_window();
     let data = tempfile::tempdir().unwrap();
     let file = data.path().join("hostile.hamlet");
     hostile::write(&file);
@@ -282,4 +292,44 @@ fn machine() -> String {
         .unwrap_or_else(|| "unknown CPU".into());
     let cores = std::thread::available_parallelism().map_or(0, |n| n.get());
     format!("machine: {cpu}, {cores} cores; the window under Xvfb (software rendering)")
+}
+
+/// A town-shaped recording of a million events (`hamlet synth`, with checkpoints as a store
+/// exports them): the scrubber is dragged across the whole day and every frame it asks for
+/// arrives; the latency from input to frame drawn is printed.
+#[test]
+fn the_scrubber_keeps_up_on_a_million_events() {
+    if skip() {
+        return;
+    }
+    let _one = one_window();
+    use hamlet_engine::synth::{write_recording, SynthSpec};
+    let data = tempfile::tempdir().unwrap();
+    let spec = SynthSpec { n_events: 1_000_000, n_agents: 25, seed: 7 };
+    let bytes = write_recording(spec, Vec::new(), |_| {}).unwrap();
+    let file = data.path().join("million.hamlet");
+    {
+        let mut store = hamlet_engine::store::Store::open(&data.path().join("store")).unwrap();
+        store.import(&bytes).unwrap();
+        let out = std::fs::File::create(&file).unwrap();
+        let written = hamlet_engine::history::export_with_checkpoints(
+            &store,
+            None,
+            std::io::BufWriter::new(out),
+        )
+        .unwrap();
+        written.into_inner().unwrap().sync_all().unwrap();
+    }
+    let w = Window::open(&[file.display().to_string()], data.path(), &shots());
+    let opened = wait_open(&w);
+    assert_eq!(opened["agents"].as_array().map(Vec::len), Some(25), "{opened}");
+    let stats = w.run_async(DRAG, json!([300]));
+    // Every input of the drag was answered by a drawn frame (its own or a later one).
+    let answered = stats["scrub"].as_array().map_or(0, Vec::len);
+    assert!(answered >= 290, "{answered} of 300 scrub inputs reached the screen");
+    w.screenshot("09-million");
+    println!("{}", machine());
+    println!("synthetic recording (1,000,000 events, 25 agents):");
+    report("  scrub input → frame drawn", &stats["scrub"]);
+    report("  frame draw", &stats["frames"]);
 }
