@@ -186,6 +186,23 @@ pub(crate) fn decode_if(branch: BranchId, event: &StoredRef<'_>, kinds: &[u16]) 
     })
 }
 
+/// Branch rows from `(id, name, parent, fork seq, head seq)`, each parent named.
+fn rows<'n>(
+    list: impl Iterator<Item = (BranchId, &'n String, Option<BranchId>, Option<u64>, u64)>,
+) -> Vec<BranchRow> {
+    let list: Vec<_> = list.collect();
+    let name = |id: BranchId| list.iter().find(|b| b.0 == id).map(|b| b.1.clone());
+    list.iter()
+        .map(|&(id, n, parent, fork_seq, head_seq)| BranchRow {
+            name: n.clone(),
+            parent: parent.and_then(name),
+            fork_seq,
+            head_seq,
+            id,
+        })
+        .collect()
+}
+
 /// What is kept about one branch once it has been looked at.
 #[derive(Default)]
 struct BranchCache {
@@ -213,17 +230,7 @@ impl<'a> Viewer<'a> {
         let sound = report.is_clean();
         let findings = report.problems.iter().map(ToString::to_string).collect();
         let branches = if sound {
-            let name = |id: BranchId| rec.branch(id).map(|b| b.name.clone());
-            rec.branches()
-                .iter()
-                .map(|b| BranchRow {
-                    name: b.name.clone(),
-                    parent: b.parent.and_then(name),
-                    fork_seq: b.fork_seq,
-                    head_seq: b.head_seq,
-                    id: b.id,
-                })
-                .collect()
+            rows(rec.branches().iter().map(|b| (b.id, &b.name, b.parent, b.fork_seq, b.head_seq)))
         } else {
             Vec::new()
         };
@@ -234,17 +241,8 @@ impl<'a> Viewer<'a> {
     pub fn store(dir: &Path) -> Result<Viewer<'static>, ViewError> {
         let store = Store::open(dir)?;
         let infos = store.branches();
-        let name = |id: BranchId| infos.iter().find(|b| b.id == id).map(|b| b.name.clone());
-        let branches = infos
-            .iter()
-            .map(|b| BranchRow {
-                name: b.name.clone(),
-                parent: b.parent.and_then(name),
-                fork_seq: b.fork_seq,
-                head_seq: b.head_seq,
-                id: b.id,
-            })
-            .collect();
+        let branches =
+            rows(infos.iter().map(|b| (b.id, &b.name, b.parent, b.fork_seq, b.head_seq)));
         Ok(Viewer::new(Source::Store(store), "store", dir, true, Vec::new(), branches))
     }
 
