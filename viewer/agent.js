@@ -2,7 +2,7 @@
 
 import { app, emit, on, agentInFrame } from './state.js';
 import { call, latest } from './ipc.js';
-import { seekBusy } from './seek.js';
+import { seekBusy, record } from './seek.js';
 import {
   el, button, untrusted, notice, setChildren, fmtTime, fmtClock, fmtDuration, fmtMoney,
   fmtCount, fmtScore, VirtualList, hueOf,
@@ -390,6 +390,7 @@ function buildMemoryPane() {
     label: 'Memory stream',
     create: createMemoryRow,
     fill: fillMemoryRow,
+    onRender: (ms) => record('memories', ms),
   });
   memList.viewport.addEventListener('keydown', (e) => {
     if (e.key !== 'ArrowDown' && e.key !== 'ArrowUp') return;

@@ -252,8 +252,9 @@ export function notice(text, kind = 'empty', hint = '') {
  * and re-filled on scroll, so ten thousand items scroll like ten.
  */
 export class VirtualList {
-  constructor(host, { rowHeight, create, fill, overscan = 6, label = 'list' }) {
+  constructor(host, { rowHeight, create, fill, overscan = 6, label = 'list', onRender = null }) {
     this.rowHeight = rowHeight;
+    this.onRender = onRender;
     this.create = create;
     this.fill = fill;
     this.overscan = overscan;
@@ -294,6 +295,12 @@ export class VirtualList {
   }
 
   render() {
+    const t0 = performance.now();
+    this.renderRows();
+    if (this.onRender) this.onRender(performance.now() - t0);
+  }
+
+  renderRows() {
     const h = this.height || this.viewport.clientHeight || 400;
     const top = this.viewport.scrollTop;
     const first = Math.max(0, Math.floor(top / this.rowHeight) - this.overscan);

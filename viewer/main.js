@@ -2,7 +2,8 @@
 
 import { app, emit, on, DEFAULT_SETTINGS, agentInFrame } from './state.js';
 import { call, listen, hasBridge, message as errorText } from './ipc.js';
-import { seek, resetSeek, stats, wake } from './seek.js';
+import { seek, resetSeek, stats, wake, record } from './seek.js';
+import { loadTracks, frameAt } from './tracks.js';
 import {
   el, button, untrusted, setChildren, clear, showError, clearErrors, notice, fmtMicros, fmtCount,
   ago, truncate,
@@ -295,7 +296,7 @@ function updateStatus() {
   const hash = f ? String(f.state_hash || '') : '';
   st.hash.textContent = hash ? truncate(hash, 16) : '';
   st.hash.title = hash ? `State hash: ${hash}` : 'State hash';
-  st.micros.textContent = f && Number.isFinite(f.micros) ? `engine ${fmtMicros(f.micros)}` : '';
+  st.micros.textContent = f && Number.isFinite(f.micros) ? `engine ${fmtMicros(f.micros)}` : (f && app.tracks ? 'from tracks' : '');
   st.verify.hidden = !o;
   if (o) {
     const n = Array.isArray(o.findings) ? o.findings.length : 0;
@@ -471,12 +472,32 @@ async function loadBranch(branch, at) {
     setTimeline(tl.value);
     const target = at || { secs: tl.value.start_secs };
     await seek(target);
+    fetchTracks(branch, epoch);
   } else {
     const msg = tl.status === 'rejected' ? tl.reason.message : 'the timeline came back empty';
     timelineError(msg);
     showError(msg, 'Could not load the timeline');
   }
   updateStatus();
+}
+
+/** Asks for the branch's tracks; once they come every moment is drawn from them at once. */
+async function fetchTracks(branch, epoch) {
+  const t0 = performance.now();
+  try {
+    const answer = await call('tracks', { branch });
+    if (epoch !== app.epoch) return;
+    const tracks = loadTracks(answer);
+    if (!tracks) throw new Error('tracks: the answer is not tracks');
+    app.tracks = tracks;
+    record('tracks', performance.now() - t0);
+    emit('tracks', tracks);
+    updateStatus();
+  } catch (err) {
+    if (epoch !== app.epoch) return;
+    // Frames still come from the engine, one question each: slower, never wrong.
+    console.warn('the tracks could not be loaded', err);
+  }
 }
 
 function switchBranch(name) {
@@ -662,11 +683,29 @@ window.hamlet = {
       selected: app.selected,
       view,
       playing: app.playing,
+      tracks: !!app.tracks,
       agents: f && Array.isArray(f.agents) ? f.agents.map((a) => ({ id: a.id, name: a.name, tile: a.tile })) : [],
     };
   },
   play: () => setPlaying(true),
   pause: () => setPlaying(false),
+  /**
+   * Draws each seq from the page's tracks and asks the engine for the same frame: the
+   * moments where the two differ, with both (for tests; empty when they agree).
+   */
+  checkTracks: async (seqs) => {
+    if (!app.tracks || !app.branch) throw new Error('the tracks have not come');
+    const sorted = (v) => (Array.isArray(v) ? v.map(sorted)
+      : v && typeof v === 'object' ? Object.fromEntries(Object.keys(v).sort().map((k) => [k, sorted(v[k])])) : v);
+    const differ = [];
+    for (const seq of seqs) {
+      const ours = frameAt(app.tracks, seq);
+      const { micros, ...engine } = await call('frame', { branch: app.branch, seq });
+      const [a, b] = [JSON.stringify(sorted(ours)), JSON.stringify(sorted(engine))];
+      if (a !== b) differ.push({ seq, tracks: a, engine: b });
+    }
+    return differ;
+  },
   /** Deeper views of the panels, for tests. */
   debug: () => ({ map: mapState(), agent: agentState(), why: whyState(), calls: callsState(), settings: { ...app.settings } }),
   stats,

@@ -3,16 +3,17 @@
 import { app, emit } from './state.js';
 import { call } from './ipc.js';
 import { showError } from './dom.js';
+import { frameAt, seqAt } from './tracks.js';
 
 const CAP = 10000;
 
 /** What the end-to-end tests read: milliseconds, newest last, at most CAP each. */
-export const stats = { scrub: [], frames: [], why: [] };
+export const stats = { scrub: [], frames: [], why: [], whyParts: [], tracks: [], memories: [] };
 window.hamletStats = stats;
 
 export function record(name, ms) {
   const arr = stats[name];
-  if (!arr || !Number.isFinite(ms)) return;
+  if (!arr || !(Number.isFinite(ms) || Array.isArray(ms))) return;
   arr.push(ms);
   if (arr.length > CAP) arr.splice(0, arr.length - CAP);
 }
@@ -23,6 +24,7 @@ let gen = 0;
 let inflight = null;
 let arrived = null;
 let shownKey = null;
+let shownGen = 0;
 const inputs = []; // { gen, t0 }: scrub inputs waiting for their frame to be drawn
 const waiters = []; // { gen, resolve }: promises of programmatic seeks
 let scheduled = false;
@@ -49,8 +51,10 @@ function clampTarget(t) {
 }
 
 /**
- * Asks for a moment. Only sets the target: `frame` is asked by `request` when nothing is in
- * flight (at once, or when the answer in flight lands), and the loop draws what came back.
+ * Asks for a moment. With the branch's tracks at hand (`app.tracks`) the frame is made
+ * here and drawn at once, before this returns. Without them it only sets the target:
+ * `frame` is asked by `request` when nothing is in flight (at once, or when the answer in
+ * flight lands), and the loop draws what came back.
  * `t0` (performance.now() of a scrub input) makes the time to the drawn frame count in
  * hamletStats.scrub. Resolves once that moment (or a later wish) is drawn.
  */
@@ -64,6 +68,12 @@ export function seek(t, { t0 } = {}) {
   if (Number.isFinite(t0)) inputs.push({ gen, t0 });
   const p = new Promise((resolve) => waiters.push({ gen, resolve }));
   emit('target', target);
+  if (app.tracks) {
+    const seq = target.seq !== undefined ? target.seq : seqAt(app.tracks, target.secs);
+    arrived = { frame: frameAt(app.tracks, seq), t: target };
+    present();
+    return p;
+  }
   // Nothing in flight: ask now rather than a frame later. Otherwise the answer in flight
   // asks for the newest target when it lands.
   request();
@@ -101,9 +111,11 @@ export function resetSeek() {
   inflight = null;
   arrived = null;
   shownKey = null;
+  shownGen = 0;
   inputs.length = 0;
   while (waiters.length) waiters.shift().resolve(null);
   app.frame = null;
+  app.tracks = null;
 }
 
 /** Adds a function called on every tick with `now`; it returns true to keep the loop running. */
@@ -175,9 +187,12 @@ function settle(g, drawnAt) {
 /** Shows the frame that arrived and redraws what is dirty; settles the inputs it answers. */
 function present() {
   let drawnGen = null;
+  // An answer asked for before a later frame was drawn (from the tracks) is stale.
+  if (arrived && arrived.t.gen < shownGen) arrived = null;
   if (arrived) {
     const { frame, t } = arrived;
     arrived = null;
+    shownGen = t.gen;
     app.frame = frame;
     app.cursorSecs = t.secs !== undefined ? t.secs : Number(frame.secs) || 0;
     shownKey = t.key;

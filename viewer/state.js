@@ -18,6 +18,8 @@ export const app = {
   timeline: null,
   /** `MapView` of the branch. */
   map: null,
+  /** The branch's tracks (tracks.js), once they have come: frames are made from them. */
+  tracks: null,
   /** `Frame` drawn on the canvas. */
   frame: null,
   /** The simulated second the playhead stands on (a secs seek keeps what was asked). */

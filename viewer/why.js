@@ -17,6 +17,9 @@ const CATEGORIES = {
   other: 'event',
 };
 
+/** The most characters of a summary a box shows (two lines; the whole is in its tooltip and the detail). */
+const BOX_CHARS = 110;
+
 let root = null;
 let head = null;
 let stage = null;
@@ -35,6 +38,15 @@ let selected = null;
 let vb = { x: 0, y: 0, w: 100, h: 100 };
 let vbFull = { x: 0, y: 0, w: 100, h: 100 };
 let ppu = 1; // screen pixels per graph unit
+// The graph pane's size, kept by its ResizeObserver: drawing never has to ask for a layout.
+let hostW = 0;
+let hostH = 0;
+let treeDrawn = false;
+let rootDrawn = -1;
+let edgeLayer = null;
+let labelLayer = null;
+let nodeLayer = null;
+let rootShown = -1;
 let fitted = true;
 let panState = null;
 let request = 0;
@@ -102,9 +114,16 @@ export async function openWhy(args, t0 = performance.now(), { remember = true } 
   try {
     const answer = await call('why', { branch: app.branch, ...a });
     if (id !== request || epoch !== app.epoch) return null;
+    const t1 = performance.now();
     lastArgs = a;
     show(answer);
-    record('why', performance.now() - t0);
+    const t2 = performance.now();
+    // Laid out (the one layout the new graph needs), as the next paint will show it.
+    void graphHost.offsetWidth;
+    const t3 = performance.now();
+    record('why', t3 - t0);
+    // Where it went: the question and its answer, building the page, laying it out.
+    record('whyParts', [t1 - t0, t2 - t1, t3 - t2]);
     return answer;
   } catch (err) {
     if (id !== request || epoch !== app.epoch) return null;
@@ -144,11 +163,13 @@ function show(answer) {
   const rootIdx = resolveNode(graph.root);
   renderHead(rootIdx >= 0 ? nodes[rootIdx] : null);
   drawGraph(rootIdx);
-  drawTree(rootIdx);
+  // The tree is built when it is first shown.
+  rootShown = rootIdx;
+  treeDrawn = false;
+  clear(treeHost);
   setMode(mode);
   if (rootIdx >= 0) select(rootIdx, { center: false });
   else detailHost.hidden = true;
-  // After the detail pane has taken its room, so the graph's size is final.
   initialView(rootIdx);
 }
 
@@ -192,6 +213,11 @@ function goBack() {
 
 function setMode(m) {
   mode = m;
+  if (m === 'tree' && !treeDrawn && graph) {
+    treeDrawn = true;
+    drawTree(rootShown);
+    if (selected !== null) markTreeRow(selected);
+  }
   graphHost.hidden = m !== 'graph';
   treeHost.hidden = m !== 'tree';
   for (const [k, b] of Object.entries(modeButtons)) b.setAttribute('aria-pressed', String(k === m));
@@ -214,6 +240,16 @@ function anchors(A, B) {
   return { x1: bx + bw / 2, y1: by + bh, x2: ax + aw / 2, y2: ay, h: false };
 }
 
+/** A node's box in the drawing's units. */
+function boxOf(n) {
+  return { x: num(n.x), y: num(n.y), w: Math.max(40, num(n.w, 160)), h: Math.max(24, num(n.h, 48)) };
+}
+
+/**
+ * Sets up an empty drawing: its elements are made as they first come in view
+ * (`materialize`, from `applyViewBox`), so a chain of a hundred and more events builds and
+ * lays out only what is on screen.
+ */
 function drawGraph(rootIdx) {
   clear(graphHost);
   const W = Math.max(100, num(graph.width, 800));
@@ -227,77 +263,105 @@ function drawGraph(rootIdx) {
   }
   svgEl.append(defs);
   viewport = svg('g', { class: 'why-viewport' });
-  const edgeLayer = svg('g', { class: 'why-edges' });
-  const labelLayer = svg('g', { class: 'why-edge-labels' });
-  const nodeLayer = svg('g', { class: 'why-nodes' });
+  edgeLayer = svg('g', { class: 'why-edges' });
+  labelLayer = svg('g', { class: 'why-edge-labels' });
+  nodeLayer = svg('g', { class: 'why-nodes' });
   viewport.append(edgeLayer, nodeLayer, labelLayer);
   svgEl.append(viewport);
-
-  edgeEls = edges.map((e) => {
-    const A = nodes[e.a];
-    const B = nodes[e.b];
-    const p = anchors(A, B);
-    const k = Math.max(24, (p.h ? Math.abs(p.x2 - p.x1) : Math.abs(p.y2 - p.y1)) * 0.45);
-    const c1 = p.h ? [p.x1 + Math.sign(p.x2 - p.x1) * k, p.y1] : [p.x1, p.y1 + Math.sign(p.y2 - p.y1) * k];
-    const c2 = p.h ? [p.x2 - Math.sign(p.x2 - p.x1) * k, p.y2] : [p.x2, p.y2 - Math.sign(p.y2 - p.y1) * k];
-    const link = ['cause', 'recalled', 'evidence'].includes(e.link) ? e.link : 'cause';
-    const path = svg('path', {
-      d: `M${p.x1},${p.y1} C${c1[0]},${c1[1]} ${c2[0]},${c2[1]} ${p.x2},${p.y2}`,
-      class: `why-edge edge-${link}`,
-      'marker-end': `url(#arrow-${link})`,
-    });
-    const tip = link === 'recalled'
-      ? `recalled: score ${fmtScore(e.score)} = recency ${fmtScore(e.recency)}, importance ${fmtScore(e.importance)}, relevance ${fmtScore(e.relevance)}`
-      : link === 'evidence' ? 'evidence cited by a reflection' : 'recorded cause';
-    path.append(svg('title', { text: tip }));
-    edgeLayer.append(path);
-    let label = null;
-    if (link === 'recalled' && Number.isFinite(Number(e.score))) {
-      // The bezier's midpoint.
-      const mx = 0.125 * p.x1 + 0.375 * c1[0] + 0.375 * c2[0] + 0.125 * p.x2;
-      const my = 0.125 * p.y1 + 0.375 * c1[1] + 0.375 * c2[1] + 0.125 * p.y2;
-      label = svg('text', { x: mx, y: my - 3, class: 'edge-label', 'text-anchor': 'middle', text: fmtScore(Number(e.score)) });
-      label.append(svg('title', { text: tip }));
-      labelLayer.append(label);
-    }
-    return { path, label, link };
+  // One listener for every box.
+  const nodeOf = (e) => {
+    const g = e.target instanceof Element ? e.target.closest('.why-node') : null;
+    const i = g ? Number(g.dataset.index) : -1;
+    return Number.isInteger(i) && nodes[i] ? i : -1;
+  };
+  nodeLayer.addEventListener('click', (e) => {
+    const i = nodeOf(e);
+    if (i < 0 || (panState && panState.moved)) return;
+    e.stopPropagation();
+    select(i, { center: false });
   });
-
-  nodeEls = nodes.map((n, i) => {
-    const x = num(n.x); const y = num(n.y); const w = Math.max(40, num(n.w, 160)); const h = Math.max(24, num(n.h, 48));
-    const cat = category(n);
-    const g = svg('g', { class: `why-node cat-${cat}${i === rootIdx ? ' root' : ''}`, transform: `translate(${x},${y})`, tabindex: '0', role: 'button', 'aria-label': `${CATEGORIES[cat]} #${n.seq}`, 'data-kind': String(n.kind) });
-    g.append(svg('rect', { width: w, height: h, rx: 6, ry: 6, class: 'node-box' }));
-    g.append(svg('rect', { width: 4, height: h - 8, x: 0, y: 4, rx: 2, class: 'node-stripe' }));
-    // The words as HTML inside the box: WebKit lays out SVG text glyph by glyph, which made
-    // a graph of forty nodes take a quarter of a second; HTML text is laid out in a line.
-    const fo = svg('foreignObject', { x: 8, y: 3, width: Math.max(10, w - 12), height: Math.max(10, h - 6) });
-    fo.append(el('div', { class: 'node-html' },
-      el('div', { class: 'node-kind-h', text: `${CATEGORIES[cat]} · #${n.seq}` }),
-      untrusted(n.summary, 'node-summary-h')));
-    g.append(fo);
-    g.append(svg('title', { text: `${n.kind} #${n.seq} ${n.time}\n${n.summary}` }));
-    g.addEventListener('click', (e) => {
-      if (panState && panState.moved) return;
-      e.stopPropagation();
-      select(i, { center: false });
-    });
-    g.addEventListener('keydown', (e) => {
-      if (e.key === 'Enter' || e.key === ' ') { e.preventDefault(); e.stopPropagation(); select(i, { center: false }); }
-    });
-    nodeLayer.append(g);
-    return g;
+  nodeLayer.addEventListener('keydown', (e) => {
+    const i = nodeOf(e);
+    if (i >= 0 && (e.key === 'Enter' || e.key === ' ')) { e.preventDefault(); e.stopPropagation(); select(i, { center: false }); }
   });
-
   graphHost.append(svgEl);
   vbFull = { x: -20, y: -20, w: W + 40, h: H + 40 };
+  rootDrawn = rootIdx;
+  nodeEls = new Array(nodes.length).fill(null);
+  edgeEls = new Array(edges.length).fill(null);
+}
+
+/** Makes the boxes and links in view (and a margin around it) that are not made yet. */
+function materialize() {
+  if (!svgEl || nodeEls.length !== nodes.length) return;
+  const mx = vb.w * 0.25;
+  const my = vb.h * 0.25;
+  const [x0, x1, y0, y1] = [vb.x - mx, vb.x + vb.w + mx, vb.y - my, vb.y + vb.h + my];
+  const inView = (x, y, w, h) => !(x + w < x0 || x > x1 || y + h < y0 || y > y1);
+  for (let k = 0; k < edges.length; k++) {
+    if (edgeEls[k]) continue;
+    const p = anchors(nodes[edges[k].a], nodes[edges[k].b]);
+    if (inView(Math.min(p.x1, p.x2), Math.min(p.y1, p.y2), Math.abs(p.x2 - p.x1), Math.abs(p.y2 - p.y1))) edgeEls[k] = makeEdge(k, p);
+  }
+  for (let i = 0; i < nodes.length; i++) {
+    if (nodeEls[i]) continue;
+    const b = boxOf(nodes[i]);
+    if (inView(b.x, b.y, b.w, b.h)) nodeEls[i] = makeNode(i, b);
+  }
+}
+
+function makeEdge(k, p) {
+  const e = edges[k];
+  const dx = p.h ? Math.abs(p.x2 - p.x1) : Math.abs(p.y2 - p.y1);
+  const c = Math.max(24, dx * 0.45);
+  const c1 = p.h ? [p.x1 + Math.sign(p.x2 - p.x1) * c, p.y1] : [p.x1, p.y1 + Math.sign(p.y2 - p.y1) * c];
+  const c2 = p.h ? [p.x2 - Math.sign(p.x2 - p.x1) * c, p.y2] : [p.x2, p.y2 - Math.sign(p.y2 - p.y1) * c];
+  const link = ['cause', 'recalled', 'evidence'].includes(e.link) ? e.link : 'cause';
+  const touches = selected !== null && (e.a === selected || e.b === selected);
+  const path = svg('path', {
+    d: `M${p.x1},${p.y1} C${c1[0]},${c1[1]} ${c2[0]},${c2[1]} ${p.x2},${p.y2}`,
+    class: `why-edge edge-${link}${touches ? ' active' : ''}`,
+    'marker-end': `url(#arrow-${link})`,
+  });
+  const tip = link === 'recalled'
+    ? `recalled: score ${fmtScore(e.score)} = recency ${fmtScore(e.recency)}, importance ${fmtScore(e.importance)}, relevance ${fmtScore(e.relevance)}`
+    : link === 'evidence' ? 'evidence cited by a reflection' : 'recorded cause';
+  path.append(svg('title', { text: tip }));
+  edgeLayer.append(path);
+  let label = null;
+  if (link === 'recalled' && Number.isFinite(Number(e.score))) {
+    // The bezier's midpoint.
+    const mx = 0.125 * p.x1 + 0.375 * c1[0] + 0.375 * c2[0] + 0.125 * p.x2;
+    const my = 0.125 * p.y1 + 0.375 * c1[1] + 0.375 * c2[1] + 0.125 * p.y2;
+    label = svg('text', { x: mx, y: my - 3, class: `edge-label${touches ? ' active' : ''}`, 'text-anchor': 'middle', text: fmtScore(Number(e.score)) });
+    label.append(svg('title', { text: tip }));
+    labelLayer.append(label);
+  }
+  return { path, label, link };
+}
+
+function makeNode(i, b) {
+  const n = nodes[i];
+  const cat = category(n);
+  const cls = `why-node cat-${cat}${i === rootDrawn ? ' root' : ''}${i === selected ? ' selected' : ''}`;
+  const g = svg('g', { class: cls, transform: `translate(${b.x},${b.y})`, tabindex: '0', role: 'button', 'aria-label': `${CATEGORIES[cat]} #${n.seq}`, 'data-kind': String(n.kind), 'data-index': String(i) });
+  g.append(svg('rect', { width: b.w, height: b.h, rx: 6, ry: 6, class: 'node-box' }));
+  g.append(svg('rect', { width: 4, height: b.h - 8, x: 0, y: 4, rx: 2, class: 'node-stripe' }));
+  // The words as HTML inside the box: WebKit lays out SVG text glyph by glyph, which made
+  // a graph of forty nodes take a quarter of a second; HTML text is laid out a line at a time.
+  const fo = svg('foreignObject', { x: 8, y: 3, width: Math.max(10, b.w - 12), height: Math.max(10, b.h - 6) });
+  fo.append(el('div', { class: 'node-html' },
+    el('div', { class: 'node-kind-h', text: `${CATEGORIES[cat]} · #${n.seq}` }),
+    untrusted(truncate(String(n.summary || ''), BOX_CHARS), 'node-summary-h')));
+  g.append(fo, svg('title', { text: `${n.kind} #${n.seq} ${n.time}\n${n.summary}` }));
+  nodeLayer.append(g);
+  return g;
 }
 
 /** The whole graph if it is readable at that size, else a readable zoom on the action. */
 function initialView(rootIdx) {
-  const rect = graphHost.getBoundingClientRect();
-  const vw = Math.max(200, rect.width);
-  const vh = Math.max(120, rect.height);
+  const vw = Math.max(200, hostW);
+  const vh = Math.max(120, hostH);
   const fitScale = Math.min(vw / vbFull.w, vh / vbFull.h);
   const n = nodes[rootIdx];
   if (fitScale >= 0.6 || !n) {
@@ -317,8 +381,8 @@ function initialView(rootIdx) {
 function applyViewBox() {
   if (!svgEl) return;
   svgEl.setAttribute('viewBox', `${vb.x} ${vb.y} ${vb.w} ${vb.h}`);
-  const r = graphHost.getBoundingClientRect();
-  if (r.width > 0 && r.height > 0) ppu = Math.min(r.width / vb.w, r.height / vb.h);
+  if (hostW > 0 && hostH > 0) ppu = Math.min(hostW / vb.w, hostH / vb.h);
+  materialize();
 }
 
 function fitView() {
@@ -348,11 +412,13 @@ function zoomBy(f, clientX, clientY) {
 
 function wirePanZoom() {
   // A resized panel keeps the graph's scale and top-left corner (or stays fitted).
-  new ResizeObserver(() => {
-    const r = graphHost.getBoundingClientRect();
-    if (!svgEl || r.width <= 0 || r.height <= 0) return;
+  new ResizeObserver((entries) => {
+    const box = entries[entries.length - 1].contentRect;
+    hostW = box.width;
+    hostH = box.height;
+    if (!svgEl || hostW <= 0 || hostH <= 0) return;
     if (fitted) { fitView(); return; }
-    vb = { ...vb, w: r.width / ppu, h: r.height / ppu };
+    vb = { ...vb, w: hostW / ppu, h: hostH / ppu };
     applyViewBox();
   }).observe(graphHost);
   graphHost.addEventListener('wheel', (e) => {
@@ -462,15 +528,20 @@ function drawTree(rootIdx) {
 
 function select(i, { center }) {
   selected = i;
-  nodeEls.forEach((g, k) => g.classList.toggle('selected', k === i));
+  nodeEls.forEach((g, k) => { if (g) g.classList.toggle('selected', k === i); });
   edgeEls.forEach((x, k) => {
+    if (!x) return;
     const touches = edges[k].a === i || edges[k].b === i;
     x.path.classList.toggle('active', touches);
     if (x.label) x.label.classList.toggle('active', touches);
   });
-  for (const row of treeHost.children) if (row.dataset) row.classList.toggle('selected', row.dataset.node === String(i));
+  markTreeRow(i);
   if (center && mode === 'graph') centerOn(i);
   renderDetail(nodes[i]);
+}
+
+function markTreeRow(i) {
+  for (const row of treeHost.children) if (row.dataset) row.classList.toggle('selected', row.dataset.node === String(i));
 }
 
 function linkList(title, list) {

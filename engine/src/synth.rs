@@ -10,6 +10,8 @@ use hamlet_log::format::ChunkBuilder;
 use hamlet_log::{BranchId, EventId, RecordingWriter};
 
 use crate::rng::SimRng;
+use crate::town::map::Grid;
+use crate::town::Definition;
 
 /// What to generate.
 #[derive(Clone, Copy, Debug)]
@@ -53,6 +55,9 @@ pub struct Synth {
     memories: Vec<Vec<EventId>>,
     conversation: Option<(EventId, AgentId, AgentId, u32)>,
     pending: Vec<NewEvent>,
+    /// The town's grid, when agents walk a real map: they stand and step on walkable
+    /// tiles only.
+    grid: Option<Grid>,
 }
 
 impl Synth {
@@ -109,7 +114,39 @@ impl Synth {
             memories: vec![Vec::new(); spec.n_agents as usize],
             conversation: None,
             pending,
+            grid: None,
         }
+    }
+
+    /// The same generator in a real town: `TownLoaded` carries the town's file (the viewer
+    /// draws its map), agents join on walkable tiles and step only onto walkable tiles.
+    pub fn in_town(mut self, town: &Definition) -> Synth {
+        let grid = town.grid.clone();
+        let walkable: Vec<Tile> = (0..grid.height())
+            .flat_map(|y| (0..grid.width()).map(move |x| Tile { x, y }))
+            .filter(|&t| grid.is_walkable(t))
+            .collect();
+        for event in &mut self.pending {
+            match &mut event.body {
+                Body::TownLoaded(t) => {
+                    t.name = town.name.clone();
+                    t.format = "toml".into();
+                    t.source = town.source.clone();
+                }
+                Body::AgentJoined(j) => {
+                    if let Some(last) = walkable.len().checked_sub(1) {
+                        let k = self.rng.int_inclusive(0, last as u64) as usize;
+                        j.tile = walkable.get(k).copied().unwrap_or(j.tile);
+                        if let Some(t) = self.tiles.get_mut(j.agent.0 as usize) {
+                            *t = j.tile;
+                        }
+                    }
+                }
+                _ => {}
+            }
+        }
+        self.grid = Some(grid);
+        self
     }
 
     /// The events of the next step (the first call also returns the set-up events). Ids of
@@ -128,8 +165,11 @@ impl Synth {
                     x: (tile.x + self.rng.int_inclusive(0, 2) as u16).saturating_sub(1).min(99),
                     y: (tile.y + self.rng.int_inclusive(0, 2) as u16).saturating_sub(1).min(99),
                 };
-                self.tiles[i as usize] = to;
-                out.push(NewEvent::new(now, Body::Moved(Moved { agent, from: tile, to })));
+                // In a real town a step into a wall is not taken.
+                if self.grid.as_ref().is_none_or(|g| g.is_walkable(to) && to != tile) {
+                    self.tiles[i as usize] = to;
+                    out.push(NewEvent::new(now, Body::Moved(Moved { agent, from: tile, to })));
+                }
             } else if r < 500 {
                 let n = self.rng.int_inclusive(1, 3) as usize;
                 let percepts = (0..n)
@@ -376,6 +416,16 @@ pub fn steps_and_moves(
 pub fn write_recording<W: io::Write>(
     spec: SynthSpec,
     out: W,
+    progress: impl FnMut(u64),
+) -> io::Result<W> {
+    write_recording_in(spec, None, out, progress)
+}
+
+/// [`write_recording`], in a real town when one is given (see [`Synth::in_town`]).
+pub fn write_recording_in<W: io::Write>(
+    spec: SynthSpec,
+    town: Option<&Definition>,
+    out: W,
     mut progress: impl FnMut(u64),
 ) -> io::Result<W> {
     let mut writer =
@@ -392,6 +442,9 @@ pub fn write_recording<W: io::Write>(
     let (branch, mut chunk): (BranchId, ChunkBuilder) =
         ChunkBuilder::new_branch(&created, EventId::NONE, 0);
     let mut synth = Synth::new(spec);
+    if let Some(town) = town {
+        synth = synth.in_town(town);
+    }
     let mut written = 1u64;
     while written < spec.n_events {
         let events = synth.next_step();

@@ -12,7 +12,7 @@ use std::path::PathBuf;
 
 use clap::Parser;
 use hamlet_engine::query::CallView;
-use hamlet_engine::view::{AgentPanel, Frame, MapView, Opened, Timeline, WhyGraph};
+use hamlet_engine::view::{AgentPanel, Frame, MapView, Opened, Timeline, Tracks, WhyGraph};
 use serde::Serialize;
 use tauri::menu::{MenuBuilder, MenuItemBuilder, SubmenuBuilder};
 use tauri::{AppHandle, DragDropEvent, Emitter, Manager, State, WindowEvent};
@@ -171,6 +171,19 @@ async fn frame(
                 (None, None) => 0,
             };
             let value = v.frame(&branch, seq)?;
+            Ok(Timed { value, micros: elapsed_micros(started) })
+        })
+        .await
+}
+
+/// Everything the map draws as it changes along a branch: the page keeps it and draws a
+/// scrubbed moment from it without asking again.
+#[tauri::command]
+async fn tracks(worker: State<'_, Worker>, branch: String) -> Result<Timed<Tracks>, String> {
+    worker
+        .run(move |v| {
+            let started = stopwatch();
+            let value = v.tracks(&branch)?;
             Ok(Timed { value, micros: elapsed_micros(started) })
         })
         .await
@@ -383,6 +396,7 @@ fn main() {
             timeline,
             map,
             frame,
+            tracks,
             step,
             agent,
             why,

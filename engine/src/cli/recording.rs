@@ -10,7 +10,8 @@ use hamlet_engine::fold::Town;
 use hamlet_engine::history::{state_at_recording, Moment};
 use hamlet_engine::query::EventRecord;
 use hamlet_engine::store::Store;
-use hamlet_engine::synth::{write_recording, SynthSpec};
+use hamlet_engine::synth::{write_recording_in, SynthSpec};
+use hamlet_engine::town::{Definition, WILLOWMERE};
 use hamlet_engine::why::History;
 use hamlet_log::event::{kind_by_name, kind_name, AgentId, Event, KNOWN_KINDS};
 use hamlet_log::verify::Outcome as Recovery;
@@ -104,6 +105,10 @@ pub struct SynthArgs {
     /// The seed: the same seed writes the same bytes
     #[arg(long, default_value_t = 1)]
     seed: u64,
+    /// Walk the agents in a real town: a town file, or `willowmere` for the shipped one
+    /// [default: open ground, no map]
+    #[arg(long, value_name = "FILE")]
+    town: Option<PathBuf>,
     /// Overwrite FILE if it exists
     #[arg(long)]
     force: bool,
@@ -119,8 +124,17 @@ pub fn synth(a: SynthArgs) -> anyhow::Result<Outcome> {
         )
         .unwrap_or_else(|_| ProgressStyle::default_bar()),
     );
+    let town = match &a.town {
+        None => None,
+        Some(p) if p.as_os_str() == "willowmere" => {
+            Some(Definition::parse("willowmere.toml", WILLOWMERE))
+        }
+        Some(p) => Some(Definition::load(p)),
+    }
+    .transpose()
+    .map_err(|e| anyhow::anyhow!("{e}"))?;
     let spec = SynthSpec { n_events: a.events, n_agents: a.agents, seed: a.seed };
-    let bytes = write_recording(spec, Vec::new(), |n| bar.set_position(n))
+    let bytes = write_recording_in(spec, town.as_ref(), Vec::new(), |n| bar.set_position(n))
         .context("cannot build the synthetic recording")?;
     bar.finish_and_clear();
     write_file(&a.out, &bytes)?;

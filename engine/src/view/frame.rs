@@ -17,7 +17,7 @@ use crate::fold::Town;
 /// How far back a trail reaches, in simulated seconds.
 pub const TRAIL_SECS: u64 = 60;
 /// The most events read after a conversation's start to find its latest line.
-const LINES_READ: u64 = 4096;
+pub(crate) const LINES_READ: u64 = 4096;
 
 /// The town at a moment, for the map.
 #[derive(Clone, Debug, Serialize)]
@@ -94,7 +94,7 @@ impl Frame {
         let seq = town.head.map_or(0, |(s, _)| s);
         let secs = town.sim_time_secs;
         let name = |a: &AgentId| {
-            town.agents.get(a).map_or_else(|| format!("agent {}", a.0), |x| x.name.clone())
+            town.agents.get(a).map_or_else(|| format!("agent {}", a.0), |x| printable(&x.name))
         };
 
         // Trails: the moves of the last simulated minute.
@@ -174,7 +174,7 @@ impl Frame {
             step: town.step,
             agents,
             bubbles,
-            objects: town.objects.clone(),
+            objects: town.objects.iter().map(|(k, v)| (printable(k), printable(v))).collect(),
         })
     }
 }

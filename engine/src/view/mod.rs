@@ -15,6 +15,7 @@ pub mod frame;
 pub mod layout;
 pub mod map;
 pub mod timeline;
+pub mod tracks;
 
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -36,6 +37,7 @@ pub use frame::Frame;
 pub use layout::WhyGraph;
 pub use map::MapView;
 pub use timeline::Timeline;
+pub use tracks::Tracks;
 
 /// Why the viewer could not answer.
 #[derive(Debug, thiserror::Error)]
@@ -383,6 +385,14 @@ impl<'a> Viewer<'a> {
         } else {
             seq.saturating_sub(1).max(first)
         })
+    }
+
+    /// Everything the map draws as it changes along a branch, for the page to keep: with
+    /// it a scrub draws at once (see [`tracks`]). One fold of the branch.
+    pub fn tracks(&mut self, name: &str) -> Result<Tracks, ViewError> {
+        let (id, head) = self.scan(name)?;
+        let first = self.cache(id).scan.as_ref().map_or(0, |s| s.first_seq);
+        Tracks::of(&self.source, id, first, head)
     }
 
     /// The town at `seq` as the map draws it.

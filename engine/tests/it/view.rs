@@ -225,3 +225,69 @@ fn bad_files_are_refused_or_shown_unsound_and_never_trusted() {
     let err = sound.frame("what-if", 3).err().unwrap();
     assert!(err.to_string().contains("no branch `what-if`; there are: main"), "{err}");
 }
+
+/// Every frame the tracks rebuild equals the engine's, at every moment of `bytes`.
+fn tracks_match_frames(path: &Path, bytes: &[u8]) -> usize {
+    let mut viewer = Viewer::recording(bytes, path).unwrap();
+    let tracks = viewer.tracks("main").unwrap();
+    assert!(tracks.head_seq > tracks.first_seq);
+    let mut bubbles = 0;
+    let mut trails = 0;
+    for seq in tracks.first_seq..=tracks.head_seq {
+        let engine = serde_json::to_value(viewer.frame("main", seq).unwrap()).unwrap();
+        let frame = tracks.frame(seq);
+        bubbles += frame.bubbles.len();
+        trails += frame.agents.iter().filter(|a| a.trail.len() > 1).count();
+        let ours = serde_json::to_value(&frame).unwrap();
+        assert!(ours == engine, "at #{seq} the tracks draw\n{ours:#}\nthe engine\n{engine:#}");
+    }
+    assert!(bubbles > 0 && trails > 0, "the moments compared show lines and walks");
+    // Times fall on the same seqs.
+    let secs_first = tracks.frame(tracks.first_seq).secs;
+    let secs_last = tracks.frame(tracks.head_seq).secs;
+    for secs in (secs_first.saturating_sub(20)..=secs_last + 20).step_by(7) {
+        assert_eq!(tracks.seq_at(secs), viewer.seq_at("main", secs).unwrap(), "at {secs} s");
+    }
+    (tracks.head_seq - tracks.first_seq + 1) as usize
+}
+
+#[test]
+fn the_tracks_draw_every_moment_as_the_engine_does() {
+    let (path, bytes) = shipped();
+    let n = tracks_match_frames(&path, &bytes);
+    assert!(n > 1000, "{n} moments of the shipped recording");
+
+    // A synthetic town: more agents, more talk and money.
+    let spec = hamlet_engine::synth::SynthSpec { n_events: 20_000, n_agents: 9, seed: 7 };
+    let synth = hamlet_engine::synth::write_recording(spec, Vec::new(), |_| {}).unwrap();
+    let n = tracks_match_frames(Path::new("synth.hamlet"), &synth);
+    assert!(n >= 20_000, "{n} moments of the synthetic recording");
+}
+
+#[test]
+fn a_synthetic_town_walks_the_shipped_map() {
+    use hamlet_engine::synth::{write_recording_in, SynthSpec};
+    use hamlet_engine::town::{Definition, WILLOWMERE};
+    use hamlet_log::event::Tile;
+    let town = Definition::parse("willowmere.toml", WILLOWMERE).unwrap();
+    let spec = SynthSpec { n_events: 30_000, n_agents: 25, seed: 3 };
+    let bytes = write_recording_in(spec, Some(&town), Vec::new(), |_| {}).unwrap();
+    let mut viewer = Viewer::recording(&bytes, Path::new("synthetic-willowmere.hamlet")).unwrap();
+    assert_eq!(viewer.map("main").unwrap().name, town.name, "the map is the town's");
+    let tracks = viewer.tracks("main").unwrap();
+    let (mut frames, mut walked) = (0, 0);
+    for seq in (tracks.first_seq..=tracks.head_seq).step_by(101) {
+        let frame = tracks.frame(seq);
+        if frame.agents.is_empty() {
+            continue;
+        }
+        frames += 1;
+        assert_eq!(frame.agents.len(), 25, "at #{seq}");
+        for a in &frame.agents {
+            let tile = Tile { x: a.tile[0], y: a.tile[1] };
+            assert!(town.grid.is_walkable(tile), "{} stands in a wall at #{seq}: {tile:?}", a.name);
+            walked += usize::from(a.trail.len() > 1);
+        }
+    }
+    assert!(frames > 200 && walked > 0, "{frames} moments, {walked} trails");
+}

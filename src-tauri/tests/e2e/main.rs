@@ -10,12 +10,14 @@
 //! them); HAMLET_SKIP_VIEWER_E2E=1 skips.
 
 mod hostile;
+mod measure;
 mod webdriver;
 
 use std::path::{Path, PathBuf};
 
 use hamlet_engine::query::Past;
 use hamlet_log::{Event, Recording};
+use measure::{machine, report, seek, wait_open, wait_tracks, DRAG};
 use serde_json::{json, Value};
 use webdriver::Window;
 
@@ -50,65 +52,17 @@ fn events_of(path: &Path) -> Vec<Event> {
     rec.events(main, 0).unwrap().collect::<Result<_, _>>().unwrap()
 }
 
-/// Waits until the page shows a file with a frame drawn.
-fn wait_open(w: &Window) -> Value {
-    w.wait_for(
-        "the recording to open and a frame to be drawn",
-        "const s = window.hamlet && window.hamlet.state(); return s && s.seq !== null && s.seq !== undefined && s.agents && s.agents.length ? s : null;",
-        json!([]),
-    )
-}
-
-/// Seeks to `seq` through the page and waits for that frame on screen.
-fn seek(w: &Window, seq: u64) -> Value {
-    w.run("window.hamlet.seekSeq(arguments[0]); return true;", json!([seq]));
-    w.wait_for(
-        &format!("the frame at #{seq}"),
-        "const s = window.hamlet.state(); return s.seq === arguments[0] ? s : null;",
-        json!([seq]),
-    )
-}
-
-fn percentile(mut v: Vec<f64>, p: f64) -> f64 {
-    if v.is_empty() {
-        return f64::NAN;
-    }
-    v.sort_by(f64::total_cmp);
-    v[((v.len() as f64 - 1.0) * p).round() as usize]
-}
-
-fn report(what: &str, samples: &Value) {
-    let v: Vec<f64> = samples
-        .as_array()
-        .map(|a| a.iter().filter_map(Value::as_f64).collect())
-        .unwrap_or_default();
-    println!(
-        "{what}: {} samples, p50 {:.2} ms, p99 {:.2} ms, max {:.2} ms",
-        v.len(),
-        percentile(v.clone(), 0.5),
-        percentile(v.clone(), 0.99),
-        v.iter().copied().fold(f64::NAN, f64::max)
+/// Waits for the branch's tracks, then holds the frames the page draws from them equal to
+/// the engine's at `seqs`.
+fn tracks_agree(w: &Window, seqs: &[u64]) {
+    wait_tracks(w);
+    let differ = w.run_async(
+        "const done = arguments[arguments.length - 1]; window.hamlet.checkTracks(arguments[0]).then(done, (e) => done({ error: String(e) }));",
+        json!([seqs]),
     );
+    assert_eq!(differ, json!([]), "frames drawn from the page's tracks and the engine's differ");
+    report("  tracks asked → kept", &w.run("return window.hamletStats.tracks;", json!([])));
 }
-
-/// Drags the scrubber through `steps` positions, one per animation frame, as a hand would.
-const DRAG: &str = r#"
-const [steps, done] = [arguments[0], arguments[arguments.length - 1]];
-const bar = document.querySelector('[data-scrubber]');
-const r = bar.getBoundingClientRect();
-const y = r.top + r.height / 2;
-const at = (i) => r.left + 2 + (r.width - 4) * ((i * 7919) % steps) / steps;
-const ev = (type, i) => bar.dispatchEvent(new PointerEvent(type, { bubbles: true, clientX: at(i), clientY: y, pointerId: 1, buttons: 1, isPrimary: true }));
-window.hamletStats.scrub.length = 0;
-window.hamletStats.frames.length = 0;
-ev('pointerdown', 0);
-let i = 1;
-const tick = () => {
-  if (i < steps) { ev('pointermove', i); i += 1; requestAnimationFrame(tick); }
-  else { ev('pointerup', i); setTimeout(() => done({ scrub: window.hamletStats.scrub.slice(), frames: window.hamletStats.frames.slice() }), 500); }
-};
-requestAnimationFrame(tick);
-"#;
 
 #[test]
 fn the_viewer_opens_scrubs_explains_and_plays_the_shipped_recording() {
@@ -140,6 +94,9 @@ fn the_viewer_opens_scrubs_explains_and_plays_the_shipped_recording() {
         }
         w.screenshot(&format!("02-moment-{}", i + 1));
     }
+    // The page draws every moment from its tracks: the same frames as the engine's.
+    let seqs: Vec<u64> = (0..400).map(|i| i * head / 400 + i % 7).chain([0, head]).collect();
+    tracks_agree(&w, &seqs);
 
     // An agent's panel: her name, her memory stream as the engine's query has it.
     let seq = seek(&w, head / 2)["seq"].as_u64().unwrap();
@@ -169,8 +126,11 @@ fn the_viewer_opens_scrubs_explains_and_plays_the_shipped_recording() {
         "return window.hamletStats.why.length > arguments[0] && document.querySelector('#pane-why svg g[data-kind]');",
         json!([before]),
     );
+    // The graph shows the boxes around the action; the tree lists every cause: the first
+    // model call in it.
     w.run(
-        "document.querySelector('#pane-why g[data-kind=LlmRequested]').dispatchEvent(new MouseEvent('click', {bubbles: true})); return true;",
+        "[...document.querySelectorAll('#pane-why button')].find((b) => b.textContent.trim() === 'Tree').click(); \
+         document.querySelector('#pane-why .tree-row.cat-call').click(); return true;",
         json!([]),
     );
     let detail = w.wait_for(
@@ -179,6 +139,11 @@ fn the_viewer_opens_scrubs_explains_and_plays_the_shipped_recording() {
         json!([]),
     );
     assert!(detail.as_str().unwrap().contains("Delphine"), "the prompt names her: {detail}");
+    w.run(
+        "[...document.querySelectorAll('#pane-why button')].find((b) => b.textContent.trim() === 'Graph').click(); return true;",
+        json!([]),
+    );
+    let first_why = w.run("return window.hamletStats.why[0];", json!([]));
     w.screenshot("04-why");
 
     // Play for a few seconds: the moment moves on.
@@ -211,11 +176,17 @@ fn the_viewer_opens_scrubs_explains_and_plays_the_shipped_recording() {
 
     // Scrub as a hand drags: the latency from input to frame drawn, measured in the window.
     let stats = w.run_async(DRAG, json!([300]));
+    // "Why?" of the action with the longest chain of causes, ten times.
+    let (agent, seq, nodes) = measure::longest_why(&file);
+    let why = measure::why_clicks(&w, agent, seq, 10);
+    assert_eq!(why.as_array().map(Vec::len), Some(10), "{why}");
     println!("{}", machine());
     println!("shipped recording ({} events):", events.len());
     report("  scrub input → frame drawn", &stats["scrub"]);
     report("  frame draw", &stats["frames"]);
-    report("  why click → graph drawn", &w.run("return window.hamletStats.why;", json!([])));
+    report(&format!("  why click → graph laid out ({nodes} events, the longest chain)"), &why);
+    measure::report_why_parts(&w);
+    println!("  the session's first why click (nothing warm yet): {first_why} ms");
 }
 
 #[test]
@@ -230,6 +201,8 @@ fn hostile_text_shows_as_written_and_never_runs() {
     let w = Window::open(&[file.display().to_string()], data.path(), &shots());
     wait_open(&w);
     let head = events_of(&file).last().unwrap().seq();
+    // Its tracks draw every moment as the engine does, hostile text and all.
+    tracks_agree(&w, &(0..=head).collect::<Vec<_>>());
     seek(&w, head);
     w.run("window.hamlet.select(0); return true;", json!([]));
     w.wait_for(
@@ -280,20 +253,6 @@ fn hostile_text_shows_as_written_and_never_runs() {
     }
 }
 
-/// This machine, for the numbers printed beside it.
-fn machine() -> String {
-    let cpu = std::fs::read_to_string("/proc/cpuinfo")
-        .ok()
-        .and_then(|s| {
-            s.lines()
-                .find(|l| l.starts_with("model name"))
-                .map(|l| l.split(':').nth(1).unwrap_or("").trim().to_owned())
-        })
-        .unwrap_or_else(|| "unknown CPU".into());
-    let cores = std::thread::available_parallelism().map_or(0, |n| n.get());
-    format!("machine: {cpu}, {cores} cores; the window under Xvfb (software rendering)")
-}
-
 /// A town-shaped recording of a million events (`hamlet synth`, with checkpoints as a store
 /// exports them): the scrubber is dragged across the whole day and every frame it asks for
 /// arrives; the latency from input to frame drawn is printed.
@@ -303,26 +262,14 @@ fn the_scrubber_keeps_up_on_a_million_events() {
         return;
     }
     let _one = one_window();
-    use hamlet_engine::synth::{write_recording, SynthSpec};
     let data = tempfile::tempdir().unwrap();
-    let spec = SynthSpec { n_events: 1_000_000, n_agents: 25, seed: 7 };
-    let bytes = write_recording(spec, Vec::new(), |_| {}).unwrap();
     let file = data.path().join("million.hamlet");
-    {
-        let mut store = hamlet_engine::store::Store::open(&data.path().join("store")).unwrap();
-        store.import(&bytes).unwrap();
-        let out = std::fs::File::create(&file).unwrap();
-        let written = hamlet_engine::history::export_with_checkpoints(
-            &store,
-            None,
-            std::io::BufWriter::new(out),
-        )
-        .unwrap();
-        written.into_inner().unwrap().sync_all().unwrap();
-    }
+    measure::million(&file);
     let w = Window::open(&[file.display().to_string()], data.path(), &shots());
     let opened = wait_open(&w);
     assert_eq!(opened["agents"].as_array().map(Vec::len), Some(25), "{opened}");
+    let seqs: Vec<u64> = (0..60).map(|i| i * 16_661 + i % 5).collect();
+    tracks_agree(&w, &seqs);
     let stats = w.run_async(DRAG, json!([300]));
     // Every input of the drag was answered by a drawn frame (its own or a later one).
     let answered = stats["scrub"].as_array().map_or(0, Vec::len);
@@ -332,4 +279,174 @@ fn the_scrubber_keeps_up_on_a_million_events() {
     println!("synthetic recording (1,000,000 events, 25 agents):");
     report("  scrub input → frame drawn", &stats["scrub"]);
     report("  frame draw", &stats["frames"]);
+}
+
+/// What the viewer keeps between runs (tauri-plugin-store): the moment a file was left at,
+/// the recent files and the settings come back when the window is opened again.
+#[test]
+fn a_reopened_file_comes_back_where_it_was_left() {
+    if skip() {
+        return;
+    }
+    let _one = one_window();
+    let file = shipped();
+    let head = events_of(&file).last().unwrap().seq();
+    let left_at = head * 2 / 3;
+    let data = tempfile::tempdir().unwrap();
+    let kept = data.path().join("town.hamlet.viewer/settings.json");
+    {
+        let w = Window::open(&[file.display().to_string()], data.path(), &shots());
+        wait_open(&w);
+        seek(&w, left_at);
+        w.run(
+            "const s = document.querySelector('.tl-speed'); s.value = '600'; s.dispatchEvent(new Event('change')); return true;",
+            json!([]),
+        );
+        // The moment is saved a second after it settles: wait for the file to say so.
+        let mut tries = 600;
+        loop {
+            let text = std::fs::read_to_string(&kept).unwrap_or_default();
+            let v: Value = serde_json::from_str(&text).unwrap_or(Value::Null);
+            let moment = v["moments"].as_array().and_then(|m| m.first()).map(|m| m[1].clone());
+            if moment == Some(json!(left_at)) && v["settings"]["speed"] == 600 {
+                break;
+            }
+            tries -= 1;
+            assert!(tries > 0, "the moment and the speed were not saved: {text}");
+            std::thread::sleep(std::time::Duration::from_millis(50));
+        }
+    }
+    let w = Window::open(&[file.display().to_string()], data.path(), &shots());
+    let shown = w.wait_for(
+        "the moment it was left at",
+        "const s = window.hamlet && window.hamlet.state(); return s && s.seq === arguments[0] ? s : null;",
+        json!([left_at]),
+    );
+    assert_eq!(shown["seq"], json!(left_at));
+    let speed = w.run("return document.querySelector('.tl-speed').value;", json!([]));
+    assert_eq!(speed, json!("600"), "the speed chosen last time");
+    let recent = w.run_async(
+        "const done = arguments[arguments.length - 1]; window.__TAURI__.core.invoke('recent').then(done, (e) => done(String(e)));",
+        json!([]),
+    );
+    let path = std::fs::canonicalize(&file).unwrap();
+    assert_eq!(recent[0]["path"], json!(path.display().to_string()), "{recent}");
+    w.screenshot("10-reopened");
+}
+
+/// An agent with over ten thousand memories: the memory stream keeps a few dozen rows in
+/// the page however long it is, and scrolling it end to end redraws at once.
+#[test]
+fn ten_thousand_memories_scroll_smoothly() {
+    if skip() {
+        return;
+    }
+    let _one = one_window();
+    let data = tempfile::tempdir().unwrap();
+    let file = data.path().join("memories.hamlet");
+    measure::many_memories(&file);
+    let w = Window::open(&[file.display().to_string()], data.path(), &shots());
+    wait_open(&w);
+    wait_tracks(&w);
+    w.run("window.hamlet.seekSeq(1e15); window.hamlet.select(0); return true;", json!([]));
+    w.run("document.querySelector('[data-tab=memories]').click(); return true;", json!([]));
+    let panel = w.wait_for(
+        "the agent's panel",
+        "const a = window.hamlet.debug().agent; return !a.loading && a.agent === 0 && a.memories > 0 ? a : null;",
+        json!([]),
+    );
+    let n = panel["memories"].as_u64().unwrap();
+    assert!(n >= 10_000, "{n} memories");
+    let scrolled = w.run_async(measure::SCROLL, json!([]));
+    let rows = scrolled["rows"].as_u64().unwrap();
+    assert!(rows > 5 && rows < 80, "{rows} rows in the page for {n} memories");
+    assert_eq!(scrolled["last"], json!(n - 1), "the last memory is shown at the end: {scrolled}");
+    w.screenshot("11-memories");
+    println!("{}", machine());
+    println!("memory stream of {n} memories, scrolled end to end:");
+    report("  list redraw per scroll", &scrolled["render"]);
+    report("  display frame interval while scrolling", &scrolled["raf"]);
+}
+
+#[test]
+fn twenty_five_agents_on_the_shipped_map_play_at_the_display_rate() {
+    if skip() {
+        return;
+    }
+    let _one = one_window();
+    let data = tempfile::tempdir().unwrap();
+    let file = data.path().join("willowmere-25.hamlet");
+    measure::willowmere_25(&file);
+    let w = Window::open(&[file.display().to_string()], data.path(), &shots());
+    let opened = wait_open(&w);
+    assert_eq!(opened["agents"].as_array().map(Vec::len), Some(25), "{opened}");
+    wait_tracks(&w);
+    let played = w.run_async(measure::PLAY, json!([240]));
+    let fresh = played["fresh"].as_u64().unwrap();
+    assert!(fresh > 0, "playing drew new moments: {played}");
+    w.screenshot("12-willowmere-25");
+    println!("{}", machine());
+    println!("the shipped map with 25 agents, playing at 600×:");
+    println!("  display frames with a new moment drawn: {fresh} of {}", played["n"]);
+    report("  map draw", &played["draws"]);
+    report("  the page's work per display frame", &played["work"]);
+    report("  display frame interval", &played["raf"]);
+}
+
+/// A `.hamlet` file dropped on the window opens: a real drag and drop between two X
+/// clients, from a GTK window beside the viewer (`drag_source.py`), the pointer moved by
+/// xdotool.
+#[test]
+fn a_recording_dropped_on_the_window_opens() {
+    if skip() {
+        return;
+    }
+    let _one = one_window();
+    let data = tempfile::tempdir().unwrap();
+    let file = data.path().join("dropped here.hamlet");
+    std::fs::copy(shipped(), &file).unwrap();
+    let w = Window::open(&[], data.path(), &shots());
+    w.wait_for("the page", "return !!(window.hamlet && window.hamlet.state);", json!([]));
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/e2e/drag_source.py");
+    // Debian's Python, which python3-gi is installed for (not one earlier on PATH).
+    let python = ["/usr/bin/python3", "python3"].into_iter().find(|p| Path::new(p).exists());
+    let mut source = std::process::Command::new(python.unwrap_or("python3"))
+        .arg(&script)
+        .arg(&file)
+        .env("DISPLAY", w.display())
+        .env("NO_AT_BRIDGE", "1")
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .expect("python3 runs the drag source (./hamlet-dev setup installs python3-gi)");
+    let mut line = String::new();
+    std::io::BufRead::read_line(
+        &mut std::io::BufReader::new(source.stdout.take().unwrap()),
+        &mut line,
+    )
+    .unwrap();
+    assert_eq!(line.trim(), "ready", "the drag source is on screen");
+    let xdotool = |args: &[&str]| {
+        let ok = std::process::Command::new("xdotool")
+            .args(args)
+            .env("DISPLAY", w.display())
+            .status()
+            .expect("xdotool runs (./hamlet-dev setup installs it)");
+        assert!(ok.success(), "xdotool {args:?}");
+        std::thread::sleep(std::time::Duration::from_millis(150));
+    };
+    xdotool(&["mousemove", "100", "50"]);
+    xdotool(&["mousedown", "1"]);
+    for (x, y) in [(120, 60), (160, 80), (300, 200), (600, 400), (800, 500), (805, 505)] {
+        xdotool(&["mousemove", &x.to_string(), &y.to_string()]);
+    }
+    xdotool(&["mouseup", "1"]);
+    let title = w.wait_for(
+        "the dropped recording to open",
+        "return document.title.startsWith('dropped here.hamlet') && window.hamlet.state().seq !== null ? document.title : null;",
+        json!([]),
+    );
+    let _ = source.kill();
+    let _ = source.wait();
+    assert!(title.as_str().unwrap().contains("dropped here.hamlet"), "{title}");
+    w.screenshot("13-dropped");
 }

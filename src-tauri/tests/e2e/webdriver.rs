@@ -160,6 +160,11 @@ impl Window {
         );
     }
 
+    /// The X display the window is on (`:N`).
+    pub fn display(&self) -> &str {
+        &self.display
+    }
+
     /// Runs `script` (a function body; `arguments` holds `args`) in the page.
     pub fn run(&self, script: &str, args: Value) -> Value {
         self.call("POST", "/execute/sync", Some(&json!({ "script": script, "args": args })))
