@@ -513,66 +513,101 @@ function drawTrails(r) {
   }
 }
 
+/** Agents drawn once each, as images: keyed by everything that shows. */
+const sprites = new Map();
+
+/** An agent's marker (halo, disc, initials, talk dot, emoji above, name below) as an image. */
+function spriteOf(agent, r, selected, hovered, talking, showName) {
+  const initials = truncate(agent.initials || initialsOf(agent.name), 3);
+  const emoji = agent.emoji ? truncate(agent.emoji, 4) : '';
+  const name = showName ? truncate(agent.name, 24) : '';
+  const key = [agent.id, initials, emoji, name, r, dpr, selected, hovered, talking].join('\u0000');
+  const known = sprites.get(key);
+  if (known) return known;
+  if (sprites.size > 1000) sprites.clear();
+  const pad = 6;
+  const emojiH = emoji ? Math.round(r * 1.15) + 2 : 0;
+  ctx.font = `600 11px ${UI_FONT}`;
+  const nameW = name ? ctx.measureText(name).width + 8 : 0;
+  const w = Math.ceil(Math.max(2 * (r + pad), nameW));
+  const h = Math.ceil(emojiH + 2 * (r + pad) + (name ? 18 : 0));
+  const canvasEl = document.createElement('canvas');
+  canvasEl.width = Math.max(1, Math.ceil(w * dpr));
+  canvasEl.height = Math.max(1, Math.ceil(h * dpr));
+  const g = canvasEl.getContext('2d');
+  g.scale(dpr, dpr);
+  const x = w / 2;
+  const y = emojiH + r + pad;
+  const hue = hueOf(agent.id);
+  g.textAlign = 'center';
+  g.textBaseline = 'middle';
+  if (selected) {
+    g.beginPath();
+    g.arc(x, y, r + 5, 0, Math.PI * 2);
+    g.fillStyle = 'rgba(255,200,40,0.35)';
+    g.fill();
+    g.lineWidth = 3;
+    g.strokeStyle = '#ffb000';
+    g.stroke();
+  }
+  g.beginPath();
+  g.arc(x, y + 1.5, r, 0, Math.PI * 2);
+  g.fillStyle = 'rgba(0,0,0,0.25)';
+  g.fill();
+  g.beginPath();
+  g.arc(x, y, r, 0, Math.PI * 2);
+  g.fillStyle = `hsl(${hue} 55% 42%)`;
+  g.fill();
+  g.lineWidth = hovered ? 3 : 1.5;
+  g.strokeStyle = hovered ? '#ffffff' : 'rgba(255,255,255,0.9)';
+  g.stroke();
+  if (talking) {
+    g.beginPath();
+    g.arc(x + r * 0.75, y - r * 0.75, Math.max(2.5, r * 0.28), 0, Math.PI * 2);
+    g.fillStyle = '#3fa7ff';
+    g.fill();
+    g.lineWidth = 1;
+    g.strokeStyle = '#fff';
+    g.stroke();
+  }
+  g.fillStyle = '#fff';
+  g.font = `700 ${Math.round(r * (initials.length > 2 ? 0.72 : 0.88))}px ${UI_FONT}`;
+  g.fillText(initials, x, y + 0.5);
+  if (emoji) {
+    g.font = `${Math.round(r * 1.15)}px ${EMOJI_FONT}`;
+    g.textBaseline = 'bottom';
+    g.fillText(emoji, x, y - r - 1);
+    g.textBaseline = 'middle';
+  }
+  if (name) {
+    g.font = `600 11px ${UI_FONT}`;
+    g.lineWidth = 3;
+    g.strokeStyle = 'rgba(255,255,255,0.9)';
+    g.textBaseline = 'top';
+    g.strokeText(name, x, y + r + 3);
+    g.fillStyle = '#1d2230';
+    g.fillText(name, x, y + r + 3);
+  }
+  const sprite = { canvas: canvasEl, x, y, w, h };
+  sprites.set(key, sprite);
+  return sprite;
+}
+
 function drawAgents(r) {
-  ctx.textAlign = 'center';
-  ctx.textBaseline = 'middle';
   for (const p of placed) {
     const { agent, x, y } = p;
     if (x < -40 || y < -40 || x > W + 40 || y > H + 40) continue;
-    const hue = hueOf(agent.id);
     const selected = agent.id === app.selected;
-    const hovered = hover && hover.kind === 'agent' && hover.agent.id === agent.id;
-    if (selected) {
-      ctx.beginPath();
-      ctx.arc(x, y, r + 5, 0, Math.PI * 2);
-      ctx.fillStyle = 'rgba(255,200,40,0.35)';
-      ctx.fill();
-      ctx.lineWidth = 3;
-      ctx.strokeStyle = '#ffb000';
-      ctx.stroke();
-    }
-    ctx.beginPath();
-    ctx.arc(x, y + 1.5, r, 0, Math.PI * 2);
-    ctx.fillStyle = 'rgba(0,0,0,0.25)';
-    ctx.fill();
-    ctx.beginPath();
-    ctx.arc(x, y, r, 0, Math.PI * 2);
-    ctx.fillStyle = `hsl(${hue} 55% 42%)`;
-    ctx.fill();
-    ctx.lineWidth = hovered ? 3 : 1.5;
-    ctx.strokeStyle = hovered ? '#ffffff' : 'rgba(255,255,255,0.9)';
-    ctx.stroke();
-    if (Array.isArray(agent.talking_with) && agent.talking_with.length) {
-      ctx.beginPath();
-      ctx.arc(x + r * 0.75, y - r * 0.75, Math.max(2.5, r * 0.28), 0, Math.PI * 2);
-      ctx.fillStyle = '#3fa7ff';
-      ctx.fill();
-      ctx.lineWidth = 1;
-      ctx.strokeStyle = '#fff';
-      ctx.stroke();
-    }
-    const initials = truncate(agent.initials || initialsOf(agent.name), 3);
-    ctx.fillStyle = '#fff';
-    ctx.font = `700 ${Math.round(r * (initials.length > 2 ? 0.72 : 0.88))}px ${UI_FONT}`;
-    ctx.fillText(initials, x, y + 0.5);
-    if (agent.emoji) {
-      ctx.font = `${Math.round(r * 1.15)}px ${EMOJI_FONT}`;
-      ctx.textBaseline = 'bottom';
-      ctx.fillText(truncate(agent.emoji, 4), x, y - r - 1);
-      ctx.textBaseline = 'middle';
-    }
-    if (scale >= 22 || selected) {
-      const name = truncate(agent.name, 24);
-      ctx.font = `600 11px ${UI_FONT}`;
-      ctx.lineWidth = 3;
-      ctx.strokeStyle = 'rgba(255,255,255,0.9)';
-      ctx.textBaseline = 'top';
-      ctx.strokeText(name, x, y + r + 3);
-      ctx.fillStyle = '#1d2230';
-      ctx.fillText(name, x, y + r + 3);
-      ctx.textBaseline = 'middle';
-    }
+    const hovered = !!(hover && hover.kind === 'agent' && hover.agent.id === agent.id);
+    const talking = Array.isArray(agent.talking_with) && agent.talking_with.length > 0;
+    const s = spriteOf(agent, r, selected, hovered, talking, scale >= 22 || selected);
+    // On whole device pixels: the image is copied, not resampled.
+    const left = Math.round((x - s.x) * dpr) / dpr;
+    const top = Math.round((y - s.y) * dpr) / dpr;
+    ctx.drawImage(s.canvas, left, top, s.w, s.h);
   }
+  ctx.textAlign = 'center';
+  ctx.textBaseline = 'middle';
 }
 
 function initialsOf(name) {
