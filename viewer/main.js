@@ -14,7 +14,7 @@ import {
   step, home, end, stamp,
 } from './timeline.js';
 import { initAgent, showAgent, setAgentVisible, agentState } from './agent.js';
-import { initWhy, openWhy, whyState } from './why.js';
+import { initWhy, openWhy, whyState, warmUp } from './why.js';
 import { initCalls, setCallsVisible, inspectNode, callsState } from './calls.js';
 
 const $ = (id) => document.getElementById(id);
@@ -284,7 +284,18 @@ function buildStatus() {
   bar.append(st.file, st.branch, st.time, st.seq, st.hash, st.micros, el('span', { class: 'spacer' }), st.verify);
 }
 
+// While playing, the words of the status bar change at most four times a second: each
+// change costs a layout and a paint, which a frame every 16 ms cannot spare.
+let statusAt = 0;
+let statusLater = 0;
 function updateStatus() {
+  const now = performance.now();
+  clearTimeout(statusLater);
+  if (app.playing && now - statusAt < 250) {
+    statusLater = setTimeout(updateStatus, 250 - (now - statusAt));
+    return;
+  }
+  statusAt = now;
   const o = app.opened;
   const f = app.frame;
   st.file.textContent = o ? o.title || o.path || '' : 'No file open';
@@ -473,6 +484,8 @@ async function loadBranch(branch, at) {
     const target = at || { secs: tl.value.start_secs };
     await seek(target);
     fetchTracks(branch, epoch);
+    // Once the town is on screen, ready "why?" for its first click.
+    setTimeout(() => { if (epoch === app.epoch) warmUp(); }, 300);
   } else {
     const msg = tl.status === 'rejected' ? tl.reason.message : 'the timeline came back empty';
     timelineError(msg);

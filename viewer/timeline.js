@@ -283,10 +283,21 @@ function drawStrip() {
   g.stroke();
 }
 
+let wordsAt = 0;
+let wordsLater = 0;
 function updatePlayhead() {
   if (!app.timeline || !track) return;
   const secs = scrubbing ? scrubbing.secs : targetSecs();
   playhead.style.transform = `translateX(${Math.round(xOf(secs))}px)`;
+  // While playing the clock's words change at most ten times a second (a layout and a
+  // paint each); the playhead moves every frame.
+  const now = performance.now();
+  clearTimeout(wordsLater);
+  if (app.playing && now - wordsAt < 100) {
+    wordsLater = setTimeout(updatePlayhead, 100 - (now - wordsAt));
+    return;
+  }
+  wordsAt = now;
   clockTime.textContent = fmtTime(secs);
   const f = app.frame;
   clockSeq.textContent = f ? `#${fmtCount(f.seq)}` : '';

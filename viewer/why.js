@@ -85,6 +85,43 @@ export function initWhy(host) {
   renderEmpty();
 }
 
+/**
+ * Lays the pane out once, unseen, around a graph of one box: the first real "why?" then
+ * does not pay for styling the pane, compiling its code and loading its fonts (150 ms and
+ * more here). Leaves the pane as it was. Called once a file is on screen.
+ */
+export function warmUp() {
+  if (!root || !root.hidden || graph) return;
+  const style = root.getAttribute('style');
+  root.hidden = false;
+  root.style.visibility = 'hidden';
+  root.style.position = 'absolute';
+  root.style.inset = '0';
+  try {
+    show({
+      root: 0,
+      width: 880,
+      height: 60,
+      nodes: ['ActionStarted', 'LlmRequested', 'MemoryAdded'].map((kind, i) => (
+        { id: '', seq: i, time: '', kind, summary: 'Warming up', detail: 'Warming up', x: i * 320, y: 0, w: 240, h: 48 })),
+      edges: [{ from: 0, to: 1, link: 'cause' }, { from: 1, to: 2, link: 'recalled', scores: [0.5, 0.5, 0.5, 1.5] }],
+      tree: [],
+    });
+    void root.offsetWidth;
+  } finally {
+    graph = null;
+    nodes = [];
+    edges = [];
+    nodeEls = [];
+    edgeEls = [];
+    selected = null;
+    renderEmpty();
+    if (style === null) root.removeAttribute('style');
+    else root.setAttribute('style', style);
+    root.hidden = true;
+  }
+}
+
 function renderEmpty() {
   setChildren(head);
   clear(graphHost);
