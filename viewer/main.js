@@ -2,7 +2,7 @@
 
 import { app, emit, on, DEFAULT_SETTINGS, agentInFrame } from './state.js';
 import { call, listen, hasBridge, message as errorText } from './ipc.js';
-import { seek, resetSeek, stats, wake, record } from './seek.js';
+import { seek, resetSeek, stats, wake, record, lessOftenWhilePlaying } from './seek.js';
 import { loadTracks, frameAt } from './tracks.js';
 import {
   el, button, untrusted, setChildren, clear, showError, clearErrors, notice, fmtMicros, fmtCount,
@@ -284,18 +284,10 @@ function buildStatus() {
   bar.append(st.file, st.branch, st.time, st.seq, st.hash, st.micros, el('span', { class: 'spacer' }), st.verify);
 }
 
-// While playing, the words of the status bar change at most four times a second: each
-// change costs a layout and a paint, which a frame every 16 ms cannot spare.
-let statusAt = 0;
-let statusLater = 0;
-function updateStatus() {
-  const now = performance.now();
-  clearTimeout(statusLater);
-  if (app.playing && now - statusAt < 250) {
-    statusLater = setTimeout(updateStatus, 250 - (now - statusAt));
-    return;
-  }
-  statusAt = now;
+// While playing, the status bar's words change at most four times a second.
+const updateStatus = lessOftenWhilePlaying(250, showStatus);
+
+function showStatus() {
   const o = app.opened;
   const f = app.frame;
   st.file.textContent = o ? o.title || o.path || '' : 'No file open';

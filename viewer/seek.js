@@ -118,6 +118,27 @@ export function resetSeek() {
   app.tracks = null;
 }
 
+/**
+ * `fn`, run at once — except while playing, when it runs at most once every `ms` (the last
+ * call still runs, `ms` after the one before). For words that change with every frame:
+ * each change costs a layout and a paint that a frame every 16 ms cannot spare.
+ */
+export function lessOftenWhilePlaying(ms, fn) {
+  let at = 0;
+  let later = 0;
+  const run = () => {
+    const now = performance.now();
+    clearTimeout(later);
+    if (app.playing && now - at < ms) {
+      later = setTimeout(run, ms - (now - at));
+      return;
+    }
+    at = now;
+    fn();
+  };
+  return run;
+}
+
 /** Adds a function called on every tick with `now`; it returns true to keep the loop running. */
 export function addTicker(fn) {
   tickers.add(fn);

@@ -2,7 +2,7 @@
 
 import { app, emit, on, SPEEDS } from './state.js';
 import { call } from './ipc.js';
-import { seek, targetSecs, baseSeq, addTicker, wake } from './seek.js';
+import { seek, targetSecs, baseSeq, addTicker, wake, lessOftenWhilePlaying } from './seek.js';
 import { el, button, icon, fmtTime, fmtClock, fmtCount, showError, setChildren, clear } from './dom.js';
 
 const PAD = 10;
@@ -283,27 +283,24 @@ function drawStrip() {
   g.stroke();
 }
 
-let wordsAt = 0;
-let wordsLater = 0;
 function updatePlayhead() {
   if (!app.timeline || !track) return;
   const secs = scrubbing ? scrubbing.secs : targetSecs();
   playhead.style.transform = `translateX(${Math.round(xOf(secs))}px)`;
-  // While playing the clock's words change at most ten times a second (a layout and a
-  // paint each); the playhead moves every frame.
-  const now = performance.now();
-  clearTimeout(wordsLater);
-  if (app.playing && now - wordsAt < 100) {
-    wordsLater = setTimeout(updatePlayhead, 100 - (now - wordsAt));
-    return;
-  }
-  wordsAt = now;
+  clockWords();
+}
+
+// The playhead moves every frame; while playing, the clock's words change at most ten
+// times a second.
+const clockWords = lessOftenWhilePlaying(100, () => {
+  if (!app.timeline || !track) return;
+  const secs = scrubbing ? scrubbing.secs : targetSecs();
   clockTime.textContent = fmtTime(secs);
   const f = app.frame;
   clockSeq.textContent = f ? `#${fmtCount(f.seq)}` : '';
   track.setAttribute('aria-valuenow', String(secs));
   track.setAttribute('aria-valuetext', fmtTime(secs));
-}
+});
 
 // ---------------------------------------------------------------- scrubbing
 

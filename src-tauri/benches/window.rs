@@ -82,13 +82,7 @@ fn main() {
         let file = data.path().join("memories.hamlet");
         measure::many_memories(&file);
         let w = open(&file, data.path());
-        w.run("window.hamlet.seekSeq(1e15); window.hamlet.select(0); return true;", json!([]));
-        w.run("document.querySelector('[data-tab=memories]').click(); return true;", json!([]));
-        let panel = w.wait_for(
-            "the agent's panel",
-            "const a = window.hamlet.debug().agent; return !a.loading && a.memories > 0 ? a : null;",
-            json!([]),
-        );
+        let panel = measure::open_memories(&w);
         let scrolled = w.run_async(SCROLL, json!([]));
         println!("memory stream of {} memories, scrolled end to end:", panel["memories"]);
         report("  list redraw per scroll", &scrolled["render"]);

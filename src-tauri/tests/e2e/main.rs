@@ -52,6 +52,17 @@ fn events_of(path: &Path) -> Vec<Event> {
     rec.events(main, 0).unwrap().collect::<Result<_, _>>().unwrap()
 }
 
+/// A window on a recording `make` writes into a fresh folder (which lives as long as the
+/// window), once it shows a frame: the folder, the window and what the page shows.
+fn open_made(name: &str, make: fn(&Path)) -> (tempfile::TempDir, Window, Value) {
+    let data = tempfile::tempdir().unwrap();
+    let file = data.path().join(name);
+    make(&file);
+    let w = Window::open(&[file.display().to_string()], data.path(), &shots());
+    let opened = wait_open(&w);
+    (data, w, opened)
+}
+
 /// Waits for the branch's tracks, then holds the frames the page draws from them equal to
 /// the engine's at `seqs`.
 fn tracks_agree(w: &Window, seqs: &[u64]) {
@@ -266,11 +277,7 @@ fn the_scrubber_keeps_up_on_a_million_events() {
         return;
     }
     let _one = one_window();
-    let data = tempfile::tempdir().unwrap();
-    let file = data.path().join("million.hamlet");
-    measure::million(&file);
-    let w = Window::open(&[file.display().to_string()], data.path(), &shots());
-    let opened = wait_open(&w);
+    let (_data, w, opened) = open_made("million.hamlet", measure::million);
     assert_eq!(opened["agents"].as_array().map(Vec::len), Some(25), "{opened}");
     let seqs: Vec<u64> = (0..60).map(|i| i * 16_661 + i % 5).collect();
     tracks_agree(&w, &seqs);
@@ -346,19 +353,9 @@ fn ten_thousand_memories_scroll_smoothly() {
         return;
     }
     let _one = one_window();
-    let data = tempfile::tempdir().unwrap();
-    let file = data.path().join("memories.hamlet");
-    measure::many_memories(&file);
-    let w = Window::open(&[file.display().to_string()], data.path(), &shots());
-    wait_open(&w);
+    let (_data, w, _) = open_made("memories.hamlet", measure::many_memories);
     wait_tracks(&w);
-    w.run("window.hamlet.seekSeq(1e15); window.hamlet.select(0); return true;", json!([]));
-    w.run("document.querySelector('[data-tab=memories]').click(); return true;", json!([]));
-    let panel = w.wait_for(
-        "the agent's panel",
-        "const a = window.hamlet.debug().agent; return !a.loading && a.agent === 0 && a.memories > 0 ? a : null;",
-        json!([]),
-    );
+    let panel = measure::open_memories(&w);
     let n = panel["memories"].as_u64().unwrap();
     assert!(n >= 10_000, "{n} memories");
     let scrolled = w.run_async(measure::SCROLL, json!([]));
@@ -378,11 +375,7 @@ fn twenty_five_agents_on_the_shipped_map_play_at_the_display_rate() {
         return;
     }
     let _one = one_window();
-    let data = tempfile::tempdir().unwrap();
-    let file = data.path().join("willowmere-25.hamlet");
-    measure::willowmere_25(&file);
-    let w = Window::open(&[file.display().to_string()], data.path(), &shots());
-    let opened = wait_open(&w);
+    let (_data, w, opened) = open_made("willowmere-25.hamlet", measure::willowmere_25);
     assert_eq!(opened["agents"].as_array().map(Vec::len), Some(25), "{opened}");
     wait_tracks(&w);
     let played = w.run_async(measure::PLAY, json!([240]));

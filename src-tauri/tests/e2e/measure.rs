@@ -156,6 +156,17 @@ const tick = (t) => {
 requestAnimationFrame(tick);
 "#;
 
+/// Shows agent 0 at the last moment, its memory stream: the panel's state once it is there.
+pub fn open_memories(w: &Window) -> Value {
+    w.run("window.hamlet.seekSeq(1e15); window.hamlet.select(0); return true;", json!([]));
+    w.run("document.querySelector('[data-tab=memories]').click(); return true;", json!([]));
+    w.wait_for(
+        "the agent's panel",
+        "const a = window.hamlet.debug().agent; return !a.loading && a.agent === 0 && a.memories > 0 ? a : null;",
+        json!([]),
+    )
+}
+
 /// Scrolls the memory stream end to end, a step per display frame: the list's redraws, the
 /// frame intervals, the most rows it kept in the page, and the last memory shown.
 pub const SCROLL: &str = r#"
