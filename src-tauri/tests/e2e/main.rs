@@ -1,13 +1,15 @@
 //! The viewer tested as a person would use it: the real `hamlet-viewer` window under Xvfb,
 //! driven through WebKitWebDriver. It opens the shipped recording, scrubs to moments and
-//! checks the agents' places against the engine's query of the same moment, opens an
-//! agent's panel and "why?" down to a prompt, plays, and opens a recording full of hostile
-//! text to check that nothing in it runs. Screenshots of each view go to
-//! `target/viewer-e2e/`; the scrub, frame and "why?" latencies measured in the window are
-//! printed with the machine.
+//! checks the agents' places against the engine's query of the same moment (and the frames
+//! the page draws from its tracks against the engine's), opens an agent's panel and "why?"
+//! down to a prompt, plays, and opens a recording full of hostile text to check that nothing
+//! in it runs. Others scrub a million events, scroll ten thousand memories, play 25 agents on
+//! the shipped map, reopen a file where it was left, and drop one on the window. Screenshots
+//! of each view go to `target/viewer-e2e/`; the latencies measured in the window are printed
+//! with the machine (`benches/window.rs` prints the same without the checks).
 //!
-//! Needs Xvfb, WebKitWebDriver and ImageMagick's `import` (`./hamlet-dev setup` installs
-//! them); HAMLET_SKIP_VIEWER_E2E=1 skips.
+//! Needs Xvfb, WebKitWebDriver, ImageMagick's `import`, xdotool and Debian's python3-gi
+//! (`./hamlet-dev setup` installs them); HAMLET_SKIP_VIEWER_E2E=1 skips.
 
 mod hostile;
 mod measure;
@@ -369,6 +371,9 @@ fn ten_thousand_memories_scroll_smoothly() {
     report("  display frame interval while scrolling", &scrolled["raf"]);
 }
 
+/// The shipped town with 25 agents walking it (`hamlet synth --town willowmere`), played at
+/// ten simulated minutes a second: how often the map draws a new moment, what a draw costs
+/// and how often the display shows a frame, measured in the window.
 #[test]
 fn twenty_five_agents_on_the_shipped_map_play_at_the_display_rate() {
     if skip() {
