@@ -86,27 +86,41 @@ export function initWhy(host) {
 }
 
 /**
- * Lays the pane out once, unseen, around a graph of one box: the first real "why?" then
- * does not pay for styling the pane, compiling its code and loading its fonts (150 ms and
+ * Answers one real "why?" (the first agent's action at the moment shown) and lays the pane
+ * out around it once, unseen: the first click then does not pay for styling the pane,
+ * compiling its code, loading its fonts and the first large answer over IPC (150 ms and
  * more here). Leaves the pane as it was. Called once a file is on screen.
  */
-export function warmUp() {
-  if (!root || !root.hidden || graph) return;
+export async function warmUp() {
+  if (!root || !root.hidden || graph || !app.branch) return;
+  const f = app.frame;
+  const first = f && Array.isArray(f.agents) ? f.agents[0] : null;
+  const epoch = app.epoch;
+  let answer = null;
+  if (first) {
+    try {
+      answer = await call('why', { branch: app.branch, agent: first.id, seq: f.seq });
+    } catch {
+      answer = null;
+    }
+  }
+  if (epoch !== app.epoch || !root.hidden || graph) return;
+  answer = answer || {
+    root: 0,
+    width: 880,
+    height: 60,
+    nodes: ['ActionStarted', 'LlmRequested', 'MemoryAdded'].map((kind, i) => (
+      { id: '', seq: i, time: '', kind, summary: 'Warming up', detail: 'Warming up', x: i * 320, y: 0, w: 240, h: 48 })),
+    edges: [{ from: 0, to: 1, link: 'cause' }, { from: 1, to: 2, link: 'recalled', scores: [0.5, 0.5, 0.5, 1.5] }],
+    tree: [],
+  };
   const style = root.getAttribute('style');
   root.hidden = false;
   root.style.visibility = 'hidden';
   root.style.position = 'absolute';
   root.style.inset = '0';
   try {
-    show({
-      root: 0,
-      width: 880,
-      height: 60,
-      nodes: ['ActionStarted', 'LlmRequested', 'MemoryAdded'].map((kind, i) => (
-        { id: '', seq: i, time: '', kind, summary: 'Warming up', detail: 'Warming up', x: i * 320, y: 0, w: 240, h: 48 })),
-      edges: [{ from: 0, to: 1, link: 'cause' }, { from: 1, to: 2, link: 'recalled', scores: [0.5, 0.5, 0.5, 1.5] }],
-      tree: [],
-    });
+    show(answer);
     void root.offsetWidth;
   } finally {
     graph = null;
