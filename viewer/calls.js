@@ -261,6 +261,7 @@ function renderDetail() {
         el('div', { class: 'try-head' },
           el('strong', { text: `try ${t.attempt}` }),
           el('span', { class: `call-out ${okT ? 'out-ok' : 'out-failed'}` }, untrusted(t.outcome)),
+          t.structured && t.structured !== 'none' ? el('span', { class: 'dim small', title: 'how the answer\'s structure was asked for', text: `asked as ${t.structured}` }) : null,
           el('span', { class: 'spacer' }),
           el('span', { class: 'dim small', text: `${fmtCount((t.tokens || [])[0])} + ${fmtCount((t.tokens || [])[1])} tokens · ${fmtCount(t.latency_ms)} ms` })),
         t.problem ? el('div', { class: 'try-problem' }, el('span', { class: 'dim', text: okT ? 'note: ' : 'why it failed: ' }), untrusted(t.problem)) : null,

@@ -320,7 +320,7 @@ pub struct TryView {
     pub attempt: u32,
     /// `answered`; `bad_answer` (an answer without the shape asked for); or, when no
     /// answer came, the failure's kind (`timeout`, `rate_limited`, `server_error`,
-    /// `connection`, `refused`, `other`).
+    /// `connection`, `refused`, `form_refused`, `other`).
     pub outcome: String,
     /// The model's words (empty when none came).
     pub text: String,
@@ -330,6 +330,8 @@ pub struct TryView {
     pub tokens: [u32; 2],
     /// Milliseconds.
     pub latency_ms: u32,
+    /// How the answer's structure was asked for (`json_schema`, `grammar`, `prompt`, …).
+    pub structured: String,
 }
 
 /// A prompt as one text: a completion prompt as it is, chat messages as `role: content`
@@ -355,6 +357,7 @@ pub fn failure_kind(kind: FailureKind) -> &'static str {
         FailureKind::BadAnswer => "bad_answer",
         FailureKind::Refused => "refused",
         FailureKind::Other => "other",
+        FailureKind::FormRefused => "form_refused",
     }
 }
 
@@ -562,21 +565,25 @@ impl<'a> Past<'a> {
     /// every retry of it; one that failed for good stays unanswered.
     pub fn calls(&self, from: u64, to: u64, agent: Option<AgentId>) -> Vec<CallView> {
         let mut out: Vec<CallView> = Vec::new();
-        // The call each request hash is on (its place in `out`, when it is wanted) and the
-        // attempt under way.
-        let mut open: BTreeMap<[u8; 32], (Option<usize>, u32)> = BTreeMap::new();
+        // The call each request hash is on (its place in `out`, when it is wanted), the
+        // attempt under way and the structured form it was asked in.
+        let mut open: BTreeMap<[u8; 32], (Option<usize>, u32, &'static str)> = BTreeMap::new();
         for e in self.events {
             match &e.body {
                 Body::LlmRequested(r) => {
                     if r.attempt > 1 {
                         if let Some(on) = open.get_mut(&r.request_hash) {
                             on.1 = r.attempt;
+                            on.2 = r.structured.name();
                         }
                         continue;
                     }
                     let wanted =
                         (from..=to).contains(&e.seq()) && agent.is_none_or(|a| r.agent == Some(a));
-                    open.insert(r.request_hash, (wanted.then_some(out.len()), r.attempt));
+                    open.insert(
+                        r.request_hash,
+                        (wanted.then_some(out.len()), r.attempt, r.structured.name()),
+                    );
                     if !wanted {
                         continue;
                     }
@@ -597,7 +604,9 @@ impl<'a> Past<'a> {
                     });
                 }
                 Body::LlmResponded(r) => {
-                    let Some(&(place, attempt)) = open.get(&r.request_hash) else { continue };
+                    let Some(&(place, attempt, structured)) = open.get(&r.request_hash) else {
+                        continue;
+                    };
                     if r.fallback || r.parsed.is_some() {
                         open.remove(&r.request_hash);
                     }
@@ -616,13 +625,16 @@ impl<'a> Past<'a> {
                         problem: String::new(),
                         tokens: [r.tokens_prompt, r.tokens_completion],
                         latency_ms: r.latency_ms,
+                        structured: structured.into(),
                     });
                     if answered {
                         call.answer = Some(r.text.clone());
                     }
                 }
                 Body::LlmFailed(f) => {
-                    let Some(&(place, _)) = open.get(&f.request_hash) else { continue };
+                    let Some(&(place, _, structured)) = open.get(&f.request_hash) else {
+                        continue;
+                    };
                     let Some(call) = place.and_then(|i| out.get_mut(i)) else { continue };
                     // A bad answer is recorded twice: the answer, then why it was refused.
                     if f.kind == FailureKind::BadAnswer {
@@ -639,6 +651,7 @@ impl<'a> Past<'a> {
                         problem: f.message.clone(),
                         tokens: [0, 0],
                         latency_ms: f.latency_ms,
+                        structured: structured.into(),
                     });
                 }
                 _ => {}

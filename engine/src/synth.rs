@@ -253,6 +253,7 @@ impl Synth {
                         template_version: 1,
                         schema_hash: Some([3; 32]),
                         attempt: 1,
+                        structured: StructuredForm::Grammar,
                     }),
                 ));
                 out.push(NewEvent::new(

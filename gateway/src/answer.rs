@@ -116,6 +116,66 @@ pub struct Turn {
     pub end: bool,
 }
 
+/// An answer that follows `schema`, made from the schema alone (the first of an enum, the
+/// smallest allowed number, the fewest items, the required properties): shown to models
+/// that are told the schema in the prompt.
+pub fn example(schema: &Value) -> Value {
+    example_at(schema, 0)
+}
+
+fn example_at(schema: &Value, depth: u32) -> Value {
+    if depth > 16 {
+        return Value::Null;
+    }
+    if let Some(first) = schema.get("enum").and_then(Value::as_array).and_then(|e| e.first()) {
+        return first.clone();
+    }
+    if let Some(constant) = schema.get("const") {
+        return constant.clone();
+    }
+    let kind = match schema.get("type") {
+        Some(Value::String(t)) => t.as_str(),
+        Some(Value::Array(types)) => types.iter().find_map(Value::as_str).unwrap_or("null"),
+        _ if schema.get("properties").is_some() => "object",
+        _ if schema.get("items").is_some() => "array",
+        _ => "string",
+    };
+    match kind {
+        "object" => {
+            let required: Vec<&str> = schema
+                .get("required")
+                .and_then(Value::as_array)
+                .map(|r| r.iter().filter_map(Value::as_str).collect())
+                .unwrap_or_default();
+            let mut out = serde_json::Map::new();
+            if let Some(Value::Object(properties)) = schema.get("properties") {
+                for (name, property) in properties {
+                    if required.is_empty() || required.contains(&name.as_str()) {
+                        out.insert(name.clone(), example_at(property, depth + 1));
+                    }
+                }
+            }
+            Value::Object(out)
+        }
+        "array" => {
+            let n = schema.get("minItems").and_then(Value::as_u64).unwrap_or(1).clamp(1, 3);
+            let item = schema.get("items").map_or(Value::Null, |i| example_at(i, depth + 1));
+            Value::Array(vec![item; n as usize])
+        }
+        "integer" | "number" => {
+            let min = schema.get("minimum").and_then(Value::as_i64).unwrap_or(1);
+            json!(min)
+        }
+        "boolean" => json!(false),
+        "null" => Value::Null,
+        _ => match schema.get("pattern").and_then(Value::as_str) {
+            // The one pattern Hamlet's own shapes use: a time of day.
+            Some(p) if p.contains("[0-5][0-9]") => json!("08:00"),
+            _ => json!("..."),
+        },
+    }
+}
+
 /// Why an answer was refused.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
 #[error("{0}")]

@@ -7,7 +7,7 @@ use std::future::Future;
 use std::pin::Pin;
 use std::time::Duration;
 
-use hamlet_log::event::FailureKind;
+use hamlet_log::event::{FailureKind, StructuredForm};
 
 use crate::request::{Call, EmbedCall, Params};
 
@@ -27,6 +27,8 @@ pub struct Attempt<'a> {
     pub request_hash: [u8; 32],
     /// 1 for the first try.
     pub attempt: u32,
+    /// How to ask for the answer's structure on this try.
+    pub structured: StructuredForm,
 }
 
 /// What a model returned.
@@ -53,6 +55,8 @@ pub struct Vectors {
     pub vectors: Vec<Vec<f32>>,
     /// Tokens read.
     pub tokens: u32,
+    /// True when the server answered one vector per token and these are their means.
+    pub pooled: bool,
 }
 
 /// One failed try.
@@ -65,12 +69,20 @@ pub struct BackendError {
     pub message: String,
     /// How long the server asked us to wait (`Retry-After`).
     pub retry_after: Option<Duration>,
+    /// What a person can change so the next run works (never recorded: it is advice).
+    pub hint: Option<String>,
 }
 
 impl BackendError {
     /// A failure of `kind`.
     pub fn new(kind: FailureKind, message: impl Into<String>) -> BackendError {
-        BackendError { kind, message: message.into(), retry_after: None }
+        BackendError { kind, message: message.into(), retry_after: None, hint: None }
+    }
+
+    /// The same failure, with advice.
+    pub fn with_hint(mut self, hint: impl Into<String>) -> BackendError {
+        self.hint = Some(hint.into());
+        self
     }
 
     /// True when another try may succeed.
@@ -98,6 +110,22 @@ pub trait LlmBackend: Send + Sync {
         &'a self,
         attempt: Attempt<'a>,
     ) -> BoxFuture<'a, Result<Completion, BackendError>>;
+    /// The forms this backend can ask a structured answer in, best first: the gateway
+    /// starts with the first and steps down when the server refuses one. A server's:
+    /// `json_schema`, `json_object` with the schema, `json_object`, the prompt alone.
+    fn structured_forms(&self) -> &[StructuredForm] {
+        &[
+            StructuredForm::JsonSchema,
+            StructuredForm::JsonObjectSchema,
+            StructuredForm::JsonObject,
+            StructuredForm::Prompt,
+        ]
+    }
+    /// For a recording: the form the try about to be made for `request_hash` was asked
+    /// in, which the gateway uses instead of its own choice (so a re-run asks the same).
+    fn recorded_form(&self, _request_hash: [u8; 32]) -> Option<StructuredForm> {
+        None
+    }
     /// True when answers come from a recording: the gateway then never sleeps between
     /// tries (the waits already happened when the recording was made).
     fn is_recorded(&self) -> bool {

@@ -14,7 +14,8 @@
 //! | top-p | — | — | `top_p` | 1 |
 //! | max tokens | `--max-tokens` | — | `max_tokens` | 256 |
 //! | seed | `--seed` | — | `seed` | 0 |
-//! | timeout | `--timeout` (seconds) | — | `timeout_secs` | 120 (openai), 900 (local) |
+//! | structured form | `--structured` | — | `structured` | `auto`: negotiated per server |
+//! | timeout | `--timeout` (seconds) | — | `timeout_secs` | 120 (a remote server), 900 (the embedded model, or a server on this machine) |
 //! | concurrency | `--concurrency` | — | `concurrency` | 8 (openai), the local slots (local) |
 //! | threads (local) | `--threads` | — | `threads` | every core |
 //! | slots (local) | `--slots` | — | `slots` | 4 |
@@ -38,6 +39,7 @@ use crate::local::{LocalConfig, LocalLlm};
 use crate::models::{self, ModelChoice};
 use crate::openai::{Endpoint, OpenAi, OpenAiEmbed};
 use crate::request::Params;
+use hamlet_log::event::StructuredForm;
 
 /// OpenAI's own API.
 pub const OPENAI_BASE: &str = "https://api.openai.com/v1";
@@ -102,6 +104,9 @@ pub struct FileSettings {
     pub threads: Option<u32>,
     /// Sequence slots of the embedded model.
     pub slots: Option<u32>,
+    /// How to ask a server for structured answers: `auto` (negotiated), `json_schema`,
+    /// `json_object_schema`, `json_object` or `prompt`.
+    pub structured: Option<String>,
 }
 
 /// The whole config file.
@@ -201,6 +206,8 @@ pub struct Flags {
     pub threads: Option<u32>,
     /// `--slots`.
     pub slots: Option<u32>,
+    /// `--structured`: `auto`, or a form's name.
+    pub structured: Option<String>,
 }
 
 /// Everything resolved.
@@ -228,6 +235,8 @@ pub struct Settings {
     pub threads: Option<u32>,
     /// Embedded model slots.
     pub slots: u32,
+    /// The structured form set by the user; `None` negotiates it per server.
+    pub structured: Option<StructuredForm>,
 }
 
 impl std::fmt::Debug for Settings {
@@ -294,9 +303,24 @@ pub fn resolve(file: &FileSettings, env: &Env, flags: &Flags) -> Result<Settings
         return Err(ConfigError("max tokens must be at least 1".into()));
     }
     let slots = flags.slots.or(file.slots).unwrap_or(4).clamp(1, 64);
+    // A server on this machine is most often a CPU-bound one that takes minutes per call.
     let default_timeout = match backend {
         Kind::Local => 900,
+        Kind::OpenAi if is_this_machine(&base_url) => 900,
         Kind::OpenAi => 120,
+    };
+    let structured = match flags.structured.as_deref().or(file.structured.as_deref()) {
+        None | Some("auto") => None,
+        Some(name) => Some(
+            StructuredForm::from_name(name)
+                .filter(|f| !matches!(f, StructuredForm::None | StructuredForm::Grammar))
+                .ok_or_else(|| {
+                    ConfigError(format!(
+                        "unknown structured form `{name}`: choose auto, json_schema, \
+                         json_object_schema, json_object or prompt"
+                    ))
+                })?,
+        ),
     };
     let timeout = flags.timeout_secs.or(file.timeout_secs).unwrap_or(default_timeout).max(1);
     let default_concurrency = match backend {
@@ -321,7 +345,20 @@ pub fn resolve(file: &FileSettings, env: &Env, flags: &Flags) -> Result<Settings
         concurrency: flags.concurrency.or(file.concurrency).unwrap_or(default_concurrency).max(1),
         threads: flags.threads.or(file.threads),
         slots,
+        structured,
     })
+}
+
+/// True for a base URL on this machine (`localhost`, `127.x`, `[::1]`).
+pub fn is_this_machine(base_url: &str) -> bool {
+    let address = crate::openai::public_address(base_url);
+    let host = address.split_once("://").map_or(address.as_str(), |(_, rest)| rest);
+    let host = host.split('/').next().unwrap_or_default();
+    let host = match host.strip_prefix('[') {
+        Some(v6) => v6.split(']').next().unwrap_or_default(),
+        None => host.rsplit_once(':').map_or(host, |(h, _)| h),
+    };
+    host.eq_ignore_ascii_case("localhost") || host.starts_with("127.") || host == "::1"
 }
 
 /// The model names events record for the installed embedded models.
@@ -398,6 +435,7 @@ pub fn gateway(
         settings.policy.clone(),
         settings.concurrency,
     )
+    .with_structured(settings.structured)
 }
 
 #[cfg(test)]

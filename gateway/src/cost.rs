@@ -192,6 +192,7 @@ mod tests {
             template_version: 1,
             schema_hash: None,
             attempt,
+            structured: hamlet_log::event::StructuredForm::None,
         })
     }
 

@@ -368,6 +368,7 @@ impl crate::backend::EmbedBackend for LocalEmbed {
             Ok(crate::backend::Vectors {
                 vectors,
                 tokens: u32::try_from(tokens).unwrap_or(u32::MAX),
+                pooled: false,
             })
         })
     }

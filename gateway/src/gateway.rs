@@ -6,18 +6,32 @@
 //! honouring `Retry-After`; answers that do not validate are retried a bounded number of
 //! times; after that the shape's documented fallback is used and recorded as a fallback
 //! (`fallback: true`, empty text), never as if the model had said it. A request the server
-//! refuses (a 4xx other than 429: a bad key, an unknown model) stops with an error: no
-//! amount of retrying fixes configuration.
+//! refuses (a 4xx other than 429: a bad key, an unknown model; or any status whose message
+//! says no retry can help: no embeddings loaded, a request it cannot parse) stops after that
+//! one try with the server's message and a hint: no amount of retrying fixes configuration.
+//!
+//! Structured answers are negotiated per server: a call starts in the form learned so far
+//! for this gateway's server and model (else the backend's best, see
+//! [`LlmBackend::structured_forms`]); when the server refuses the form, the call is asked
+//! again at once in the next one — not counted as a failed try, no backoff — and the form
+//! that works is kept for the calls after it. Each `LlmRequested` records its form.
+//!
+//! Slow servers: a try may take the configured timeout, or three times the longest answer
+//! seen so far in this run if that is longer, and twice as long after each try of the same
+//! call that timed out (at most an hour). [`Gateway::in_flight`] tells a progress line
+//! what is being waited for, and for how long.
 //!
 //! The gateway returns the events of a call with its answer instead of writing them: the
 //! simulation commits the calls of a step in a canonical order, so a concurrent run and a
 //! serial run produce the same log.
 
-use std::sync::Arc;
+use std::collections::BTreeMap;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use hamlet_log::event::{
-    EmbeddingRequested, EmbeddingReturned, FailureKind, LlmFailed, LlmRequested, LlmResponded,
+    AgentId, EmbeddingRequested, EmbeddingReturned, FailureKind, LlmFailed, LlmRequested,
+    LlmResponded, StructuredForm,
 };
 use hamlet_log::Body;
 use rand_chacha::rand_core::{RngCore, SeedableRng};
@@ -91,6 +105,8 @@ pub enum GatewayError {
         purpose: String,
         /// What the server said.
         message: String,
+        /// What to change.
+        hint: Option<String>,
         /// The events recorded before giving up.
         events: Vec<Body>,
     },
@@ -103,6 +119,8 @@ pub enum GatewayError {
         attempts: u32,
         /// The last failure.
         message: String,
+        /// What to change.
+        hint: Option<String>,
         /// The events recorded.
         events: Vec<Body>,
     },
@@ -119,6 +137,54 @@ impl GatewayError {
             GatewayError::NotRecorded(_) => &[],
         }
     }
+
+    /// What a person can change so that the call works.
+    pub fn hint(&self) -> Option<&str> {
+        match self {
+            GatewayError::Refused { hint, .. } | GatewayError::Exhausted { hint, .. } => {
+                hint.as_deref()
+            }
+            GatewayError::NotRecorded(_) => None,
+        }
+    }
+}
+
+/// A call waiting for its answer.
+#[derive(Clone, Debug, PartialEq)]
+pub struct InFlight {
+    /// The call's purpose.
+    pub purpose: String,
+    /// For whom.
+    pub agent: Option<AgentId>,
+    /// Which try.
+    pub attempt: u32,
+    /// Seconds since the try was sent.
+    pub seconds: f64,
+}
+
+/// What the gateway has learned of its server in this run.
+#[derive(Default)]
+struct Learned {
+    /// The structured form that works (or was set).
+    form: Option<StructuredForm>,
+    /// The longest answer so far, in milliseconds.
+    longest_ms: u32,
+    /// The length of the embedding vectors so far.
+    dims: Option<usize>,
+    /// Tries being waited for, by a number of their own.
+    flights: BTreeMap<u64, (String, Option<AgentId>, u32, Stopwatch)>,
+    next_flight: u64,
+}
+
+/// Removes a try from the in-flight list when it ends, however it ends.
+struct Flight<'a>(&'a Mutex<Learned>, u64);
+
+impl Drop for Flight<'_> {
+    fn drop(&mut self) {
+        if let Ok(mut learned) = self.0.lock() {
+            learned.flights.remove(&self.1);
+        }
+    }
 }
 
 /// The gateway: backends, sampling settings, retry policy and a bound on concurrent calls.
@@ -129,6 +195,9 @@ pub struct Gateway {
     params: Params,
     policy: RetryPolicy,
     permits: Arc<Semaphore>,
+    /// Set by the user: the one form to use, with no stepping down.
+    structured: Option<StructuredForm>,
+    learned: Arc<Mutex<Learned>>,
 }
 
 impl Gateway {
@@ -146,7 +215,78 @@ impl Gateway {
             params,
             policy,
             permits: Arc::new(Semaphore::new(concurrency.max(1))),
+            structured: None,
+            learned: Arc::new(Mutex::new(Learned::default())),
         }
+    }
+
+    /// The same gateway, asking every structured answer in `form` (no negotiation).
+    pub fn with_structured(mut self, form: Option<StructuredForm>) -> Gateway {
+        self.structured = form;
+        self
+    }
+
+    /// The structured form the next call will start in: the one set, else the one learned
+    /// so far, else the backend's best.
+    pub fn structured_form(&self) -> StructuredForm {
+        self.structured
+            .or_else(|| self.learned.lock().ok().and_then(|l| l.form))
+            .or_else(|| self.llm.structured_forms().first().copied())
+            .unwrap_or(StructuredForm::Prompt)
+    }
+
+    /// The tries waiting for an answer now, the longest-waiting first.
+    pub fn in_flight(&self) -> Vec<InFlight> {
+        let Ok(learned) = self.learned.lock() else { return Vec::new() };
+        let mut out: Vec<InFlight> = learned
+            .flights
+            .values()
+            .map(|(purpose, agent, attempt, watch)| InFlight {
+                purpose: purpose.clone(),
+                agent: *agent,
+                attempt: *attempt,
+                seconds: f64::from(watch.millis()) / 1000.0,
+            })
+            .collect();
+        out.sort_by(|a, b| b.seconds.total_cmp(&a.seconds));
+        out
+    }
+
+    fn fly(&self, purpose: &str, agent: Option<AgentId>, attempt: u32) -> Flight<'_> {
+        let mut learned = self.learned.lock().unwrap_or_else(|p| p.into_inner());
+        let n = learned.next_flight;
+        learned.next_flight += 1;
+        learned.flights.insert(n, (purpose.to_owned(), agent, attempt, Stopwatch::start()));
+        Flight(&self.learned, n)
+    }
+
+    /// How long a try may take: the configured timeout, or three times the longest answer
+    /// so far if that is longer, doubled for each earlier try of the call that timed out.
+    pub fn try_timeout(&self, timeouts_before: u32) -> Duration {
+        let longest = self.learned.lock().map_or(0, |l| l.longest_ms);
+        let measured = Duration::from_millis(u64::from(longest).saturating_mul(3));
+        let base = self.policy.timeout.max(measured);
+        base.saturating_mul(1u32 << timeouts_before.min(12)).min(Duration::from_secs(3600))
+    }
+
+    fn note_latency(&self, ms: u32) {
+        if let Ok(mut learned) = self.learned.lock() {
+            learned.longest_ms = learned.longest_ms.max(ms);
+        }
+    }
+
+    /// The forms a call of this shape may be asked in, in order, starting from `start`.
+    fn forms_for(&self, call: &Call) -> Vec<StructuredForm> {
+        if call.shape.json_schema().is_none() {
+            return vec![StructuredForm::None];
+        }
+        if let Some(form) = self.structured {
+            return vec![form];
+        }
+        let all = self.llm.structured_forms();
+        let start = self.structured_form();
+        let from = all.iter().position(|f| *f == start).unwrap_or(0);
+        all[from..].to_vec()
     }
 
     /// The language model's backend.
@@ -182,34 +322,51 @@ impl Gateway {
             tokens_prompt: 0,
             tokens_completion: 0,
         };
-        let (mut transient, mut bad) = (0u32, 0u32);
+        let forms = self.forms_for(call);
+        let mut form_at = 0usize;
+        let with_schema = call.with_schema_in_prompt();
+        let (mut transient, mut bad, mut timeouts) = (0u32, 0u32, 0u32);
         let mut attempt = 0u32;
         loop {
             attempt += 1;
-            out.events
-                .push(Body::LlmRequested(self.requested(call, &model, hash, max_tokens, attempt)));
-            let try_ =
-                Attempt { call, params: &self.params, max_tokens, request_hash: hash, attempt };
+            let form = self.llm.recorded_form(hash).unwrap_or(forms[form_at.min(forms.len() - 1)]);
+            let sent = if form.in_prompt() { &with_schema } else { call };
+            out.events.push(Body::LlmRequested(
+                self.requested(sent, &model, hash, max_tokens, attempt, form),
+            ));
+            let try_ = Attempt {
+                call: sent,
+                params: &self.params,
+                max_tokens,
+                request_hash: hash,
+                attempt,
+                structured: form,
+            };
             let watch = Stopwatch::start();
+            let timeout = self.try_timeout(timeouts);
             let result = {
                 let _permit =
                     self.permits.acquire().await.map_err(|_| GatewayError::Exhausted {
                         purpose: call.purpose.clone(),
                         attempts: attempt,
                         message: "the gateway is shutting down".into(),
+                        hint: None,
                         events: Vec::new(),
                     })?;
-                match tokio::time::timeout(self.policy.timeout, self.llm.complete(try_)).await {
+                let _flight = self.fly(&call.purpose, call.agent, attempt);
+                match tokio::time::timeout(timeout, self.llm.complete(try_)).await {
                     Ok(result) => result,
                     Err(_) => Err(BackendError::new(
                         FailureKind::Timeout,
-                        format!("no answer within {:?}", self.policy.timeout),
+                        format!("no answer within {}", seconds(timeout)),
                     )),
                 }
             };
             let latency_ms = self.llm.recorded_latency_ms(hash).unwrap_or_else(|| watch.millis());
             let failure = match result {
                 Ok(completion) => {
+                    self.note_latency(latency_ms);
+                    self.learn_form(form);
                     out.tokens_prompt = out.tokens_prompt.saturating_add(completion.tokens_prompt);
                     out.tokens_completion =
                         out.tokens_completion.saturating_add(completion.tokens_completion);
@@ -260,19 +417,49 @@ impl Gateway {
                 attempt,
                 latency_ms,
             }));
+            if failure.kind == FailureKind::FormRefused {
+                // Not a failed try: the same call at once in the next form, if there is one.
+                match forms.iter().position(|f| *f == form).map(|i| i + 1) {
+                    Some(next) if next < forms.len() => {
+                        form_at = next;
+                        self.learn_form(forms[next]);
+                        continue;
+                    }
+                    _ => {
+                        return Err(GatewayError::Refused {
+                            purpose: call.purpose.clone(),
+                            message: failure.message,
+                            hint: Some(format!(
+                                "the server refused the structured form `{}`{}; set another \
+                                 with --structured (json_schema, json_object_schema, \
+                                 json_object, prompt) or `structured` in the config file",
+                                form.name(),
+                                if self.structured.is_some() { ", which is set" } else { "" }
+                            )),
+                            events: out.events,
+                        })
+                    }
+                }
+            }
             if !failure.is_transient() {
                 return Err(GatewayError::Refused {
                     purpose: call.purpose.clone(),
                     message: failure.message,
+                    hint: failure.hint,
                     events: out.events,
                 });
             }
             transient += 1;
+            if failure.kind == FailureKind::Timeout {
+                timeouts += 1;
+            }
             if transient >= self.policy.max_attempts {
+                let hint = failure.hint.clone().or_else(|| slow_hint(&failure, timeouts));
                 return Err(GatewayError::Exhausted {
                     purpose: call.purpose.clone(),
                     attempts: attempt,
                     message: failure.message,
+                    hint,
                     events: out.events,
                 });
             }
@@ -297,6 +484,21 @@ impl Gateway {
         Ok(out)
     }
 
+    /// Keeps `form` as the one that works, unless the user set one.
+    fn learn_form(&self, form: StructuredForm) {
+        if self.structured.is_some() || self.llm.is_recorded() || form == StructuredForm::None {
+            return;
+        }
+        if let Ok(mut learned) = self.learned.lock() {
+            // Only ever down the list: a call that started before a refusal was learned
+            // must not undo it.
+            let rank = |f: StructuredForm| self.llm.structured_forms().iter().position(|x| *x == f);
+            if learned.form.is_none_or(|had| rank(form) > rank(had)) {
+                learned.form = Some(form);
+            }
+        }
+    }
+
     fn requested(
         &self,
         call: &Call,
@@ -304,6 +506,7 @@ impl Gateway {
         hash: [u8; 32],
         max_tokens: u32,
         attempt: u32,
+        structured: StructuredForm,
     ) -> LlmRequested {
         LlmRequested {
             request_hash: hash,
@@ -322,6 +525,7 @@ impl Gateway {
             template_version: call.template_version,
             schema_hash: call.shape.schema_hash(),
             attempt,
+            structured,
         }
     }
 
@@ -340,20 +544,21 @@ impl Gateway {
             texts: call.texts.clone(),
         })];
         let mut attempt = 0;
+        let mut timeouts = 0;
         loop {
             attempt += 1;
             let watch = Stopwatch::start();
+            let timeout = self.try_timeout(timeouts);
             let result = {
                 let _permit = self.permits.acquire().await.map_err(|_| {
                     GatewayError::NotRecorded("the gateway is shutting down".into())
                 })?;
-                match tokio::time::timeout(self.policy.timeout, self.embedder.embed(call, hash))
-                    .await
-                {
+                let _flight = self.fly(&call.purpose, call.agent, attempt);
+                match tokio::time::timeout(timeout, self.embedder.embed(call, hash)).await {
                     Ok(result) => result,
                     Err(_) => Err(BackendError::new(
                         FailureKind::Timeout,
-                        format!("no answer within {:?}", self.policy.timeout),
+                        format!("no answer within {}", seconds(timeout)),
                     )),
                 }
             };
@@ -362,18 +567,25 @@ impl Gateway {
             // Recorded vectors were normalised when recorded: scaling them again would move
             // their last bits, and a re-run must be byte-identical.
             let normalise = !self.embedder.is_recorded();
-            let failure = match result.and_then(|v| checked_vectors(v, call.texts.len(), normalise))
-            {
+            let checked = result
+                .map_err(|f| (f, None))
+                .and_then(|v| checked_vectors(v, call.texts.len(), normalise))
+                .and_then(|v| self.same_dims(v));
+            let (failure, retry) = match checked {
                 Ok(v) => {
                     events.push(Body::EmbeddingReturned(EmbeddingReturned {
                         request_hash: hash,
                         vectors: v.vectors.clone(),
                         tokens: v.tokens,
                         latency_ms,
+                        pooled: v.pooled,
                     }));
                     return Ok(Embedded { vectors: v.vectors, events });
                 }
-                Err(failure) => failure,
+                Err((failure, retry)) => {
+                    let retry = retry.unwrap_or_else(|| failure.is_transient());
+                    (failure, retry)
+                }
             };
             if self.embedder.is_recorded() && failure.message.starts_with(crate::replay::MISS) {
                 return Err(GatewayError::NotRecorded(failure.message));
@@ -385,12 +597,24 @@ impl Gateway {
                 attempt,
                 latency_ms,
             }));
-            let retry = failure.is_transient() || failure.kind == FailureKind::BadAnswer;
-            if !retry || attempt >= self.policy.max_attempts {
+            if !retry {
+                return Err(GatewayError::Refused {
+                    purpose: call.purpose.clone(),
+                    message: failure.message,
+                    hint: failure.hint,
+                    events,
+                });
+            }
+            if failure.kind == FailureKind::Timeout {
+                timeouts += 1;
+            }
+            if attempt >= self.policy.max_attempts {
+                let hint = failure.hint.clone().or_else(|| slow_hint(&failure, timeouts));
                 return Err(GatewayError::Exhausted {
                     purpose: call.purpose.clone(),
                     attempts: attempt,
                     message: failure.message,
+                    hint,
                     events,
                 });
             }
@@ -399,25 +623,94 @@ impl Gateway {
             }
         }
     }
+
+    /// Vectors as long as every earlier answer's in this run: memories embedded in two
+    /// spaces cannot be compared.
+    fn same_dims(
+        &self,
+        v: crate::backend::Vectors,
+    ) -> Result<crate::backend::Vectors, (BackendError, Option<bool>)> {
+        let dims = v.vectors.first().map_or(0, Vec::len);
+        let Ok(mut learned) = self.learned.lock() else { return Ok(v) };
+        match learned.dims {
+            Some(had) if had != dims => Err((
+                BackendError::new(
+                    FailureKind::BadAnswer,
+                    format!(
+                        "the embedding model answered vectors of {dims} numbers, where this \
+                         run's earlier ones have {had}"
+                    ),
+                )
+                .with_hint(
+                    "memories embedded by two models cannot be compared: keep one embedding \
+                     model for a whole run (`--embed-model`, or `--embed local`)",
+                ),
+                Some(false),
+            )),
+            _ => {
+                learned.dims = Some(dims);
+                Ok(v)
+            }
+        }
+    }
+}
+
+/// Seconds, as a person reads them.
+fn seconds(d: Duration) -> String {
+    let s = d.as_secs();
+    if s >= 60 {
+        format!("{} min {} s", s / 60, s % 60)
+    } else {
+        format!("{:.1} s", d.as_secs_f64())
+    }
+}
+
+/// Advice when every try timed out.
+fn slow_hint(failure: &BackendError, timeouts: u32) -> Option<String> {
+    (failure.kind == FailureKind::Timeout && timeouts > 0).then(|| {
+        "the server is slower than the timeout allows: raise it (`--timeout SECS`, or \
+         `timeout_secs` in the config file), and give a server that answers one call at a time \
+         one call at once (`--concurrency 1`)"
+            .to_owned()
+    })
 }
 
 /// One vector per text, all of one length, finite; scaled to unit length if `normalise`.
+/// A failure says whether another try may help (`Some(false)`: the server will answer the
+/// same again).
 fn checked_vectors(
     mut v: crate::backend::Vectors,
     texts: usize,
     normalise: bool,
-) -> Result<crate::backend::Vectors, BackendError> {
-    let bad = |m: String| Err(BackendError::new(FailureKind::BadAnswer, m));
+) -> Result<crate::backend::Vectors, (BackendError, Option<bool>)> {
+    let bad =
+        |m: String, retry: bool| Err((BackendError::new(FailureKind::BadAnswer, m), Some(retry)));
+    if v.vectors.is_empty() && texts > 0 {
+        return Err((
+            BackendError::new(
+                FailureKind::BadAnswer,
+                format!("the embedding server answered no vectors for {texts} texts"),
+            )
+            .with_hint(
+                "check that the server serves an embedding model (`--embed-model`), or use the \
+                 embedded one (`--embed local`)",
+            ),
+            Some(false),
+        ));
+    }
     if v.vectors.len() != texts {
-        return bad(format!("{} vectors for {texts} texts", v.vectors.len()));
+        return bad(format!("{} vectors for {texts} texts", v.vectors.len()), false);
     }
     let dims = v.vectors.first().map_or(0, Vec::len);
     for (i, vector) in v.vectors.iter_mut().enumerate() {
-        if vector.len() != dims || dims == 0 {
-            return bad(format!("vector {i} has {} dimensions, not {dims}", vector.len()));
+        if dims == 0 {
+            return bad(format!("vector {i} is empty"), false);
+        }
+        if vector.len() != dims {
+            return bad(format!("vector {i} has {} dimensions, not {dims}", vector.len()), false);
         }
         if vector.iter().any(|x| !x.is_finite()) {
-            return bad(format!("vector {i} holds a value that is not a finite number"));
+            return bad(format!("vector {i} holds a value that is not a finite number"), true);
         }
         let norm = vector.iter().map(|x| x * x).sum::<f32>().sqrt();
         if normalise && norm > 0.0 {

@@ -27,5 +27,5 @@ mod stopwatch;
 
 pub use answer::{Answer, Shape};
 pub use backend::{EmbedBackend, LlmBackend};
-pub use gateway::{Answered, Embedded, Gateway, GatewayError, RetryPolicy};
+pub use gateway::{Answered, Embedded, Gateway, GatewayError, InFlight, RetryPolicy};
 pub use request::{Call, EmbedCall, Params};

@@ -175,6 +175,11 @@ impl LlmBackend for LocalLlm {
         self.model_name.clone()
     }
 
+    /// A grammar made from the schema constrains every token: nothing to negotiate.
+    fn structured_forms(&self) -> &[hamlet_log::event::StructuredForm] {
+        &[hamlet_log::event::StructuredForm::Grammar]
+    }
+
     fn complete<'a>(
         &'a self,
         attempt: Attempt<'a>,

@@ -16,17 +16,9 @@ use std::time::Duration;
 use async_openai::config::OpenAIConfig;
 use async_openai::error::OpenAIError;
 use async_openai::middleware::HttpRequestFactory;
-use async_openai::types::chat::{
-    ChatCompletionRequestAssistantMessage, ChatCompletionRequestAssistantMessageContent,
-    ChatCompletionRequestMessage, ChatCompletionRequestSystemMessage,
-    ChatCompletionRequestSystemMessageContent, ChatCompletionRequestUserMessage,
-    ChatCompletionRequestUserMessageContent, CompletionFinishReason, CreateChatCompletionRequest,
-    FinishReason, Prompt as ApiPrompt, ResponseFormat, ResponseFormatJsonSchema, StopConfiguration,
-};
-use async_openai::types::completions::CreateCompletionRequest;
-use async_openai::types::embeddings::{CreateEmbeddingRequest, EmbeddingInput};
 use async_openai::Client;
-use hamlet_log::event::{FailureKind, Prompt};
+use hamlet_log::event::{FailureKind, Prompt, StructuredForm};
+use serde_json::{json, Value};
 
 use crate::backend::{
     Attempt, BackendError, BoxFuture, Completion, EmbedBackend, LlmBackend, Vectors,
@@ -90,110 +82,119 @@ impl OpenAi {
         Ok(OpenAi { client, endpoint, server })
     }
 
+    /// The request's common fields, and `response_format` as `form` asks.
+    fn body(&self, attempt: &Attempt<'_>, mut body: Value) -> Value {
+        let p = attempt.params;
+        body["model"] = json!(self.endpoint.model);
+        // `max_tokens` is what every compatible server reads; OpenAI still accepts it for
+        // the chat models this project targets.
+        body["max_tokens"] = json!(attempt.max_tokens);
+        body["temperature"] = json!(p.temperature);
+        body["top_p"] = json!(p.top_p);
+        if let Some(seed) = p.seed {
+            body["seed"] = json!(seed);
+        }
+        if !p.stop.is_empty() {
+            body["stop"] = json!(p.stop);
+        }
+        let shape = &attempt.call.shape;
+        if let Some(schema) = shape.json_schema() {
+            match attempt.structured {
+                StructuredForm::JsonSchema => {
+                    body["response_format"] = json!({
+                        "type": "json_schema",
+                        "json_schema": {
+                            "name": format!("hamlet_{}", shape.name()),
+                            "schema": schema,
+                            "strict": true,
+                        },
+                    });
+                }
+                StructuredForm::JsonObjectSchema => {
+                    body["response_format"] = json!({ "type": "json_object", "schema": schema });
+                }
+                StructuredForm::JsonObject => {
+                    body["response_format"] = json!({ "type": "json_object" });
+                }
+                StructuredForm::None | StructuredForm::Grammar | StructuredForm::Prompt => {}
+            }
+        }
+        body
+    }
+
     async fn chat(
         &self,
         attempt: Attempt<'_>,
         messages: &[hamlet_log::event::ChatMessage],
     ) -> Result<Completion, BackendError> {
-        let messages = messages
+        let messages: Vec<Value> = messages
             .iter()
-            .map(|m| match m.role.as_str() {
-                "system" => {
-                    ChatCompletionRequestMessage::System(ChatCompletionRequestSystemMessage::from(
-                        ChatCompletionRequestSystemMessageContent::from(m.content.clone()),
-                    ))
-                }
-                "assistant" => ChatCompletionRequestMessage::Assistant(
-                    ChatCompletionRequestAssistantMessage::from(
-                        ChatCompletionRequestAssistantMessageContent::from(m.content.clone()),
-                    ),
-                ),
-                _ => ChatCompletionRequestMessage::User(ChatCompletionRequestUserMessage::from(
-                    ChatCompletionRequestUserMessageContent::from(m.content.clone()),
-                )),
+            .map(|m| {
+                let role = match m.role.as_str() {
+                    "system" | "assistant" => m.role.as_str(),
+                    _ => "user",
+                };
+                json!({ "role": role, "content": m.content })
             })
             .collect();
-        let shape = &attempt.call.shape;
-        let response_format = shape.json_schema().map(|schema| ResponseFormat::JsonSchema {
-            json_schema: ResponseFormatJsonSchema {
-                description: None,
-                name: format!("hamlet_{}", shape.name()),
-                schema,
-                strict: Some(true),
-            },
-        });
-        // `max_tokens` is what every compatible server reads; OpenAI still accepts it for
-        // the chat models this project targets.
-        #[allow(deprecated)]
-        let request = CreateChatCompletionRequest {
-            messages,
-            model: self.endpoint.model.clone(),
-            max_tokens: Some(attempt.max_tokens),
-            temperature: Some(attempt.params.temperature),
-            top_p: Some(attempt.params.top_p),
-            seed: attempt.params.seed.map(|s| s as i64),
-            stop: stop(&attempt.params.stop),
-            response_format,
-            ..Default::default()
+        let request = self.body(&attempt, json!({ "messages": messages }));
+        let response: Value = self
+            .client
+            .chat()
+            .create_byot(request)
+            .await
+            .map_err(|e| failure(e, attempt.structured))?;
+        let choice = first_choice(&response)?;
+        let text = match &choice["message"]["content"] {
+            Value::String(text) => text.clone(),
+            Value::Null => String::new(),
+            other => other.to_string(),
         };
-        let response = self.client.chat().create(request).await.map_err(failure)?;
-        let (usage_p, usage_c) =
-            response.usage.as_ref().map_or((0, 0), |u| (u.prompt_tokens, u.completion_tokens));
-        let Some(choice) = response.choices.into_iter().next() else {
-            return Err(BackendError::new(FailureKind::ServerError, "the answer has no choices"));
-        };
-        Ok(Completion {
-            text: choice.message.content.unwrap_or_default(),
-            tokens_prompt: usage_p,
-            tokens_completion: usage_c,
-            finish_reason: match choice.finish_reason {
-                Some(FinishReason::Stop) | None => "stop",
-                Some(FinishReason::Length) => "length",
-                Some(FinishReason::ContentFilter) => "content_filter",
-                Some(FinishReason::ToolCalls) => "tool_calls",
-                Some(FinishReason::FunctionCall) => "function_call",
-            }
-            .to_owned(),
-            response_model: response.model,
-            response_id: response.id,
-        })
+        Ok(completion(&response, choice, text))
     }
 
     async fn text(&self, attempt: Attempt<'_>, prompt: &str) -> Result<Completion, BackendError> {
-        let request = CreateCompletionRequest {
-            model: self.endpoint.model.clone(),
-            prompt: ApiPrompt::String(prompt.to_owned()),
-            max_tokens: Some(attempt.max_tokens),
-            temperature: Some(attempt.params.temperature),
-            top_p: Some(attempt.params.top_p),
-            seed: attempt.params.seed.map(|s| s as i64),
-            stop: stop(&attempt.params.stop),
-            ..Default::default()
-        };
-        let response = self.client.completions().create(request).await.map_err(failure)?;
-        let (usage_p, usage_c) =
-            response.usage.as_ref().map_or((0, 0), |u| (u.prompt_tokens, u.completion_tokens));
-        let Some(choice) = response.choices.into_iter().next() else {
-            return Err(BackendError::new(FailureKind::ServerError, "the answer has no choices"));
-        };
-        Ok(Completion {
-            text: choice.text,
-            tokens_prompt: usage_p,
-            tokens_completion: usage_c,
-            finish_reason: match choice.finish_reason {
-                Some(CompletionFinishReason::Stop) | None => "stop",
-                Some(CompletionFinishReason::Length) => "length",
-                Some(CompletionFinishReason::ContentFilter) => "content_filter",
-            }
-            .to_owned(),
-            response_model: response.model,
-            response_id: response.id,
-        })
+        let request = self.body(&attempt, json!({ "prompt": prompt }));
+        let response: Value = self
+            .client
+            .completions()
+            .create_byot(request)
+            .await
+            .map_err(|e| failure(e, attempt.structured))?;
+        let choice = first_choice(&response)?;
+        let text = choice["text"].as_str().unwrap_or_default().to_owned();
+        Ok(completion(&response, choice, text))
     }
 }
 
-fn stop(stop: &[String]) -> Option<StopConfiguration> {
-    (!stop.is_empty()).then(|| StopConfiguration::StringArray(stop.to_vec()))
+/// The answer's first choice, or why there is none.
+fn first_choice(response: &Value) -> Result<&Value, BackendError> {
+    match response.get("choices").and_then(Value::as_array).and_then(|c| c.first()) {
+        Some(choice) => Ok(choice),
+        None => Err(BackendError::new(
+            FailureKind::ServerError,
+            format!("the answer has no choices: {}", cut(&response.to_string(), 200)),
+        )),
+    }
+}
+
+/// A completion from an answer's fields, tolerating what servers leave out.
+fn completion(response: &Value, choice: &Value, text: String) -> Completion {
+    let count = |key: &str| {
+        response["usage"][key].as_u64().map_or(0, |n| u32::try_from(n).unwrap_or(u32::MAX))
+    };
+    Completion {
+        text,
+        tokens_prompt: count("prompt_tokens"),
+        tokens_completion: count("completion_tokens"),
+        finish_reason: choice["finish_reason"].as_str().unwrap_or("stop").to_owned(),
+        response_model: response["model"].as_str().unwrap_or_default().to_owned(),
+        response_id: response["id"].as_str().unwrap_or_default().to_owned(),
+    }
+}
+
+fn cut(text: &str, chars: usize) -> String {
+    text.chars().take(chars).collect()
 }
 
 impl LlmBackend for OpenAi {
@@ -251,20 +252,78 @@ impl EmbedBackend for OpenAiEmbed {
         _request_hash: [u8; 32],
     ) -> BoxFuture<'a, Result<Vectors, BackendError>> {
         Box::pin(async move {
-            let request = CreateEmbeddingRequest {
-                model: self.0.endpoint.model.clone(),
-                input: EmbeddingInput::StringArray(call.texts.clone()),
-                ..Default::default()
-            };
-            let response = self.0.client.embeddings().create(request).await.map_err(failure)?;
-            let mut data = response.data;
-            data.sort_by_key(|e| e.index);
-            Ok(Vectors {
-                vectors: data.into_iter().map(|e| e.embedding).collect(),
-                tokens: response.usage.prompt_tokens,
-            })
+            let request = json!({
+                "model": self.0.endpoint.model,
+                "input": call.texts,
+                "encoding_format": "float",
+            });
+            let response: Value = self
+                .0
+                .client
+                .embeddings()
+                .create_byot(request)
+                .await
+                .map_err(|e| failure(e, StructuredForm::None))?;
+            vectors(&response)
         })
     }
+}
+
+/// The vectors of an `/embeddings` answer, in input order. A server that answers one
+/// vector per token (a list of lists) gets their mean, and the answer says it was pooled.
+pub fn vectors(response: &Value) -> Result<Vectors, BackendError> {
+    let bad = |m: String| BackendError::new(FailureKind::BadAnswer, m);
+    let Some(data) = response.get("data").and_then(Value::as_array) else {
+        return Err(bad(format!(
+            "the embedding answer has no `data` list: {}",
+            cut(&response.to_string(), 200)
+        )));
+    };
+    let mut indexed = Vec::with_capacity(data.len());
+    let mut pooled = false;
+    for (i, item) in data.iter().enumerate() {
+        let index = item.get("index").and_then(Value::as_u64).unwrap_or(i as u64);
+        let numbers = |v: &Value| -> Option<Vec<f32>> {
+            v.as_array()?.iter().map(|x| x.as_f64().map(|x| x as f32)).collect()
+        };
+        let vector = match item.get("embedding") {
+            Some(Value::Array(rows)) if rows.first().is_some_and(Value::is_array) => {
+                let rows: Option<Vec<Vec<f32>>> = rows.iter().map(numbers).collect();
+                let rows = rows.ok_or_else(|| bad(format!("vector {i} holds a non-number")))?;
+                pooled = true;
+                mean(&rows)
+                    .ok_or_else(|| bad(format!("vector {i}'s token vectors differ in length")))?
+            }
+            Some(v @ Value::Array(_)) => {
+                numbers(v).ok_or_else(|| bad(format!("vector {i} holds a non-number")))?
+            }
+            Some(Value::String(_)) => {
+                return Err(bad("the server answered base64 though floats were asked".into()))
+            }
+            _ => return Err(bad(format!("item {i} of the embedding answer has no `embedding`"))),
+        };
+        indexed.push((index, vector));
+    }
+    indexed.sort_by_key(|(index, _)| *index);
+    let tokens = response["usage"]["prompt_tokens"]
+        .as_u64()
+        .map_or(0, |n| u32::try_from(n).unwrap_or(u32::MAX));
+    Ok(Vectors { vectors: indexed.into_iter().map(|(_, v)| v).collect(), tokens, pooled })
+}
+
+/// The mean of equally long vectors; `None` if they differ in length or there are none.
+fn mean(rows: &[Vec<f32>]) -> Option<Vec<f32>> {
+    let dims = rows.first()?.len();
+    let mut sum = vec![0f64; dims];
+    for row in rows {
+        if row.len() != dims {
+            return None;
+        }
+        for (s, x) in sum.iter_mut().zip(row) {
+            *s += f64::from(*x);
+        }
+    }
+    Some(sum.into_iter().map(|s| (s / rows.len() as f64) as f32).collect())
 }
 
 /// A non-2xx answer, with what the client would otherwise lose.
@@ -318,18 +377,18 @@ impl tower::Service<HttpRequestFactory> for OneTry {
     }
 }
 
-/// How a failed try is classified.
-fn failure(error: OpenAIError) -> BackendError {
+/// How a failed try is classified: what kind (and so whether the gateway tries again,
+/// steps down the structured form, or stops), and a hint when a person must change
+/// something.
+fn failure(error: OpenAIError, form: StructuredForm) -> BackendError {
     match error {
         OpenAIError::Boxed(boxed) => match boxed.downcast::<HttpStatus>() {
             Ok(s) => {
-                let kind = match s.status {
-                    429 => FailureKind::RateLimited,
-                    408 => FailureKind::Timeout,
-                    500..=599 => FailureKind::ServerError,
-                    _ => FailureKind::Refused,
-                };
-                BackendError { kind, message: s.to_string(), retry_after: s.retry_after }
+                let (kind, hint) = classify(s.status, &s.body, form);
+                let mut e = BackendError::new(kind, s.to_string());
+                e.retry_after = s.retry_after;
+                e.hint = hint;
+                e
             }
             Err(other) => BackendError::new(FailureKind::Other, other.to_string()),
         },
@@ -339,24 +398,135 @@ fn failure(error: OpenAIError) -> BackendError {
         OpenAIError::Reqwest(e) if e.is_decode() || e.is_body() => {
             BackendError::new(FailureKind::Connection, format!("the answer broke off: {e}"))
         }
+        OpenAIError::Reqwest(e) if e.is_connect() => {
+            BackendError::new(FailureKind::Connection, format!("cannot connect: {e}"))
+                .with_hint("is the server running, and is --base-url its address (ending in /v1)?")
+        }
         OpenAIError::Reqwest(e) => BackendError::new(FailureKind::Connection, e.to_string()),
         OpenAIError::ApiError(api) => {
-            let kind = match api.status_code.as_u16() {
-                429 => FailureKind::RateLimited,
-                500..=599 => FailureKind::ServerError,
-                _ => FailureKind::Refused,
-            };
-            BackendError::new(kind, api.to_string())
+            let (kind, hint) = classify(api.status_code.as_u16(), &api.to_string(), form);
+            let mut e = BackendError::new(kind, api.to_string());
+            e.hint = hint;
+            e
         }
         OpenAIError::JSONDeserialize(e, content) => BackendError::new(
             FailureKind::ServerError,
-            format!(
-                "the server's answer is not the expected JSON ({e}): {}",
-                content.chars().take(200).collect::<String>()
-            ),
+            format!("the server's answer is not the expected JSON ({e}): {}", cut(&content, 200)),
         ),
         OpenAIError::InvalidArgument(m) => BackendError::new(FailureKind::Refused, m),
         other => BackendError::new(FailureKind::Other, other.to_string()),
+    }
+}
+
+/// A failed status, by what the server said. Servers word these freely, so the words are
+/// matched loosely, and only to decide what a retry could change:
+/// - a refusal that names the structured-output form sent (any 4xx or 5xx naming
+///   `response_format`, `json_schema` or `json_object`; or a bare 400/422 when a form was
+///   sent and nothing else is blamed) is [`FailureKind::FormRefused`];
+/// - a failure the server will repeat (no embeddings loaded, an unknown model, a request it
+///   cannot parse, 501) is [`FailureKind::Refused`], with a hint;
+/// - 429, 408 and other 5xx are transient.
+pub fn classify(status: u16, body: &str, form: StructuredForm) -> (FailureKind, Option<String>) {
+    let b = body.to_lowercase();
+    let has = |words: &[&str]| words.iter().any(|w| b.contains(w));
+    let format_sent = matches!(
+        form,
+        StructuredForm::JsonSchema | StructuredForm::JsonObjectSchema | StructuredForm::JsonObject
+    );
+    let names_format =
+        has(&["response_format", "response format", "json_schema", "json_object", "json schema"]);
+    let embeddings_off = b.contains("embedding")
+        && has(&[
+            "not support",
+            "not enabled",
+            "embedding=true",
+            "--embedding",
+            "not available",
+            "unavailable",
+            "pooling",
+            "must be created",
+            "not loaded",
+        ]);
+    let unknown_model = b.contains("model")
+        && has(&[
+            "not found",
+            "does not exist",
+            "unknown model",
+            "no such",
+            "not loaded",
+            "invalid model",
+        ]);
+    let cannot_parse = has(&[
+        "cannot parse",
+        "could not parse",
+        "failed to parse",
+        "unable to parse",
+        "unprocessable",
+        "validation error",
+        "invalid json",
+        "malformed",
+        "json decode",
+    ]);
+    let other_blamed = unknown_model
+        || embeddings_off
+        || (cannot_parse && !names_format)
+        || has(&[
+            "context",
+            "too long",
+            "too many tokens",
+            "api key",
+            "unauthori",
+            "token limit",
+            "max_tokens",
+        ]);
+    match status {
+        429 => (FailureKind::RateLimited, None),
+        408 => (FailureKind::Timeout, None),
+        401 | 403 => (
+            FailureKind::Refused,
+            Some(
+                "the server refused the key: set OPENAI_API_KEY (or `api_key` in the config file)"
+                    .into(),
+            ),
+        ),
+        400..=599 if format_sent && names_format && !other_blamed => {
+            (FailureKind::FormRefused, None)
+        }
+        400 | 422 if format_sent && !other_blamed => (FailureKind::FormRefused, None),
+        _ if embeddings_off => (
+            FailureKind::Refused,
+            Some(
+                "this server serves no embeddings: use the embedded ones (`--embed local`, the \
+                 default), or start the server with embeddings on (llama.cpp's llama-server: \
+                 `--embeddings`; llama-cpp-python: `--embedding true`)"
+                    .into(),
+            ),
+        ),
+        _ if unknown_model => (
+            FailureKind::Refused,
+            Some(
+                "the server does not know that model: check --model (or --embed-model) against \
+                 the names the server lists at BASE_URL/models"
+                    .into(),
+            ),
+        ),
+        _ if cannot_parse => (
+            FailureKind::Refused,
+            Some(
+                "the server could not read the request: if it is about the answer's structure, \
+                 try `--structured prompt`; otherwise check the server's version"
+                    .into(),
+            ),
+        ),
+        404 => (
+            FailureKind::Refused,
+            Some(
+                "the server has no such endpoint: check --base-url (it usually ends in /v1)".into(),
+            ),
+        ),
+        501 => (FailureKind::Refused, Some("the server does not implement this endpoint".into())),
+        500..=599 => (FailureKind::ServerError, None),
+        _ => (FailureKind::Refused, None),
     }
 }
 

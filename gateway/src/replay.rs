@@ -10,7 +10,7 @@
 use std::collections::{BTreeMap, VecDeque};
 use std::sync::Mutex;
 
-use hamlet_log::event::{FailureKind, LlmRequested, Prompt};
+use hamlet_log::event::{FailureKind, LlmRequested, Prompt, StructuredForm};
 use hamlet_log::Body;
 
 use crate::backend::{
@@ -41,6 +41,7 @@ pub struct Replay {
     params: Option<Params>,
     outcomes: Mutex<BTreeMap<[u8; 32], VecDeque<Timed>>>,
     latencies: Mutex<BTreeMap<[u8; 32], u32>>,
+    forms: Mutex<BTreeMap<[u8; 32], VecDeque<StructuredForm>>>,
     requests: Vec<LlmRequested>,
 }
 
@@ -49,6 +50,7 @@ impl Replay {
     pub fn from_events<'a>(events: impl IntoIterator<Item = &'a Body>) -> Replay {
         let mut outcomes: BTreeMap<[u8; 32], VecDeque<Timed>> = BTreeMap::new();
         let mut requests = Vec::new();
+        let mut forms: BTreeMap<[u8; 32], VecDeque<StructuredForm>> = BTreeMap::new();
         let (mut model, mut embed_model, mut params) = (String::new(), String::new(), None);
         let (mut backend, mut server) = (String::new(), String::new());
         let (mut embed_backend, mut embed_server) = (String::new(), String::new());
@@ -67,6 +69,7 @@ impl Replay {
                             stop: r.stop.clone(),
                         });
                     }
+                    forms.entry(r.request_hash).or_default().push_back(r.structured);
                     if r.attempt == 1 {
                         requests.push(r.clone());
                     }
@@ -93,8 +96,11 @@ impl Replay {
                     embed_server = r.server.clone();
                 }
                 Body::EmbeddingReturned(r) => {
-                    let vectors =
-                        Outcome::Vectors(Vectors { vectors: r.vectors.clone(), tokens: r.tokens });
+                    let vectors = Outcome::Vectors(Vectors {
+                        vectors: r.vectors.clone(),
+                        tokens: r.tokens,
+                        pooled: r.pooled,
+                    });
                     outcomes.entry(r.request_hash).or_default().push_back((vectors, r.latency_ms));
                 }
                 _ => {}
@@ -110,6 +116,7 @@ impl Replay {
             params,
             outcomes: Mutex::new(outcomes),
             latencies: Mutex::new(BTreeMap::new()),
+            forms: Mutex::new(forms),
             requests,
         }
     }
@@ -277,6 +284,10 @@ impl LlmBackend for Replay {
 
     fn recorded_latency_ms(&self, request_hash: [u8; 32]) -> Option<u32> {
         self.latency(request_hash)
+    }
+
+    fn recorded_form(&self, request_hash: [u8; 32]) -> Option<StructuredForm> {
+        self.forms.lock().ok()?.get_mut(&request_hash)?.pop_front()
     }
 }
 

@@ -60,6 +60,29 @@ impl Call {
         self.template_version = version;
         self
     }
+
+    /// The call as sent to a server that is not told the schema any other way
+    /// ([`StructuredForm::in_prompt`](hamlet_log::event::StructuredForm::in_prompt)): the
+    /// last message (or the plain prompt) ends with the answer's JSON Schema and an example
+    /// answer. Free-text calls are unchanged. The request hash stays the unchanged call's.
+    pub fn with_schema_in_prompt(&self) -> Call {
+        let Some(schema) = self.shape.json_schema() else { return self.clone() };
+        let example = crate::answer::example(&schema);
+        let note = format!(
+            "\n\nAnswer with one JSON value and nothing else. It must follow this JSON Schema:\n{}\nFor example:\n{}",
+            schema, example
+        );
+        let mut call = self.clone();
+        match &mut call.prompt {
+            Prompt::Text(text) => text.push_str(&note),
+            Prompt::Chat(messages) => match messages.last_mut() {
+                Some(last) => last.content.push_str(&note),
+                None => messages
+                    .push(ChatMessage { role: "user".into(), content: note.trim().to_owned() }),
+            },
+        }
+        call
+    }
 }
 
 /// Sampling settings.

@@ -28,8 +28,15 @@ use crate::id::{BranchId, EventId};
 /// Readers decode every version up to this one and upcast the older ones.
 pub const fn schema_version(kind: u16) -> u16 {
     match kind {
+        // LlmRequested v2 added the structured form the answer was asked in.
+        10 => 2,
+        // LlmFailed v2: the same fields, and a new kind of failure (`FormRefused`) that a
+        // schema-1 reader would not know.
+        12 => 2,
         // EmbeddingRequested v2 added the purpose, the agent and the server.
         13 => 2,
+        // EmbeddingReturned v2 added whether the vectors were pooled from per-token ones.
+        14 => 2,
         _ => 1,
     }
 }
@@ -348,8 +355,12 @@ macro_rules! bodies {
                 return Ok(Body::Unknown { kind, schema });
             }
             match (kind, schema) {
+                (10, 1) => take_exact::<LlmRequestedV1>(kind, schema, bytes)
+                    .map(|v1| Body::LlmRequested(v1.into())),
                 (13, 1) => take_exact::<EmbeddingRequestedV1>(kind, schema, bytes)
                     .map(|v1| Body::EmbeddingRequested(v1.into())),
+                (14, 1) => take_exact::<EmbeddingReturnedV1>(kind, schema, bytes)
+                    .map(|v1| Body::EmbeddingReturned(v1.into())),
                 $( ($tag, _) => take_exact::<$ty>(kind, schema, bytes).map(Body::$variant), )*
                 _ => Ok(Body::Unknown { kind, schema }),
             }
@@ -621,6 +632,115 @@ pub struct LlmRequested {
     pub schema_hash: Option<[u8; 32]>,
     /// 1 for the first try, counting up on retries.
     pub attempt: u32,
+    /// How the answer's structure was asked for on this try (schema 2).
+    pub structured: StructuredForm,
+}
+
+/// How a call asks for a structured answer. Servers differ in what they take, so the
+/// gateway steps down this list, in this order, when a server refuses a form; the answer is
+/// validated the same way whatever the form.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+pub enum StructuredForm {
+    /// No structure asked for: a free-text answer.
+    None,
+    /// The embedded model: a grammar (GBNF) made from the schema constrains every token.
+    Grammar,
+    /// `response_format: {"type": "json_schema", "json_schema": {…, "strict": true}}`.
+    JsonSchema,
+    /// `response_format: {"type": "json_object", "schema": …}`, as several local servers
+    /// take it.
+    JsonObjectSchema,
+    /// `response_format: {"type": "json_object"}`, with the schema and an example in the
+    /// prompt.
+    JsonObject,
+    /// No `response_format`: the schema and an example in the prompt only.
+    Prompt,
+}
+
+impl StructuredForm {
+    /// Every form, in the order of [`StructuredForm`].
+    pub const ALL: [StructuredForm; 6] = [
+        StructuredForm::None,
+        StructuredForm::Grammar,
+        StructuredForm::JsonSchema,
+        StructuredForm::JsonObjectSchema,
+        StructuredForm::JsonObject,
+        StructuredForm::Prompt,
+    ];
+
+    /// The name the config file, the CLI and reports use.
+    pub fn name(self) -> &'static str {
+        match self {
+            StructuredForm::None => "none",
+            StructuredForm::Grammar => "grammar",
+            StructuredForm::JsonSchema => "json_schema",
+            StructuredForm::JsonObjectSchema => "json_object_schema",
+            StructuredForm::JsonObject => "json_object",
+            StructuredForm::Prompt => "prompt",
+        }
+    }
+
+    /// The form named `name` (as [`StructuredForm::name`] spells it).
+    pub fn from_name(name: &str) -> Option<StructuredForm> {
+        StructuredForm::ALL.into_iter().find(|f| f.name() == name)
+    }
+
+    /// True when the prompt carries the schema and an example.
+    pub fn in_prompt(self) -> bool {
+        matches!(self, StructuredForm::JsonObject | StructuredForm::Prompt)
+    }
+}
+
+/// [`LlmRequested`] as schema 1 wrote it, before the structured form.
+#[derive(Deserialize)]
+struct LlmRequestedV1 {
+    request_hash: [u8; 32],
+    purpose: String,
+    agent: Option<AgentId>,
+    backend: String,
+    server: String,
+    model: String,
+    temperature_milli: u32,
+    top_p_milli: u32,
+    max_tokens: u32,
+    seed: Option<u64>,
+    stop: Vec<String>,
+    prompt: Prompt,
+    template: String,
+    template_version: u32,
+    schema_hash: Option<[u8; 32]>,
+    attempt: u32,
+}
+
+impl From<LlmRequestedV1> for LlmRequested {
+    /// Schema-1 writers asked servers with `json_schema` and the embedded model with a
+    /// grammar, whenever the answer had a schema.
+    fn from(v1: LlmRequestedV1) -> LlmRequested {
+        let structured = match (&v1.schema_hash, v1.backend.as_str()) {
+            (None, _) => StructuredForm::None,
+            (Some(_), "local") => StructuredForm::Grammar,
+            (Some(_), _) => StructuredForm::JsonSchema,
+        };
+        LlmRequested {
+            request_hash: v1.request_hash,
+            purpose: v1.purpose,
+            agent: v1.agent,
+            backend: v1.backend,
+            server: v1.server,
+            model: v1.model,
+            temperature_milli: v1.temperature_milli,
+            top_p_milli: v1.top_p_milli,
+            max_tokens: v1.max_tokens,
+            seed: v1.seed,
+            stop: v1.stop,
+            prompt: v1.prompt,
+            template: v1.template,
+            template_version: v1.template_version,
+            schema_hash: v1.schema_hash,
+            attempt: v1.attempt,
+            structured,
+        }
+    }
 }
 
 /// A language model answered.
@@ -662,10 +782,14 @@ pub enum FailureKind {
     Connection,
     /// An answer came but did not parse or validate.
     BadAnswer,
-    /// The request itself was refused (4xx other than 429).
+    /// The request itself was refused (4xx other than 429), or the server said why no
+    /// retry can help (no embeddings loaded, an unknown model, a request it cannot parse).
     Refused,
     /// Anything else.
     Other,
+    /// The server refused the structured-output form it was sent: the gateway asks again in
+    /// the next form, and this is not counted as a failed try (LlmFailed schema 2).
+    FormRefused,
 }
 
 /// A call to a language model failed.
@@ -739,6 +863,30 @@ pub struct EmbeddingReturned {
     pub tokens: u32,
     /// Wall-clock latency; recorded, never a fold input.
     pub latency_ms: u32,
+    /// True when the server answered one vector per token and these are their mean,
+    /// normalised (schema 2).
+    pub pooled: bool,
+}
+
+/// [`EmbeddingReturned`] as schema 1 wrote it, before `pooled`.
+#[derive(Deserialize)]
+struct EmbeddingReturnedV1 {
+    request_hash: [u8; 32],
+    vectors: Vec<Vec<f32>>,
+    tokens: u32,
+    latency_ms: u32,
+}
+
+impl From<EmbeddingReturnedV1> for EmbeddingReturned {
+    fn from(v1: EmbeddingReturnedV1) -> EmbeddingReturned {
+        EmbeddingReturned {
+            request_hash: v1.request_hash,
+            vectors: v1.vectors,
+            tokens: v1.tokens,
+            latency_ms: v1.latency_ms,
+            pooled: false,
+        }
+    }
 }
 
 /// How fine a plan is.

@@ -91,6 +91,7 @@ pub fn one_body_per_kind() -> Vec<Body> {
             template_version: 1,
             schema_hash: Some(hash),
             attempt: 1,
+            structured: StructuredForm::Grammar,
         }),
         Body::LlmResponded(LlmResponded {
             request_hash: hash,
@@ -125,6 +126,7 @@ pub fn one_body_per_kind() -> Vec<Body> {
             vectors: vec![vec![0.25, -0.5, 0.125]],
             tokens: 6,
             latency_ms: 4,
+            pooled: false,
         }),
         Body::PlanMade(PlanMade {
             agent: isabella,

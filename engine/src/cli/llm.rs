@@ -77,9 +77,15 @@ pub struct LlmArgs {
     /// Most tokens per answer [default: 256]
     #[arg(long, value_name = "N", help_heading = "Model")]
     max_tokens: Option<u32>,
-    /// Seconds one try may take [default: 120 for openai, 900 for local]
+    /// Seconds one try may take; grows with the server's measured speed and after a try times
+    /// out [default: 900 for local and for a server on this machine, else 120]
     #[arg(long, value_name = "SECS", help_heading = "Model")]
     timeout: Option<u64>,
+    /// How to ask a server for structured answers: auto (try json_schema, then json_object
+    /// with the schema, then json_object, then the schema in the prompt; keep what works),
+    /// json_schema, json_object_schema, json_object or prompt [default: auto]
+    #[arg(long, value_name = "FORM", help_heading = "Model")]
+    structured: Option<String>,
     /// Calls in flight at once [default: 8 for openai, the slots for local]
     #[arg(long, value_name = "N", help_heading = "Model")]
     concurrency: Option<usize>,
@@ -116,6 +122,7 @@ impl LlmArgs {
             concurrency: self.concurrency,
             threads: self.threads,
             slots: self.slots,
+            structured: self.structured.clone(),
         };
         let settings = config::resolve(&file.llm, &env, &flags)?;
         Ok((file, settings))
@@ -307,6 +314,7 @@ fn complete(a: CompleteArgs) -> anyhow::Result<Outcome> {
     let llm = config::llm_backend(&settings)?;
     let gateway = config::gateway(&settings, llm, Arc::new(NoEmbeddings));
     let rt = runtime()?;
+    keep_saying_what_is_waited_for(&rt, &gateway);
     let result = rt.block_on(gateway.ask(&call));
     let events = match &result {
         Ok(answered) => answered.events.clone(),
@@ -317,8 +325,18 @@ fn complete(a: CompleteArgs) -> anyhow::Result<Outcome> {
     }
     let answered = result?;
     let mut latency = 0;
+    let mut form = None;
     for e in &answered.events {
         match e {
+            Body::LlmRequested(r) => form = Some(r.structured),
+            Body::LlmFailed(f) if f.kind == hamlet_log::event::FailureKind::FormRefused => {
+                eprintln!(
+                    "try {} in form {}: refused by the server, asking in the next form: {}",
+                    f.attempt,
+                    form.map_or("?", |f| f.name()),
+                    f.message
+                )
+            }
             Body::LlmFailed(f) => {
                 eprintln!("try {} failed ({:?}): {}", f.attempt, f.kind, f.message)
             }
@@ -336,13 +354,33 @@ fn complete(a: CompleteArgs) -> anyhow::Result<Outcome> {
         _ => writeln!(out, "{}", answered.answer.to_json())?,
     }
     eprintln!(
-        "{}{} prompt + {} completion tokens, {:.1} s",
+        "{}{}{} prompt + {} completion tokens, {:.1} s",
         if answered.fallback { "FALLBACK (no valid answer) · " } else { "" },
+        match form {
+            Some(f) if f != hamlet_log::event::StructuredForm::None => {
+                format!("asked as {} · ", f.name())
+            }
+            _ => String::new(),
+        },
         answered.tokens_prompt,
         answered.tokens_completion,
         f64::from(latency) / 1000.0
     );
     Ok(Outcome::Done)
+}
+
+/// Every ten seconds a call waits, a line on standard error says so.
+fn keep_saying_what_is_waited_for(rt: &tokio::runtime::Runtime, gateway: &hamlet_gateway::Gateway) {
+    let watched = gateway.clone();
+    rt.spawn(async move {
+        loop {
+            tokio::time::sleep(std::time::Duration::from_secs(10)).await;
+            let line = super::run::waiting_line(&watched.in_flight(), &BTreeMap::new());
+            if !line.is_empty() {
+                eprintln!("still{}", line.trim_start_matches(" ·"));
+            }
+        }
+    });
 }
 
 fn backend_line(s: &Settings) -> String {
@@ -357,6 +395,7 @@ fn embed(a: EmbedArgs) -> anyhow::Result<Outcome> {
     let embedder = config::embed_backend(&settings)?;
     let gateway = config::gateway(&settings, Arc::new(NoLanguageModel), embedder);
     let rt = runtime()?;
+    keep_saying_what_is_waited_for(&rt, &gateway);
     let result = rt.block_on(gateway.embed(&EmbedCall::new("cli", a.texts.clone())));
     let events = match &result {
         Ok(e) => e.events.clone(),

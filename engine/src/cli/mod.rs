@@ -285,6 +285,25 @@ pub fn is_broken_pipe(err: &anyhow::Error) -> bool {
     })
 }
 
+/// The model call's error inside `cause`, where a run or a call wraps one.
+fn gateway_error<'a>(
+    cause: &'a (dyn std::error::Error + 'static),
+) -> Option<&'a hamlet_gateway::GatewayError> {
+    use hamlet_engine::mind::think::ThinkError;
+    use hamlet_engine::sim::SimError;
+    let think = |t: &'a ThinkError| match t {
+        ThinkError::Gateway(g) => Some(g),
+        _ => None,
+    };
+    cause
+        .downcast_ref::<hamlet_gateway::GatewayError>()
+        .or_else(|| cause.downcast_ref::<ThinkError>().and_then(think))
+        .or_else(|| match cause.downcast_ref::<SimError>() {
+            Some(SimError::Think(t)) => think(t),
+            _ => None,
+        })
+}
+
 /// What a person can do about an error.
 pub fn hints_for(err: &anyhow::Error) -> Vec<String> {
     use hamlet_engine::store::StoreError;
@@ -313,6 +332,9 @@ pub fn hints_for(err: &anyhow::Error) -> Vec<String> {
                 StoreError::Index(_) => out.push("`hamlet store rebuild --store DIR` rebuilds the index from the segments".into()),
                 _ => {}
             }
+        }
+        if let Some(hint) = gateway_error(cause).and_then(|e| e.hint()) {
+            out.push(hint.to_owned());
         }
         if let Some(e) = cause.downcast_ref::<std::io::Error>() {
             if e.kind() == std::io::ErrorKind::NotFound {

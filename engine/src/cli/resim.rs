@@ -61,6 +61,18 @@ pub fn resim(a: ResimArgs) -> anyhow::Result<Outcome> {
                 None => println!("  produced: nothing (the engine stopped)"),
             }
             if let (Some(e), Some(p)) = (&d.expected, &d.produced) {
+                if e.header == p.header && e.body == p.body {
+                    println!(
+                        "\n  the same event read back, with another id: this build writes {} at \
+                         event schema {}, and the recording holds it at an older schema (read \
+                         and upcast, log-format/FORMAT.md §7.3). The engine decided the same up \
+                         to here; a recording made before this schema cannot be re-simulated id \
+                         for id past it: record it again to have one that can.",
+                        kind_name(p.body.kind()),
+                        hamlet_log::event::schema_version(p.body.kind())
+                    );
+                    return Ok(Outcome::ProblemsFound);
+                }
                 println!("\n  what differs (- recorded, + produced):");
                 for l in diff(&debug(e), &debug(p)) {
                     println!("    {l}");

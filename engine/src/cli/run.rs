@@ -108,6 +108,7 @@ pub fn run(a: RunArgs) -> anyhow::Result<Outcome> {
     let llm = config::llm_backend(&settings)?;
     let embedder = config::embed_backend(&settings)?;
     let gateway = config::gateway(&settings, llm, embedder);
+    let watched = gateway.clone();
 
     // Ctrl-C: the first stops after the step under way, the second at once.
     let interrupts = Arc::new(AtomicU8::new(0));
@@ -138,6 +139,32 @@ pub fn run(a: RunArgs) -> anyhow::Result<Outcome> {
         )
         .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar()),
     );
+    // What the bar says between steps, and the agents' names: the waiting line below adds
+    // the calls in flight to it once a second, so a slow server shows what it is doing.
+    let said = Arc::new(std::sync::Mutex::new(String::new()));
+    let names = Arc::new(std::sync::Mutex::new(std::collections::BTreeMap::new()));
+    {
+        let (bar, said, names) = (bar.clone(), said.clone(), names.clone());
+        let terminal = std::io::stderr().is_terminal();
+        rt.spawn(async move {
+            let mut last_line = 0u64;
+            for tick in 1u64.. {
+                tokio::time::sleep(std::time::Duration::from_secs(1)).await;
+                let flights = watched.in_flight();
+                let waiting = names.lock().map(|n| waiting_line(&flights, &n)).unwrap_or_default();
+                let base = said.lock().map(|s| s.clone()).unwrap_or_default();
+                if terminal {
+                    bar.set_message(format!("{base}{waiting}"));
+                } else if flights.first().is_some_and(|f| f.seconds >= 30.0)
+                    && tick >= last_line + 30
+                {
+                    // Without a terminal, a line every 30 s while a call takes that long.
+                    last_line = tick;
+                    eprintln!("still{}", waiting.trim_start_matches(" ·"));
+                }
+            }
+        });
+    }
     let ran = rt.block_on(async {
         let mut sim = match town {
             Some(town) => {
@@ -205,6 +232,14 @@ pub fn run(a: RunArgs) -> anyhow::Result<Outcome> {
                 last_line = Some(tenth);
                 eprintln!("step {}/{target} · {message}", s.step.min(target));
             }
+            if let Ok(mut names) = names.lock() {
+                for (id, agent) in &s.agents {
+                    names.entry(id.0).or_insert_with(|| agent.name.clone());
+                }
+            }
+            if let Ok(mut said) = said.lock() {
+                said.clone_from(&message);
+            }
             bar.set_message(message);
             bar.set_position(s.step.min(target));
         }
@@ -236,6 +271,30 @@ pub fn run(a: RunArgs) -> anyhow::Result<Outcome> {
         println!("export it: hamlet export --store {} --out run.hamlet", a.store.display());
     }
     Ok(Outcome::Done)
+}
+
+/// " · waiting on 3 calls, the longest 2 min 10 s (day_plan for Juniper Quill, try 1)", or
+/// nothing while no call has waited a second.
+pub(crate) fn waiting_line(
+    flights: &[hamlet_gateway::InFlight],
+    names: &std::collections::BTreeMap<u32, String>,
+) -> String {
+    let Some(longest) = flights.first().filter(|f| f.seconds >= 1.0) else {
+        return String::new();
+    };
+    let who =
+        longest.agent.map(|a| names.get(&a.0).cloned().unwrap_or_else(|| format!("agent {}", a.0)));
+    let secs = longest.seconds as u64;
+    let waited =
+        if secs >= 60 { format!("{} min {} s", secs / 60, secs % 60) } else { format!("{secs} s") };
+    format!(
+        " · waiting on {} call{}, the longest {waited} ({}{}, try {})",
+        flights.len(),
+        if flights.len() == 1 { "" } else { "s" },
+        longest.purpose,
+        who.map(|w| format!(" for {w}")).unwrap_or_default(),
+        longest.attempt
+    )
 }
 
 fn head<S: Storage>(sim: &Sim<S>) -> u64 {

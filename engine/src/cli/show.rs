@@ -388,7 +388,14 @@ fn indent(text: &str) -> String {
 /// One call in words: when, whose, what for, every try, the answer used.
 pub fn call_text(c: &CallView, details: bool) -> String {
     let mut out = String::new();
-    let tries: Vec<&str> = c.tries.iter().map(|t| t.outcome.as_str()).collect();
+    let tries: Vec<String> = c
+        .tries
+        .iter()
+        .map(|t| match t.structured.as_str() {
+            "" | "none" => t.outcome.clone(),
+            form => format!("{} ({form})", t.outcome),
+        })
+        .collect();
     let _ = writeln!(
         out,
         "#{} {}  {}  {} v{} ({}) · {} · tries: {}",

@@ -392,8 +392,9 @@ fn view<'a, T: Deserialize<'a>>(bytes: &'a [u8]) -> Option<T> {
 /// The change stored body bytes make, read through the views; `None` when this build has
 /// no view for the kind and schema (or the bytes do not decode): decode the body instead.
 pub fn from_stored(kind: u16, schema: u16, body: &[u8]) -> Option<Change<'_>> {
-    // EmbeddingRequested's view reads no field, so its schema 2 reads the same way.
-    if schema != 1 && !(kind == 13 && schema == 2) {
+    // Schema 2 of these kinds only added fields after the ones their views read (or their
+    // views read none), so it reads the same way.
+    if schema != 1 && !(matches!(kind, 10 | 12 | 13 | 14) && schema == 2) {
         return None;
     }
     Some(match kind {

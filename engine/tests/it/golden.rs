@@ -37,6 +37,16 @@ const PINNED: &[(&str, &str, &str)] = &[
         "what-if",
         "st_c88523e1471d3259689e10352486f3c15c4917791f0f733c4bb58b08a5363442",
     ),
+    (
+        "llm-schema-v2.hamlet",
+        "main",
+        "st_dafcf7bf17cbe3ce5b9de4cedd971a395d6d5b1d1e38b246502d0fe482892cce",
+    ),
+    (
+        "llm-schema-v2.hamlet",
+        "what-if",
+        "st_c88523e1471d3259689e10352486f3c15c4917791f0f733c4bb58b08a5363442",
+    ),
 ];
 
 #[test]
@@ -74,6 +84,30 @@ fn a_schema_1_embedding_request_upcasts_to_schema_2() {
     }
 }
 
+#[test]
+fn schema_1_model_calls_upcast_to_the_forms_their_writers_used() {
+    let bytes = std::fs::read(corpus_dir().join("schema-v1.hamlet")).unwrap();
+    let rec = Recording::open(&bytes).unwrap();
+    let main = rec.find_branch("main").unwrap().id;
+    let (mut requests, mut returned) = (0, 0);
+    for e in rec.events(main, 0).unwrap() {
+        match e.unwrap().body {
+            hamlet_log::Body::LlmRequested(r) => {
+                requests += 1;
+                // The sample asked the embedded model with a schema: a grammar.
+                assert_eq!((r.backend.as_str(), r.schema_hash.is_some()), ("local", true));
+                assert_eq!(r.structured, hamlet_log::event::StructuredForm::Grammar);
+            }
+            hamlet_log::Body::EmbeddingReturned(r) => {
+                returned += 1;
+                assert!(!r.pooled);
+            }
+            _ => {}
+        }
+    }
+    assert!(requests > 0 && returned > 0, "the v1 corpus holds both kinds");
+}
+
 /// Writes a corpus file that does not exist yet. Run once per schema version:
 /// `cargo test -p hamlet-engine --test it golden::write_missing_corpus -- --ignored`.
 #[test]
@@ -81,10 +115,13 @@ fn a_schema_1_embedding_request_upcasts_to_schema_2() {
 fn write_missing_corpus() {
     let dir = corpus_dir();
     std::fs::create_dir_all(&dir).unwrap();
-    let files: [(&str, Vec<u8>); 3] = [
+    let files: [(&str, Vec<u8>); 4] = [
         ("schema-v1.hamlet", hamlet_log::samples::small_recording()),
         // EmbeddingRequested schema 2 (purpose, agent, server).
         ("embedding-requested-v2.hamlet", hamlet_log::samples::small_recording()),
+        // LlmRequested (the structured form), LlmFailed (FormRefused) and EmbeddingReturned
+        // (pooled) at schema 2.
+        ("llm-schema-v2.hamlet", hamlet_log::samples::small_recording()),
         (
             "schema-v1-town.hamlet",
             hamlet_engine::synth::write_recording(

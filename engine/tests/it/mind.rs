@@ -69,7 +69,7 @@ impl EmbedBackend for KeywordEmbedder {
             .iter()
             .map(|t| if t.contains("party") { vec![1.0, 0.0] } else { vec![0.0, 1.0] })
             .collect();
-        Box::pin(async move { Ok(Vectors { vectors, tokens: 5 }) })
+        Box::pin(async move { Ok(Vectors { vectors, tokens: 5, pooled: false }) })
     }
 }
 

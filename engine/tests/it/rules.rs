@@ -187,7 +187,7 @@ impl EmbedBackend for LetterEmbedder {
         _: [u8; 32],
     ) -> BoxFuture<'a, Result<Vectors, BackendError>> {
         let vectors = call.texts.iter().map(|t| letters(t)).collect();
-        Box::pin(async move { Ok(Vectors { vectors, tokens: 4 }) })
+        Box::pin(async move { Ok(Vectors { vectors, tokens: 4, pooled: false }) })
     }
 }
 

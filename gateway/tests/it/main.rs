@@ -5,3 +5,4 @@ pub mod loopback;
 mod model;
 mod replay;
 pub mod scripted;
+mod servers;

@@ -43,6 +43,7 @@ async fn replay_reproduces_every_try_without_a_model() {
             kind: FailureKind::RateLimited,
             message: "429".into(),
             retry_after: None,
+            hint: None,
         }),
         Ok("I will wake up at 25:00".into()),
         Ok(plan.into()),

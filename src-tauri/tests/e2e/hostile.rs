@@ -92,6 +92,7 @@ pub fn write(out: &Path) {
             template_version: 1,
             schema_hash: None,
             attempt: 1,
+            structured: StructuredForm::None,
         }),
     );
     let answered = append(
