@@ -206,6 +206,22 @@ fn calls_and_events_in_a_window_come_with_every_try() {
             panic!("a call is its first request");
         };
         assert_eq!(call.template, r.template);
+        // Each try shows the structured form its request was asked in.
+        // (The same question may be asked again later: this call's requests are its first
+        // and the retries before the hash's next first try.)
+        let at = log.iter().position(|e| e.id == call.event).unwrap();
+        let forms: Vec<&str> = log[at..]
+            .iter()
+            .filter_map(|e| match &e.body {
+                Body::LlmRequested(q) if q.request_hash == r.request_hash => Some(q),
+                _ => None,
+            })
+            .enumerate()
+            .take_while(|(i, q)| *i == 0 || q.attempt > 1)
+            .map(|(_, q)| q.structured.name())
+            .collect();
+        let shown: Vec<&str> = call.tries.iter().map(|t| t.structured.as_str()).collect();
+        assert_eq!(shown, forms, "{}", call.request);
     }
     // A window and an agent narrow both queries.
     let agent = AgentId(1);
