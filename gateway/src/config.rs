@@ -443,6 +443,41 @@ mod tests {
     use super::*;
 
     #[test]
+    fn the_structured_form_is_negotiated_unless_set_and_a_flag_beats_the_file() {
+        let env = Env::default();
+        let auto = resolve(&FileSettings::default(), &env, &Flags::default()).unwrap();
+        assert_eq!(auto.structured, None, "negotiated by default");
+        let file =
+            FileSettings { structured: Some("json_object".into()), ..FileSettings::default() };
+        let s = resolve(&file, &env, &Flags::default()).unwrap();
+        assert_eq!(s.structured, Some(StructuredForm::JsonObject));
+        let flags = Flags { structured: Some("auto".into()), ..Flags::default() };
+        assert_eq!(resolve(&file, &env, &flags).unwrap().structured, None);
+        for bad in ["grammar", "none", "xml"] {
+            let flags = Flags { structured: Some(bad.into()), ..Flags::default() };
+            let e = resolve(&file, &env, &flags).unwrap_err().to_string();
+            assert!(e.contains(bad) && e.contains("json_object_schema"), "{e}");
+        }
+        // A server on this machine gets the long timeout; a remote one the short.
+        let here = Flags {
+            base_url: Some("http://127.0.0.1:8080/v1".into()),
+            model: Some("m".into()),
+            ..Flags::default()
+        };
+        assert_eq!(resolve(&file, &env, &here).unwrap().policy.timeout, Duration::from_secs(900));
+        let there = Flags {
+            base_url: Some("https://llm.example.com/v1".into()),
+            model: Some("m".into()),
+            ..Flags::default()
+        };
+        assert_eq!(resolve(&file, &env, &there).unwrap().policy.timeout, Duration::from_secs(120));
+        assert!(
+            is_this_machine("http://localhost:11434/v1") && is_this_machine("http://[::1]:8000/v1")
+        );
+        assert!(!is_this_machine("http://10.0.0.5:8000/v1"));
+    }
+
+    #[test]
     fn flags_beat_the_environment_which_beats_the_file() {
         let file = FileSettings {
             base_url: Some("http://file:1/v1".into()),
