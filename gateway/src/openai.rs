@@ -447,6 +447,8 @@ pub fn classify(status: u16, body: &str, form: StructuredForm) -> (FailureKind, 
             "must be created",
             "not loaded",
         ]);
+    // llama.cpp's server over a model whose pooling is `none` (most chat models).
+    let no_pooling = b.contains("pooling") && has(&["not oai compatible", "pooling type"]);
     let unknown_model = b.contains("model")
         && has(&[
             "not found",
@@ -469,6 +471,7 @@ pub fn classify(status: u16, body: &str, form: StructuredForm) -> (FailureKind, 
     ]);
     let other_blamed = unknown_model
         || embeddings_off
+        || no_pooling
         || (cannot_parse && !names_format)
         || has(&[
             "context",
@@ -493,6 +496,15 @@ pub fn classify(status: u16, body: &str, form: StructuredForm) -> (FailureKind, 
             (FailureKind::FormRefused, None)
         }
         400 | 422 if format_sent && !other_blamed => (FailureKind::FormRefused, None),
+        _ if no_pooling => (
+            FailureKind::Refused,
+            Some(
+                "the server embeds one vector per token and will not pool them: start it with \
+                 a pooling type (llama.cpp's llama-server: `--pooling mean`), or use the \
+                 embedded embeddings (`--embed local`, the default)"
+                    .into(),
+            ),
+        ),
         _ if embeddings_off => (
             FailureKind::Refused,
             Some(
