@@ -366,8 +366,8 @@ async fn an_empty_answer_or_a_changed_dimension_is_a_clear_error_at_once() {
 async fn a_slow_server_gets_twice_as_long_after_a_timeout_and_its_call_shows_in_flight() {
     let answer = || Reply::Chat(r#"{"rating": 3}"#.into());
     let server = LoopbackServer::start(
-        vec![Reply::Slow(Duration::from_millis(900), Box::new(answer()))],
-        Reply::Slow(Duration::from_millis(900), Box::new(answer())),
+        vec![Reply::Slow(Duration::from_millis(1500), Box::new(answer()))],
+        Reply::Slow(Duration::from_millis(1500), Box::new(answer())),
     )
     .await;
     let policy = RetryPolicy {
@@ -375,24 +375,24 @@ async fn a_slow_server_gets_twice_as_long_after_a_timeout_and_its_call_shows_in_
         max_bad_answers: 3,
         base_delay: Duration::from_millis(5),
         max_delay: Duration::from_millis(5),
-        timeout: Duration::from_millis(600),
+        timeout: Duration::from_millis(1000),
     };
     let gw = gateway(&server, policy);
     let watcher = gw.clone();
     let call = importance();
     let asking = tokio::spawn(async move { gw.ask(&call).await });
-    tokio::time::sleep(Duration::from_millis(300)).await;
+    tokio::time::sleep(Duration::from_millis(400)).await;
     let flights = watcher.in_flight();
     assert_eq!(flights.len(), 1, "{flights:?}");
     assert_eq!((flights[0].purpose.as_str(), flights[0].attempt), ("importance", 1));
     assert!(flights[0].seconds > 0.1);
     let answered = asking.await.unwrap().unwrap();
-    // 600 ms was too short for a 900 ms answer; the second try had 1200 ms.
+    // 1 s was too short for a 1.5 s answer; the second try had 2 s.
     assert_eq!(
         tries(&answered.events),
         pairs(&[("json_schema", "Timeout"), ("json_schema", "answer")])
     );
     assert!(watcher.in_flight().is_empty(), "a finished call leaves the list");
-    // Three times the longest answer so far (≈ 900 ms) is now above the 600 ms setting.
-    assert!(watcher.try_timeout(0) >= Duration::from_millis(2_400), "{:?}", watcher.try_timeout(0));
+    // Three times the longest answer so far (≈ 1.5 s) is now above the 1 s setting.
+    assert!(watcher.try_timeout(0) >= Duration::from_millis(4_000), "{:?}", watcher.try_timeout(0));
 }
