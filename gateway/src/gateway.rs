@@ -324,13 +324,18 @@ impl Gateway {
         };
         let forms = self.forms_for(call);
         let mut form_at = 0usize;
-        let with_schema = call.with_schema_in_prompt();
+        // Made only if a form puts the schema in the prompt.
+        let mut with_schema: Option<Call> = None;
         let (mut transient, mut bad, mut timeouts) = (0u32, 0u32, 0u32);
         let mut attempt = 0u32;
         loop {
             attempt += 1;
             let form = self.llm.recorded_form(hash).unwrap_or(forms[form_at.min(forms.len() - 1)]);
-            let sent = if form.in_prompt() { &with_schema } else { call };
+            let sent = if form.in_prompt() {
+                &*with_schema.get_or_insert_with(|| call.with_schema_in_prompt())
+            } else {
+                call
+            };
             out.events.push(Body::LlmRequested(
                 self.requested(sent, &model, hash, max_tokens, attempt, form),
             ));

@@ -1,12 +1,10 @@
 //! async-openai against the loopback server: structured answers, every failure the issue
 //! names, retries and their events, and the key kept out of every event.
 
-use std::sync::Arc;
 use std::time::Duration;
 
 use hamlet_gateway::answer::{Answer, Shape};
-use hamlet_gateway::openai::{Endpoint, OpenAi, OpenAiEmbed};
-use hamlet_gateway::{Call, EmbedCall, Gateway, GatewayError, Params, RetryPolicy};
+use hamlet_gateway::{Call, EmbedCall, Gateway, GatewayError, RetryPolicy};
 use hamlet_log::event::FailureKind;
 use hamlet_log::Body;
 
@@ -15,18 +13,7 @@ use crate::loopback::{LoopbackServer, Reply};
 const KEY: &str = "sk-loopback-secret-4242";
 
 fn gateway(server: &LoopbackServer, policy: RetryPolicy) -> Gateway {
-    let endpoint = |model: &str| Endpoint {
-        base_url: server.base_url(),
-        api_key: KEY.into(),
-        model: model.into(),
-    };
-    Gateway::new(
-        Arc::new(OpenAi::new(endpoint("loopback-model")).unwrap()),
-        Arc::new(OpenAiEmbed::new(endpoint("loopback-embed")).unwrap()),
-        Params::default(),
-        policy,
-        4,
-    )
+    crate::loopback::gateway(server, KEY, policy)
 }
 
 fn quick() -> RetryPolicy {

@@ -198,3 +198,25 @@ fn embed_body(vectors: &[Vec<f32>]) -> String {
     })
     .to_string()
 }
+
+/// A gateway whose language model (`loopback-model`) and embedder (`loopback-embed`) are
+/// this server, sending `key` (empty: none).
+pub fn gateway(
+    server: &LoopbackServer,
+    key: &str,
+    policy: hamlet_gateway::RetryPolicy,
+) -> hamlet_gateway::Gateway {
+    use hamlet_gateway::openai::{Endpoint, OpenAi, OpenAiEmbed};
+    let endpoint = |model: &str| Endpoint {
+        base_url: server.base_url(),
+        api_key: key.into(),
+        model: model.into(),
+    };
+    hamlet_gateway::Gateway::new(
+        Arc::new(OpenAi::new(endpoint("loopback-model")).unwrap()),
+        Arc::new(OpenAiEmbed::new(endpoint("loopback-embed")).unwrap()),
+        hamlet_gateway::Params::default(),
+        policy,
+        4,
+    )
+}

@@ -10,7 +10,6 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use hamlet_gateway::answer::{Answer, Shape};
-use hamlet_gateway::openai::{Endpoint, OpenAi, OpenAiEmbed};
 use hamlet_gateway::replay::Replay;
 use hamlet_gateway::{Call, EmbedCall, Gateway, GatewayError, Params, RetryPolicy};
 use hamlet_log::event::{FailureKind, StructuredForm};
@@ -19,18 +18,7 @@ use hamlet_log::Body;
 use crate::loopback::{LoopbackServer, Received, Reply};
 
 fn gateway(server: &LoopbackServer, policy: RetryPolicy) -> Gateway {
-    let endpoint = |model: &str| Endpoint {
-        base_url: server.base_url(),
-        api_key: String::new(),
-        model: model.into(),
-    };
-    Gateway::new(
-        Arc::new(OpenAi::new(endpoint("loopback-model")).unwrap()),
-        Arc::new(OpenAiEmbed::new(endpoint("loopback-embed")).unwrap()),
-        Params::default(),
-        policy,
-        4,
-    )
+    crate::loopback::gateway(server, "", policy)
 }
 
 /// Backoff so long that a test waiting it out would time out: a refusal of the form, and a
