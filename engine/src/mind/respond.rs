@@ -60,7 +60,7 @@ pub async fn should_react(
 ) -> Result<(bool, Option<PendingId>), ThinkError> {
     let (about, at1) =
         recall(gateway, who.agent, who.stream, observation, now, retrieval, pending).await?;
-    // The loop knows a consideration by this query (`sim::RELATIONSHIP`).
+    // The loop knows a consideration by this query (`sim::state::RELATIONSHIP`).
     let relation = format!("{}'s relationship with {subject}", who.name);
     let (with, at2) =
         recall(gateway, who.agent, who.stream, &relation, now, retrieval, pending).await?;

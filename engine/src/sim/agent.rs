@@ -1,0 +1,412 @@
+//! One agent's turn: perceive and remember what is new, describe itself on a new day, maybe
+//! decide to react to someone, plan / decompose / choose a place / act by its schedule,
+//! reflect when due — all into its own pending batch, read from the folds as of the tick.
+//! Must not: commit, fold, or read another agent's batch (the step joins them in order);
+//! nor run a conversation (a reaction only says whom to talk to).
+
+use std::collections::BTreeSet;
+
+use hamlet_log::event::{AgentId, MemoryKind, Perceived, PlanItem, PlanLevel};
+use hamlet_log::Body;
+
+use crate::describe::sim_time;
+use crate::mind::plan::{choose_place, decompose, plan_day, plan_steps, summarise};
+use crate::mind::respond::{should_react, Situation};
+use crate::mind::schedule::Need;
+use crate::mind::think::{reflect, reflection_due, remember};
+use crate::pending::{Cause, Pending, PendingId};
+use crate::store::Storage;
+use crate::town::{actions, perception, walk};
+
+use super::state::{Strategy, Talk};
+use super::{Sim, SimError};
+
+/// How many of an agent's latest memories are checked before remembering an observation
+/// again (one made within the hour is not made twice).
+const RECENT_OBSERVATIONS: usize = 200;
+
+impl<S: Storage> Sim<S> {
+    /// What `agent` did yesterday, in words, for its day plan: yesterday's day plan (the
+    /// paper's summary of the previous day), and what it was told to keep in mind since.
+    fn yesterday(&self, agent: AgentId, name: &str, now: u64) -> String {
+        let today = now / 86_400;
+        let planned = self
+            .folds
+            .day_plans
+            .get(&agent)
+            .filter(|p| p.items.first().is_some_and(|i| i.start_secs / 86_400 + 1 == today));
+        let mut words = match planned {
+            Some(plan) => format!("{name} planned: {}", plan_steps(plan)),
+            None => "an ordinary day".to_owned(),
+        };
+        if let Some(thoughts) = self.folds.intentions.get(&agent) {
+            words.push_str(&format!("; {name} has in mind: {}", thoughts.join("; ")));
+        }
+        words
+    }
+
+    /// When a sleeping `agent` next needs to think: its waking time, or the end of its
+    /// sleep when that comes first (it then decides what next). `None` while it is awake.
+    pub(super) fn wakes_at(&self, agent: AgentId, now: u64) -> Option<u64> {
+        if !self.asleep(agent, now) || self.busy(agent, now) {
+            return None;
+        }
+        let me = self.folds.state.agents.get(&agent)?;
+        // Still on its way to its bed (or anywhere): not while it walks.
+        if let Some(a) = &me.action {
+            if walk::step_towards(&self.town, &self.folds.state, agent, &a.address, now).is_some() {
+                return None;
+            }
+        }
+        let wake = u64::from(self.settings.wake_minute) * 60;
+        let midnight = now - now % 86_400;
+        if self.before_waking(now) {
+            // Before waking nobody thinks: straight to the waking time.
+            return Some(midnight + wake);
+        }
+        let waking = midnight + 86_400 + wake;
+        let sleep_ends = me.action.as_ref().and_then(|a| {
+            let end = a.started_secs + u64::from(a.duration_secs);
+            (end > now && a.description.to_ascii_lowercase().contains("sleep")).then_some(end)
+        });
+        Some(sleep_ends.map_or(waking, |end| end.min(waking)))
+    }
+
+    /// One agent's step, as a batch (also when a call failed: its events are kept).
+    pub(super) async fn think(&self, agent: AgentId) -> (Pending, Result<Option<Talk>, SimError>) {
+        let mut pending = Pending::new();
+        let result = self.think_into(agent, &mut pending).await;
+        (pending, result)
+    }
+
+    async fn think_into(
+        &self,
+        agent: AgentId,
+        pending: &mut Pending,
+    ) -> Result<Option<Talk>, SimError> {
+        let now = self.folds.state.sim_time_secs;
+        let step = self.folds.state.step;
+        let style = self.settings.style;
+        let strategy = self.strategy(agent);
+        let Some(me) = self.folds.state.agents.get(&agent) else { return Ok(None) };
+        if me.conversation.is_some() {
+            return Ok(None);
+        }
+        let name = me.name.as_str();
+        // Perceive, and remember what is new.
+        let seen = self.folds.last_seen.get(&agent).cloned().unwrap_or_default();
+        let percepts = perception::perceive(&self.town, &self.folds.state, agent, step, &seen);
+        if !percepts.is_empty() {
+            let at = pending.push(
+                now,
+                Body::Perceived(Perceived { agent, percepts: percepts.clone() }),
+                &[],
+            );
+            // What the agent already remembers noticing this past hour (the stove still
+            // idle) is not a new memory: only what changed is rated and embedded.
+            let stream = self.folds.minds.stream(agent);
+            let known: BTreeSet<&str> = stream
+                .recent(RECENT_OBSERVATIONS)
+                .iter()
+                .filter(|m| m.created_secs + 3600 > now)
+                .map(|m| m.description.as_str())
+                .collect();
+            let observations: Vec<String> = percepts
+                .iter()
+                .map(perception::observation)
+                .filter(|o| !known.contains(o.as_str()))
+                .collect();
+            if !observations.is_empty() {
+                remember(
+                    &self.gateway,
+                    style,
+                    agent,
+                    name,
+                    MemoryKind::Observation,
+                    &observations,
+                    &[],
+                    &[Cause::Pending(at)],
+                    now,
+                    pending,
+                )
+                .await?;
+            }
+        }
+        // A new day: the agent describes itself afresh from what it remembers (once a day,
+        // on waking, before it plans).
+        let mut summary = self.summary(agent);
+        let today = now / 86_400;
+        let written = self.folds.summaries.get(&agent).is_some_and(|(day, _, _)| *day >= today);
+        // What the summary was made from: its answer, so a plan made from it names it.
+        let mut summary_cause =
+            self.folds.summaries.get(&agent).and_then(|(_, _, at)| *at).map(Cause::Logged);
+        if !written && !self.asleep(agent, now) {
+            let (text, at) = summarise(
+                &self.gateway,
+                style,
+                agent,
+                name,
+                self.folds.minds.stream(agent),
+                now,
+                &self.settings.retrieval,
+                pending,
+            )
+            .await?;
+            if text.is_some() {
+                summary_cause = at.map(Cause::Pending);
+            }
+            summary = text.unwrap_or(summary);
+        }
+        // React to someone newly noticed? (At most one question a step: the nearest. An
+        // agent that plans ahead plans its day first.)
+        let planned = |a: AgentId| {
+            !self.strategy(a).plans() || self.folds.schedules.of(a).need(now) != Need::PlanDay
+        };
+        if planned(agent) && !self.busy(agent, now) && !self.asleep(agent, now) {
+            let candidate =
+                percepts.iter().find_map(|p| {
+                    let (&other, o) =
+                        self.folds.state.agents.iter().find(|(_, o)| o.name == p.subject)?;
+                    let pair = (agent.min(other), agent.max(other));
+                    let recent =
+                        self.folds.last_talk.get(&pair).is_some_and(|&t| {
+                            now.saturating_sub(t) < self.settings.talk_cooldown_secs
+                        });
+                    // Someone considered lately is not considered again (an agent sharing a room
+                    // with its family would otherwise ask every minute).
+                    let considered =
+                        self.folds.considered.get(&(agent, other)).is_some_and(|&t| {
+                            now.saturating_sub(t) < self.settings.reconsider_secs
+                        });
+                    let free = planned(other) && !self.busy(other, now) && !self.asleep(other, now);
+                    (free && !recent && !considered)
+                        .then(|| (other, o.name.clone(), perception::observation(p)))
+                });
+            if let Some((other, other_name, observation)) = candidate {
+                let time = sim_time(now);
+                let status = self.status(agent, now);
+                let who = Situation {
+                    agent,
+                    name,
+                    summary: &summary,
+                    time: &time,
+                    status: &status,
+                    stream: self.folds.minds.stream(agent),
+                };
+                let (react, at) = should_react(
+                    &self.gateway,
+                    style,
+                    &who,
+                    &observation,
+                    &other_name,
+                    now,
+                    &self.settings.retrieval,
+                    pending,
+                )
+                .await?;
+                if let (true, Some(decided)) = (react, at) {
+                    return Ok(Some(Talk { with: other, decided }));
+                }
+            }
+        }
+        // Before waking nobody acts (so a new day is planned on waking, from the day's
+        // summary).
+        if !self.busy(agent, now) && !self.before_waking(now) {
+            self.act(agent, strategy, &summary, summary_cause, now, pending).await?;
+        }
+        // Reflect when the recent memories pass the threshold.
+        if strategy.reflects() {
+            let since = self.folds.last_reflection.get(&agent).copied().unwrap_or(0);
+            let stream = self.folds.minds.stream(agent);
+            if let Some(sum) = reflection_due(stream, since, &self.settings.reflection) {
+                reflect(
+                    &self.gateway,
+                    style,
+                    agent,
+                    name,
+                    stream,
+                    sum,
+                    now,
+                    &self.settings.reflection,
+                    &self.settings.retrieval,
+                    pending,
+                )
+                .await?;
+            }
+        }
+        Ok(None)
+    }
+
+    /// Plans, decomposes or acts by the agent's schedule.
+    async fn act(
+        &self,
+        agent: AgentId,
+        strategy: Strategy,
+        summary: &str,
+        summary_cause: Option<Cause>,
+        now: u64,
+        pending: &mut Pending,
+    ) -> Result<(), SimError> {
+        let style = self.settings.style;
+        let Some(me) = self.folds.state.agents.get(&agent) else { return Ok(()) };
+        let name = me.name.as_str();
+        match self.folds.schedules.of(agent).need(now) {
+            Need::PlanDay if strategy.plans() => {
+                let day_start = now - now % 86_400;
+                let day = self.yesterday(agent, name, now);
+                plan_day(
+                    &self.gateway,
+                    style,
+                    agent,
+                    name,
+                    summary,
+                    &day,
+                    self.settings.wake_minute,
+                    day_start,
+                    summary_cause.as_slice(),
+                    now,
+                    pending,
+                )
+                .await?;
+            }
+            Need::PlanDay | Need::Moment => {
+                // No planning ahead (or no usable day plan): the next quarter hour, decided now (from the minute
+                // under way, so the plan covers now).
+                let start = now - now % 60;
+                let moment = PlanItem {
+                    description: format!("whatever {name} would do next"),
+                    address: String::new(),
+                    start_secs: start,
+                    duration_secs: self.settings.moment_minutes * 60,
+                };
+                decompose(
+                    &self.gateway,
+                    style,
+                    agent,
+                    name,
+                    summary,
+                    &moment,
+                    None,
+                    PlanLevel::Action,
+                    now,
+                    pending,
+                )
+                .await?;
+            }
+            Need::Decompose { item, what, level } => {
+                // The place is chosen once for an hour part, and its actions happen there.
+                let mut what = what;
+                let mut chose = None;
+                if level == PlanLevel::Action && what.address.is_empty() {
+                    let (address, at) =
+                        self.place_for(agent, &what.description, now, pending).await?;
+                    (what.address, chose) = (address, at);
+                }
+                let (_, planned) = decompose(
+                    &self.gateway,
+                    style,
+                    agent,
+                    name,
+                    summary,
+                    &what,
+                    Some(item),
+                    level,
+                    now,
+                    pending,
+                )
+                .await?;
+                if let Some(chose) = chose {
+                    pending.link(planned, Cause::Pending(chose));
+                }
+            }
+            Need::Act { item, what } => {
+                let doing = me.action.as_ref().filter(|a| a.plan_item == Some(item));
+                let address = match doing {
+                    Some(a) => a.address.clone(),
+                    None => {
+                        let (address, chose) = if what.address.is_empty() {
+                            let here = self.town.address_of(me.tile).unwrap_or_default();
+                            let mut parts = here.splitn(3, ':');
+                            let here = (parts.next().unwrap_or(""), parts.next().unwrap_or(""));
+                            let known = self.known(agent);
+                            choose_place(
+                                &self.gateway,
+                                style,
+                                agent,
+                                name,
+                                &known,
+                                here,
+                                &what.description,
+                                now,
+                                pending,
+                            )
+                            .await?
+                        } else {
+                            (what.address.clone(), None)
+                        };
+                        let end = what.start_secs + u64::from(what.duration_secs);
+                        let start = actions::Start {
+                            agent,
+                            description: &what.description,
+                            emoji: "",
+                            address: &address,
+                            duration_secs: u32::try_from(end.saturating_sub(now))
+                                .unwrap_or(u32::MAX),
+                            object_state: None,
+                            plan_item: Some(item),
+                        };
+                        if let Ok(events) =
+                            actions::start(&self.town, &self.folds.state, &start, now)
+                        {
+                            let mut causes = vec![Cause::Logged(item.plan)];
+                            causes.extend(chose.map(Cause::Pending));
+                            for e in events {
+                                pending.push(now, e.body, &causes);
+                            }
+                        }
+                        address
+                    }
+                };
+                if let Some(moved) =
+                    walk::step_towards(&self.town, &self.folds.state, agent, &address, now)
+                {
+                    pending.push(now, moved.body, &[]);
+                }
+            }
+            Need::Free => {}
+        }
+        Ok(())
+    }
+
+    /// Where `agent` does `activity`, chosen down its spatial tree (see [`choose_place`]),
+    /// and the position of the last choice's event.
+    async fn place_for(
+        &self,
+        agent: AgentId,
+        activity: &str,
+        now: u64,
+        pending: &mut Pending,
+    ) -> Result<(String, Option<PendingId>), SimError> {
+        let Some(me) = self.folds.state.agents.get(&agent) else {
+            return Ok((String::new(), None));
+        };
+        let here = self.town.address_of(me.tile).unwrap_or_default();
+        let mut parts = here.splitn(3, ':');
+        let here = (parts.next().unwrap_or(""), parts.next().unwrap_or(""));
+        let known = self.known(agent);
+        let style = self.settings.style;
+        let chosen = choose_place(
+            &self.gateway,
+            style,
+            agent,
+            &me.name,
+            &known,
+            here,
+            activity,
+            now,
+            pending,
+        )
+        .await?;
+        Ok(chosen)
+    }
+}

@@ -1,0 +1,214 @@
+//! Conversations: every open one run concurrently to its end (alternating lines until one
+//! ends it, falls silent, echoes, or the turn limit), then both agents remember it, spend
+//! the next minutes talking, and re-plan the rest of the hour it interrupted.
+//! Must not: start a conversation (a reaction in `agent.rs` does, the step writes it), or
+//! let the order in which answers arrive reach the log (batches are joined in the order
+//! the conversations started).
+
+use hamlet_log::event::{ConversationEnded, MemoryKind, PlanItem, PlanLevel};
+use hamlet_log::{Body, EventId};
+
+use crate::describe::sim_time;
+use crate::mind::plan::decompose;
+use crate::mind::respond::{speak, Situation};
+use crate::mind::think::remember;
+use crate::pending::{Cause, Pending};
+use crate::store::Storage;
+use crate::town::actions;
+
+use super::{Sim, SimError};
+
+impl<S: Storage> Sim<S> {
+    /// Runs every open conversation to its end, concurrently; commits them in order.
+    pub(super) async fn converse_all(&mut self) -> Result<(), SimError> {
+        let open = self.folds.started.clone();
+        if open.is_empty() {
+            return Ok(());
+        }
+        let this = &*self;
+        let talked = futures::future::join_all(open.iter().map(|&c| this.converse(c))).await;
+        let mut batch = Pending::new();
+        let mut failure = None;
+        for (pending, result) in talked {
+            batch.append(pending);
+            if let Err(e) = result {
+                failure = failure.or(Some(e));
+            }
+        }
+        self.commit(batch)?;
+        failure.map_or(Ok(()), Err)
+    }
+
+    /// One open conversation, to its end: the agents speak in turn (the one who started
+    /// first) until one ends it, falls silent, or the turn limit; then each remembers it,
+    /// spends the next minutes talking, and re-plans the rest of the hour it interrupted.
+    async fn converse(&self, conversation: EventId) -> (Pending, Result<(), SimError>) {
+        let mut pending = Pending::new();
+        let result = self.converse_into(conversation, &mut pending).await;
+        (pending, result)
+    }
+
+    async fn converse_into(
+        &self,
+        conversation: EventId,
+        pending: &mut Pending,
+    ) -> Result<(), SimError> {
+        let now = self.folds.state.sim_time_secs;
+        let style = self.settings.style;
+        let Some(open) = self.folds.dialogues.get(&conversation) else { return Ok(()) };
+        let (agents, address, said) = (open.agents.clone(), &open.address, &open.lines);
+        if agents.len() < 2 {
+            let ended = ConversationEnded { conversation, reason: "nobody to talk with".into() };
+            pending.push(now, Body::ConversationEnded(ended), &[Cause::Logged(conversation)]);
+            return Ok(());
+        }
+        let names: Vec<String> = agents
+            .iter()
+            .map(|a| self.folds.state.agents.get(a).map_or_else(String::new, |x| x.name.clone()))
+            .collect();
+        let place = address.replace(':', ", ");
+        let time = sim_time(now);
+        let mut dialogue: Vec<(String, String)> = said
+            .iter()
+            .map(|(speaker, text)| {
+                let i = agents.iter().position(|a| a == speaker).unwrap_or(0);
+                (names[i].clone(), text.clone())
+            })
+            .collect();
+        let mut last = None;
+        let mut reason = "the turn limit".to_owned();
+        let n = agents.len().max(1);
+        while dialogue.len() < self.settings.max_turns {
+            let i = dialogue.len() % n;
+            let (speaker, other) = (agents[i], &names[(i + 1) % n]);
+            let summary = self.summary(speaker);
+            let status = format!("talking with {other}");
+            let who = Situation {
+                agent: speaker,
+                name: &names[i],
+                summary: &summary,
+                time: &time,
+                status: &status,
+                stream: self.folds.minds.stream(speaker),
+            };
+            let (turn, at) = speak(
+                &self.gateway,
+                style,
+                &who,
+                other,
+                &place,
+                conversation,
+                &dialogue,
+                now,
+                &self.settings.retrieval,
+                pending,
+            )
+            .await?;
+            last = Some(at);
+            if turn.say.is_empty() {
+                reason = format!("{} fell silent", names[i]);
+                break;
+            }
+            // A line that says again what was already said ends it: small models, answering
+            // greedily, otherwise echo each other to the turn limit.
+            let words = |t: &str| -> String {
+                t.chars().filter(|c| c.is_alphanumeric()).flat_map(char::to_lowercase).collect()
+            };
+            let echo = dialogue.iter().any(|(_, earlier)| words(earlier) == words(&turn.say));
+            dialogue.push((names[i].clone(), turn.say));
+            if turn.end {
+                reason = format!("{} ended it", names[i]);
+                break;
+            }
+            if echo {
+                reason = format!("{} said again what was already said", names[i]);
+                break;
+            }
+        }
+        let causes = match last {
+            Some(at) => vec![Cause::Pending(at)],
+            None => vec![Cause::Logged(conversation)],
+        };
+        let ended = pending.push(
+            now,
+            Body::ConversationEnded(ConversationEnded { conversation, reason }),
+            &causes,
+        );
+        let talk_secs = self.talk_secs(dialogue.len());
+        let lines: Vec<String> =
+            dialogue.iter().map(|(speaker, text)| format!("{speaker}: \"{text}\"")).collect();
+        for (i, &agent) in agents.iter().enumerate() {
+            let other = &names[(i + 1) % n];
+            let memory = if lines.is_empty() {
+                format!("{} and {other} met at {place} but did not talk", names[i])
+            } else {
+                format!("{} talked with {other} at {place}. {}", names[i], lines.join(" "))
+            };
+            remember(
+                &self.gateway,
+                style,
+                agent,
+                &names[i],
+                MemoryKind::Chat,
+                &[memory],
+                &[],
+                &[Cause::Pending(ended)],
+                now,
+                pending,
+            )
+            .await?;
+            let description = format!("talking with {other}");
+            let here = self.address_of(agent);
+            let start = actions::Start {
+                agent,
+                description: &description,
+                emoji: "💬",
+                address: &here,
+                duration_secs: talk_secs as u32,
+                object_state: None,
+                plan_item: None,
+            };
+            if let Ok(events) = actions::start(&self.town, &self.folds.state, &start, now) {
+                for e in events {
+                    pending.push(now, e.body, &[Cause::Pending(ended)]);
+                }
+            }
+            // Re-plan the rest of the hour the conversation interrupted.
+            let Some((hour, what)) = self.folds.schedules.of(agent).hour_under_way(now) else {
+                continue;
+            };
+            if !self.strategy(agent).plans() {
+                continue;
+            }
+            let resume_at = (now + talk_secs).div_ceil(60) * 60;
+            let hour_end = what.start_secs + u64::from(what.duration_secs);
+            if hour_end < resume_at + 5 * 60 {
+                continue;
+            }
+            // The hour's place is where its actions were (chosen once for the hour).
+            let place = self.folds.state.agents.get(&agent).and_then(|a| a.action.as_ref());
+            let place = place.filter(|a| a.plan_item.is_some()).map(|a| a.address.clone());
+            let rest = PlanItem {
+                description: format!("{} (after talking with {other})", what.description),
+                address: place.unwrap_or_else(|| what.address.clone()),
+                start_secs: resume_at,
+                duration_secs: (hour_end - resume_at) as u32,
+            };
+            let summary = self.summary(agent);
+            decompose(
+                &self.gateway,
+                style,
+                agent,
+                &names[i],
+                &summary,
+                &rest,
+                Some(hour),
+                PlanLevel::Action,
+                now,
+                pending,
+            )
+            .await?;
+        }
+        Ok(())
+    }
+}

@@ -1,0 +1,386 @@
+//! Changes from outside the town: the user's voice (`interview`, `inner_voice`) and the
+//! user's edits (`set_object`, `edit_persona`, `add_agent`, `add_building`), each written
+//! as an `Intervened` event and what follows from it, and each `check_*` that refuses one
+//! before anything is written. Must not: write anything for a refused change, or change a
+//! fold except by committing events.
+
+use std::collections::BTreeSet;
+
+use hamlet_log::event::{
+    AgentId, AgentJoined, Intervened, Intervention, MemoryKind, PlanItem, PlanLevel, Tile,
+};
+use hamlet_log::{Body, EventId};
+
+use crate::describe::sim_time;
+use crate::mind::memory::seed_statements;
+use crate::mind::plan::{decompose, summarise};
+use crate::mind::respond::{answer_interview, hear_inner_voice, Situation};
+use crate::mind::think::remember;
+use crate::pending::{Cause, Pending};
+use crate::store::Storage;
+
+use super::state::Strategy;
+use super::{Sim, SimError};
+
+impl<S: Storage> Sim<S> {
+    /// The user interviews `agent`: the question (an `Intervened` event) is answered from
+    /// the agent's memory at the branch's head, and everything is committed. The agent
+    /// keeps the exchange as a memory only if `remember` (`hamlet interview` writes an
+    /// interview that is not remembered on a fork, so the run itself stays untouched).
+    /// Returns the answer (empty when the model gave none).
+    pub async fn interview(
+        &mut self,
+        agent: AgentId,
+        question: &str,
+        remember: bool,
+    ) -> Result<String, SimError> {
+        let asked = Intervention::Interview { agent, question: question.to_owned(), remember };
+        let question_event = self.intervene(asked)?;
+        let now = self.folds.state.sim_time_secs;
+        let mut pending = Pending::new();
+        let result = {
+            let (summary, time, status) =
+                (self.summary(agent), sim_time(now), self.status(agent, now));
+            let name = self.folds.state.agents.get(&agent).map_or("", |a| a.name.as_str());
+            let who = Situation {
+                agent,
+                name,
+                summary: &summary,
+                time: &time,
+                status: &status,
+                stream: self.folds.minds.stream(agent),
+            };
+            answer_interview(
+                &self.gateway,
+                self.settings.style,
+                &who,
+                question_event,
+                question,
+                remember,
+                now,
+                &self.settings.retrieval,
+                &mut pending,
+            )
+            .await
+        };
+        self.commit(pending)?;
+        Ok(result?.0)
+    }
+
+    /// The user speaks as `agent`'s inner voice: the instruction (an `Intervened` event)
+    /// becomes the agent's intention, remembered as a plan memory, and the agent re-plans
+    /// from it — the rest of the hour under way (or, without planning ahead, its next
+    /// quarter hour) is decomposed again with the intention first; with no hour under way,
+    /// the next day plan is made with it in mind. Returns the intention, and whether the
+    /// agent re-planned now.
+    pub async fn inner_voice(
+        &mut self,
+        agent: AgentId,
+        instruction: &str,
+    ) -> Result<(String, bool), SimError> {
+        let heard = Intervention::InnerVoice { agent, text: instruction.to_owned() };
+        let instruction_event = self.intervene(heard)?;
+        let now = self.folds.state.sim_time_secs;
+        let style = self.settings.style;
+        let mut pending = Pending::new();
+        let result = async {
+            let (summary, time, status) =
+                (self.summary(agent), sim_time(now), self.status(agent, now));
+            let name = self.folds.state.agents.get(&agent).map_or("", |a| a.name.as_str());
+            let who = Situation {
+                agent,
+                name,
+                summary: &summary,
+                time: &time,
+                status: &status,
+                stream: self.folds.minds.stream(agent),
+            };
+            let intention = hear_inner_voice(
+                &self.gateway,
+                style,
+                &who,
+                instruction_event,
+                instruction,
+                now,
+                &mut pending,
+            )
+            .await?;
+            let start = now - now % 60;
+            let (what, of) = match self.folds.schedules.of(agent).hour_under_way(now) {
+                Some((hour, item)) if self.strategy(agent).plans() => {
+                    let end = item.start_secs + u64::from(item.duration_secs);
+                    let rest = PlanItem {
+                        description: format!("{intention}; then: {}", item.description),
+                        address: item.address.clone(),
+                        start_secs: start,
+                        duration_secs: end.saturating_sub(start).max(300) as u32,
+                    };
+                    (rest, Some(hour))
+                }
+                Some(_) | None if !self.strategy(agent).plans() => {
+                    let moment = PlanItem {
+                        description: intention.clone(),
+                        address: String::new(),
+                        start_secs: start,
+                        duration_secs: self.settings.moment_minutes * 60,
+                    };
+                    (moment, None)
+                }
+                _ => return Ok((intention, false)),
+            };
+            decompose(
+                &self.gateway,
+                style,
+                agent,
+                name,
+                &summary,
+                &what,
+                of,
+                PlanLevel::Action,
+                now,
+                &mut pending,
+            )
+            .await?;
+            Ok::<(String, bool), SimError>((intention, true))
+        }
+        .await;
+        self.commit(pending)?;
+        result
+    }
+
+    /// The user sets an object's state by hand: the object at `address`
+    /// (`sector:arena:object`) takes `state`, and agents see it when they next look.
+    /// Refused, writing nothing, when the town has no such object.
+    pub fn set_object(&mut self, address: &str, state: &str) -> Result<EventId, SimError> {
+        self.check_set_object(address, state)?;
+        let set = Intervention::SetObjectState { address: address.into(), state: state.into() };
+        self.intervene(set)
+    }
+
+    /// Whether [`Sim::set_object`] would be refused, and why.
+    pub fn check_set_object(&self, address: &str, state: &str) -> Result<(), SimError> {
+        let exists = self.town.sectors.iter().any(|s| {
+            s.arenas.iter().any(|a| {
+                a.objects.iter().any(|o| format!("{}:{}:{}", s.name, a.name, o.name) == address)
+            })
+        });
+        if !exists {
+            return Err(SimError::Refused(format!(
+                "no object `{address}` in the town (an address is `sector:arena:object`; \
+                 `hamlet town show` lists them)"
+            )));
+        }
+        if state.trim().is_empty() {
+            return Err(SimError::Refused("an object's state is not empty".into()));
+        }
+        Ok(())
+    }
+
+    /// The user rewrites `agent`'s seed paragraph: it is the agent's from now on; each
+    /// statement it did not hold before becomes a seed memory (rated and embedded, caused
+    /// by the edit), and the agent describes itself afresh from memory, so what it plans
+    /// and says next follows from the new paragraph. Returns the new statements.
+    pub async fn edit_persona(
+        &mut self,
+        agent: AgentId,
+        persona: &str,
+    ) -> Result<Vec<String>, SimError> {
+        let name = self.check_edit_persona(agent, persona)?;
+        let held: BTreeSet<&str> = self
+            .folds
+            .minds
+            .stream(agent)
+            .memories()
+            .iter()
+            .filter(|m| m.kind == MemoryKind::Seed)
+            .map(|m| m.description.as_str())
+            .collect();
+        let new: Vec<String> = seed_statements(persona)
+            .into_iter()
+            .filter(|s| !held.contains(s))
+            .map(str::to_owned)
+            .collect();
+        let edit = Intervention::EditPersona { agent, persona: persona.to_owned() };
+        let edited = self.intervene(edit)?;
+        let (now, style) = (self.folds.state.sim_time_secs, self.settings.style);
+        let mut pending = Pending::new();
+        let result = remember(
+            &self.gateway,
+            style,
+            agent,
+            &name,
+            MemoryKind::Seed,
+            &new,
+            &[],
+            &[Cause::Logged(edited)],
+            now,
+            &mut pending,
+        )
+        .await;
+        self.commit(pending)?;
+        result?;
+        let mut pending = Pending::new();
+        let result = summarise(
+            &self.gateway,
+            style,
+            agent,
+            &name,
+            self.folds.minds.stream(agent),
+            now,
+            &self.settings.retrieval,
+            &mut pending,
+        )
+        .await;
+        self.commit(pending)?;
+        result?;
+        Ok(new)
+    }
+
+    /// Whether [`Sim::edit_persona`] would be refused, and why; else the agent's name.
+    pub fn check_edit_persona(&self, agent: AgentId, persona: &str) -> Result<String, SimError> {
+        let Some(name) = self.folds.state.agents.get(&agent).map(|a| a.name.clone()) else {
+            return Err(SimError::Refused(format!("no agent {}", agent.0)));
+        };
+        if seed_statements(persona).is_empty() {
+            return Err(SimError::Refused("the seed paragraph is empty".into()));
+        }
+        Ok(name)
+    }
+
+    /// The user adds an agent: `name`, with the seed paragraph `persona`, joins at its
+    /// `home` (a `sector:arena` of the town, which it knows from the start) with `strategy`
+    /// and `cash_cents`; its seed memories are rated and embedded now, and it plans its day
+    /// on its next waking step, as everyone does. Refused, writing nothing, when the name is
+    /// taken or a value is wrong. Returns its id.
+    pub async fn add_agent(
+        &mut self,
+        name: &str,
+        persona: &str,
+        home: &str,
+        strategy: &str,
+        cash_cents: i64,
+    ) -> Result<AgentId, SimError> {
+        let tile = self.check_add_agent(name, persona, home, strategy, cash_cents)?;
+        let statements: Vec<String> =
+            seed_statements(persona).into_iter().map(str::to_owned).collect();
+        let agent = AgentId(self.folds.state.agents.keys().next_back().map_or(0, |a| a.0 + 1));
+        let added = Intervention::AddAgent { name: name.into(), persona: persona.into() };
+        let added = self.intervene(added)?;
+        let now = self.folds.state.sim_time_secs;
+        let mut pending = Pending::new();
+        let joined = AgentJoined {
+            agent,
+            name: name.to_owned(),
+            persona: persona.to_owned(),
+            traits: vec![
+                ("home".to_owned(), home.to_owned()),
+                ("strategy".to_owned(), strategy.to_owned()),
+            ],
+            tile,
+            cash_cents,
+        };
+        pending.push(now, Body::AgentJoined(joined), &[Cause::Logged(added)]);
+        let joined_at = self.commit(pending)?;
+        let mut pending = Pending::new();
+        let result = remember(
+            &self.gateway,
+            self.settings.style,
+            agent,
+            name,
+            MemoryKind::Seed,
+            &statements,
+            &[],
+            &joined_at.into_iter().map(Cause::Logged).collect::<Vec<_>>(),
+            now,
+            &mut pending,
+        )
+        .await;
+        self.commit(pending)?;
+        result?;
+        Ok(agent)
+    }
+
+    /// Whether [`Sim::add_agent`] would be refused, and why; else the tile it would join on.
+    pub fn check_add_agent(
+        &self,
+        name: &str,
+        persona: &str,
+        home: &str,
+        strategy: &str,
+        cash_cents: i64,
+    ) -> Result<Tile, SimError> {
+        let refuse = |why: String| Err(SimError::Refused(why));
+        if name.trim().is_empty() {
+            return refuse("an agent's name is not empty".into());
+        }
+        if self.folds.state.agents.values().any(|a| a.name.eq_ignore_ascii_case(name)) {
+            return refuse(format!("the town has an agent named `{name}` already"));
+        }
+        let statements: Vec<String> =
+            seed_statements(persona).into_iter().map(str::to_owned).collect();
+        if statements.is_empty() {
+            return refuse("the seed paragraph is empty".into());
+        }
+        let Some((si, ai)) = crate::town::find_arena(&self.town.sectors, home) else {
+            return refuse(format!("`{home}` is not a `sector:arena` of the town"));
+        };
+        let Some(tile) = self.town.sectors[si].arenas[ai].tiles.first().copied() else {
+            return refuse(format!("`{home}` has no floor"));
+        };
+        if Strategy::named(strategy).is_none() {
+            return refuse(format!(
+                "`{strategy}` is not a strategy; the strategies are: {}",
+                crate::town::STRATEGIES.join(", ")
+            ));
+        }
+        if cash_cents < 0 {
+            return refuse("cash is not negative".into());
+        }
+        Ok(tile)
+    }
+
+    /// The user adds a building: a copy of the sector `template` named `name`, its walls'
+    /// north-west corner at `origin` (past the map's edge, the map grows). Refused, writing
+    /// nothing, when it does not fit ([`Definition::add_building`] says why).
+    ///
+    /// [`Definition::add_building`]: crate::town::Definition::add_building
+    pub fn add_building(
+        &mut self,
+        template: &str,
+        name: &str,
+        origin: Tile,
+    ) -> Result<EventId, SimError> {
+        self.check_add_building(template, name, origin)?;
+        let building =
+            Intervention::AddBuilding { template: template.into(), name: name.into(), origin };
+        self.intervene(building)
+    }
+
+    /// Whether [`Sim::add_building`] would be refused, and why.
+    pub fn check_add_building(
+        &self,
+        template: &str,
+        name: &str,
+        origin: Tile,
+    ) -> Result<(), SimError> {
+        let mut trial = self.town.clone();
+        trial.add_building(template, name, origin).map_err(SimError::Refused)?;
+        if let Some(a) = self.folds.state.agents.values().find(|a| !trial.grid.is_walkable(a.tile))
+        {
+            return Err(SimError::Refused(format!(
+                "{} stands at ({}, {}), where the building would put a wall",
+                a.name, a.tile.x, a.tile.y
+            )));
+        }
+        Ok(())
+    }
+
+    /// Commits what the user did, alone; returns its id.
+    fn intervene(&mut self, intervention: Intervention) -> Result<EventId, SimError> {
+        let now = self.folds.state.sim_time_secs;
+        let mut pending = Pending::new();
+        pending.push(now, Body::Intervened(Intervened { intervention }), &[]);
+        let ids = self.commit(pending)?;
+        ids.first().copied().ok_or_else(|| SimError::Resume("nothing was committed".into()))
+    }
+}

@@ -1,0 +1,299 @@
+//! The simulation loop, one step at a time.
+//!
+//! A step is three commits:
+//! 1. the clock (`ClockStepped`, alone);
+//! 2. every agent's thinking, built **concurrently** (each agent reads the town as folded
+//!    at the tick and writes its own batch: perceive, remember what is new, maybe decide to
+//!    react to someone, plan/decompose/choose a place/start an action/walk by its schedule,
+//!    reflect when due), then joined in agent order with the conversations the reactions
+//!    start, and committed as one batch;
+//! 3. every open conversation, run concurrently to its end (alternating lines, then both
+//!    agents remember it, spend the next minutes talking, and re-plan the rest of their hour),
+//!    joined in conversation order and committed as one batch.
+//!
+//! Batches are joined in canonical order, so the log does not depend on which model answer
+//! came first. All state the loop reads is folded from the log, so a run resumes from its
+//! store: a tick with nothing after it means the step's thinking is still to do, and an open
+//! conversation is continued from its last line.
+//!
+//! This file owns `Sim`, `SimSettings` and `SimError`: start, resume, commit, and one step.
+//! Each of the loop's other jobs has its own file: `state.rs`, the folds of the log and what
+//! they tell about an agent now; `agent.rs`, one agent's turn; `converse.rs`, conversations;
+//! `intervene.rs`, changes from outside. Must not: think for an agent, run a conversation
+//! or make an intervention here (the step only joins and commits what those files build).
+
+mod agent;
+mod converse;
+mod intervene;
+mod state;
+
+pub use state::Strategy;
+
+use std::collections::BTreeSet;
+
+use hamlet_gateway::Gateway;
+use hamlet_log::event::{AgentId, ConversationStarted};
+use hamlet_log::{Body, BranchId, EventId};
+
+use crate::fold::Town;
+use crate::mind::prompt::Style;
+use crate::mind::retrieval::RetrievalSettings;
+use crate::mind::think::{ReflectionSettings, ThinkError};
+use crate::pending::{Cause, Pending};
+use crate::store::{Storage, Store, StoreError};
+use crate::town::{clock, genesis, Definition};
+
+use state::{Folds, Talk};
+
+/// Why the loop stopped.
+#[derive(Debug, thiserror::Error)]
+pub enum SimError {
+    /// The store failed.
+    #[error(transparent)]
+    Store(#[from] StoreError),
+    /// A model call failed for good.
+    #[error(transparent)]
+    Think(#[from] ThinkError),
+    /// The store holds no run to resume.
+    #[error("{0}")]
+    Resume(String),
+    /// An intervention that cannot be made (nothing is written).
+    #[error("{0}")]
+    Refused(String),
+}
+
+/// How the agents think.
+#[derive(Clone, Debug)]
+pub struct SimSettings {
+    /// Chat or completion prompts.
+    pub style: Style,
+    /// Retrieval weights and k.
+    pub retrieval: RetrievalSettings,
+    /// Reflection threshold and sizes.
+    pub reflection: ReflectionSettings,
+    /// When agents wake, minutes after midnight.
+    pub wake_minute: u16,
+    /// Lines in a conversation, at most (both speakers together).
+    pub max_turns: usize,
+    /// Simulated seconds before the same two agents may start talking again.
+    pub talk_cooldown_secs: u64,
+    /// Simulated seconds before an agent asks itself again whether to react to the same
+    /// other agent.
+    pub reconsider_secs: u64,
+    /// How far ahead an agent without a day plan decides its actions, in minutes.
+    pub moment_minutes: u32,
+}
+
+impl Default for SimSettings {
+    fn default() -> SimSettings {
+        SimSettings {
+            style: Style::Chat,
+            retrieval: RetrievalSettings::default(),
+            reflection: ReflectionSettings::default(),
+            wake_minute: 7 * 60,
+            max_turns: 8,
+            talk_cooldown_secs: 3600,
+            reconsider_secs: 1800,
+            moment_minutes: 15,
+        }
+    }
+}
+
+/// A running town: the store it writes, and the folds it reads.
+pub struct Sim<S: Storage> {
+    store: Store<S>,
+    branch: BranchId,
+    town: Definition,
+    gateway: Gateway,
+    settings: SimSettings,
+    /// What the loop knows of the log, folded (see [`Folds`]).
+    folds: Folds,
+    /// The head is a tick whose thinking is still to do.
+    at_tick: bool,
+}
+
+impl<S: Storage> Sim<S> {
+    /// Starts a run of `town` on a new root branch `name`: genesis, then every agent's seed
+    /// memories (rated and embedded).
+    pub async fn start(
+        store: Store<S>,
+        name: &str,
+        town: Definition,
+        seed: u64,
+        gateway: Gateway,
+        settings: SimSettings,
+    ) -> Result<Sim<S>, SimError> {
+        let nonce = store.next_nonce();
+        Sim::start_as(store, name, nonce, town, seed, gateway, settings).await
+    }
+
+    /// [`Sim::start`], with the root branch's `nonce` given (re-simulating a recorded run
+    /// makes its root exactly as it was recorded).
+    pub async fn start_as(
+        mut store: Store<S>,
+        name: &str,
+        nonce: u64,
+        town: Definition,
+        seed: u64,
+        gateway: Gateway,
+        settings: SimSettings,
+    ) -> Result<Sim<S>, SimError> {
+        let branch = store.create_root_as(name, nonce)?;
+        store.append_durable(branch, &genesis::genesis(&town, seed))?;
+        let mut sim = Sim::new(store, branch, town, gateway, settings);
+        sim.refold()?;
+        sim.remember_seeds().await?;
+        Ok(sim)
+    }
+
+    /// Opens the run on `branch` of `store` again: the town is read from the branch's
+    /// `TownLoaded` event and everything else is folded from the log, so the run goes on
+    /// exactly where it stopped (an agent whose seed memories were not all written gets the
+    /// rest first).
+    pub async fn resume(
+        store: Store<S>,
+        branch: BranchId,
+        gateway: Gateway,
+        settings: SimSettings,
+    ) -> Result<Sim<S>, SimError> {
+        let head = store.branch(branch).map_or(0, |b| b.head_seq);
+        let events = store.events(branch, 0, head)?;
+        let source = events
+            .iter()
+            .find_map(|e| match &e.body {
+                Body::TownLoaded(t) => Some(t.source.clone()),
+                _ => None,
+            })
+            .ok_or_else(|| SimError::Resume(format!("branch {branch} holds no town to resume")))?;
+        let town = Definition::parse("the recorded town", &source)
+            .map_err(|e| SimError::Resume(format!("the recorded town does not load: {e}")))?;
+        let mut sim = Sim::new(store, branch, town, gateway, settings);
+        sim.refold()?;
+        sim.remember_seeds().await?;
+        Ok(sim)
+    }
+
+    fn new(
+        store: Store<S>,
+        branch: BranchId,
+        town: Definition,
+        gateway: Gateway,
+        settings: SimSettings,
+    ) -> Sim<S> {
+        Sim { store, branch, town, gateway, settings, folds: Folds::default(), at_tick: false }
+    }
+
+    /// Commits a batch and folds what was committed.
+    fn commit(&mut self, pending: Pending) -> Result<Vec<EventId>, StoreError> {
+        if pending.is_empty() {
+            return Ok(Vec::new());
+        }
+        let from = self.store.branch(self.branch).map_or(0, |b| b.head_seq) + 1;
+        let ids = pending.commit(&mut self.store, self.branch)?;
+        let head = self.store.branch(self.branch).map_or(0, |b| b.head_seq);
+        for event in self.store.events(self.branch, from, head)? {
+            self.fold(&event);
+        }
+        Ok(ids)
+    }
+
+    /// The town as folded so far.
+    pub fn state(&self) -> &Town {
+        &self.folds.state
+    }
+
+    /// The store.
+    pub fn store(&self) -> &Store<S> {
+        &self.store
+    }
+
+    /// The store back, the run done with.
+    pub fn into_store(self) -> Store<S> {
+        self.store
+    }
+
+    /// The branch written.
+    pub fn branch(&self) -> BranchId {
+        self.branch
+    }
+
+    /// The town run.
+    pub fn town(&self) -> &Definition {
+        &self.town
+    }
+
+    /// The gateway the agents think through.
+    pub fn gateway(&self) -> &Gateway {
+        &self.gateway
+    }
+
+    /// True when the last step stopped part way (its thinking or its conversations still to
+    /// do): the next [`Sim::step`] finishes it without moving the clock.
+    pub fn mid_step(&self) -> bool {
+        self.at_tick || !self.folds.dialogues.is_empty()
+    }
+
+    /// An agent's strategy.
+    pub fn strategy(&self, agent: AgentId) -> Strategy {
+        self.folds.strategies.get(&agent).copied().unwrap_or(Strategy::Full)
+    }
+
+    /// One step: the clock, every agent's thinking, then every open conversation to its end
+    /// — or, when the last step stopped part way ([`Sim::mid_step`]), the rest of it.
+    pub async fn step(&mut self) -> Result<(), SimError> {
+        if !self.at_tick && !self.folds.dialogues.is_empty() {
+            // A step stopped after its agents' batch: finish its conversations.
+            return self.converse_all().await;
+        }
+        if !self.at_tick {
+            // While everyone sleeps, the clock skips to the first waking in one tick.
+            let now = self.folds.state.sim_time_secs;
+            let wakes: Vec<Option<u64>> =
+                self.folds.state.agents.keys().map(|&a| self.wakes_at(a, now)).collect();
+            let steps =
+                if wakes.is_empty() { 1 } else { clock::steps_until(&self.town, now, &wakes) };
+            let tick = clock::advance(&self.town, &self.folds.state, steps);
+            self.store.append_durable(self.branch, &[tick])?;
+            let head = self.store.branch(self.branch).map_or(0, |b| b.head_seq);
+            let event = self.store.event_at(self.branch, head)?;
+            self.fold(&event);
+        }
+        // Every agent thinks, concurrently, each into its own batch.
+        let ids: Vec<AgentId> = self.folds.state.agents.keys().copied().collect();
+        let this = &*self;
+        let thoughts = futures::future::join_all(ids.iter().map(|&a| this.think(a))).await;
+        let mut batch = Pending::new();
+        let mut failure = None;
+        let mut talks: Vec<(AgentId, Talk, usize)> = Vec::new();
+        for (&agent, (pending, result)) in ids.iter().zip(thoughts) {
+            let offset = batch.append(pending);
+            match result {
+                Ok(Some(talk)) => talks.push((agent, talk, offset)),
+                Ok(None) => {}
+                Err(e) => failure = failure.or(Some(e)),
+            }
+        }
+        // Reactions become conversations, first come (in agent order) first served.
+        if failure.is_none() {
+            let now = self.folds.state.sim_time_secs;
+            let mut taken = BTreeSet::new();
+            for (agent, talk, offset) in talks {
+                if taken.contains(&agent) || taken.contains(&talk.with) {
+                    continue;
+                }
+                taken.extend([agent, talk.with]);
+                let address = self.address_of(agent);
+                let started = ConversationStarted { agents: vec![agent, talk.with], address };
+                let decided = Pending::shifted(talk.decided, offset);
+                batch.push(now, Body::ConversationStarted(started), &[Cause::Pending(decided)]);
+            }
+        }
+        self.commit(batch)?;
+        // The step's thinking is written, even when nobody did anything.
+        self.at_tick = false;
+        if let Some(e) = failure {
+            return Err(e);
+        }
+        self.converse_all().await
+    }
+}

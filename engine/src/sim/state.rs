@@ -1,0 +1,363 @@
+//! The folds the loop keeps of the log, and what they tell about an agent now: its
+//! strategy, summary, status and place, whether it is busy or asleep, what it knows of the
+//! town. `fold` is the only way the loop learns anything; a resumed run refolds the branch.
+//! Must not: use `agent.rs`, `converse.rs` or `intervene.rs` (they use this file), or
+//! fold anything but the events (no clock, no model answer that is not in the log).
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use hamlet_log::event::{AgentId, Intervention, MemoryKind, PlanLevel, PlanMade};
+use hamlet_log::{Body, Event, EventId};
+
+use crate::fold::Town;
+use crate::mind::memory::{seed_statements, Minds};
+use crate::mind::schedule::Schedules;
+use crate::mind::think::remember;
+use crate::pending::{Pending, PendingId};
+use crate::store::{Storage, StoreError};
+use crate::town::spatial::SpatialMemory;
+
+use super::{Sim, SimError};
+
+/// Which parts of the architecture an agent uses: the paper's full architecture and its
+/// ablations, chosen per agent in the town file (`strategy`), so the paper's comparison can
+/// be rerun in one town.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub enum Strategy {
+    /// Memory, reflection, planning, reacting.
+    Full,
+    /// No reflection.
+    NoReflection,
+    /// No reflection, and no planning ahead: actions are decided a quarter hour at a time.
+    NoReflectionNoPlanning,
+}
+
+impl Strategy {
+    /// The strategy named in a town file (see [`crate::town::STRATEGIES`]).
+    pub fn named(name: &str) -> Option<Strategy> {
+        match name {
+            "full" => Some(Strategy::Full),
+            "no_reflection" => Some(Strategy::NoReflection),
+            "no_reflection_no_planning" => Some(Strategy::NoReflectionNoPlanning),
+            _ => None,
+        }
+    }
+
+    /// Whether the agent reflects.
+    pub fn reflects(self) -> bool {
+        self == Strategy::Full
+    }
+
+    /// Whether the agent plans its day ahead (and re-plans after reacting).
+    pub fn plans(self) -> bool {
+        self != Strategy::NoReflectionNoPlanning
+    }
+}
+
+/// The query of the continue-or-react question's second retrieval, after the agent's name
+/// (see [`should_react`]).
+///
+/// [`should_react`]: crate::mind::respond::should_react
+const RELATIONSHIP: &str = "'s relationship with ";
+
+/// The folds the loop keeps of the log (all empty before its first event; a refold starts
+/// from them again).
+#[derive(Default)]
+pub(super) struct Folds {
+    pub(super) state: Town,
+    pub(super) minds: Minds,
+    pub(super) schedules: Schedules,
+    pub(super) spatial: BTreeMap<AgentId, SpatialMemory>,
+    pub(super) last_seen: BTreeMap<AgentId, BTreeMap<String, u64>>,
+    pub(super) last_reflection: BTreeMap<AgentId, u64>,
+    pub(super) strategies: BTreeMap<AgentId, Strategy>,
+    /// When each pair (lower id first) last started talking.
+    pub(super) last_talk: BTreeMap<(AgentId, AgentId), u64>,
+    /// Open conversations: who, where, and the lines so far (speaker, words).
+    pub(super) dialogues: BTreeMap<EventId, Dialogue>,
+    /// Inner-voice instructions heard since each agent's last day plan (its next day plan
+    /// is made with them in mind).
+    pub(super) intentions: BTreeMap<AgentId, Vec<String>>,
+    /// Open conversations in the order they started (ids depend on measured latencies, so
+    /// they must not decide an order).
+    pub(super) started: Vec<EventId>,
+    /// Until when each agent spends the minutes after a conversation talking.
+    pub(super) talking_until: BTreeMap<AgentId, u64>,
+    /// When each agent last asked itself whether to react to another (folded from the
+    /// relationship retrieval that question makes).
+    pub(super) considered: BTreeMap<(AgentId, AgentId), u64>,
+    /// Each agent's summary description, the day it was last asked for, and the answer it
+    /// came from (folded from the `summary` call's events; a day whose answer was the
+    /// fallback keeps the description it had).
+    pub(super) summaries: BTreeMap<AgentId, (u64, String, Option<EventId>)>,
+    /// The `summary` calls asked, by request hash, so their answers are folded.
+    pub(super) summary_asked: BTreeMap<[u8; 32], AgentId>,
+    /// Each agent's latest day plan (yesterday's, when it plans today).
+    pub(super) day_plans: BTreeMap<AgentId, PlanMade>,
+    /// The places each agent knows from the start: its home and workplace (`sector:arena`,
+    /// from the traits it joined with).
+    pub(super) places: BTreeMap<AgentId, Vec<String>>,
+}
+
+/// An open conversation, as the loop folds it.
+#[derive(Clone, Debug, Default)]
+pub(super) struct Dialogue {
+    pub(super) agents: Vec<AgentId>,
+    pub(super) address: String,
+    /// The lines so far: speaker, words (empty when the speaker fell silent).
+    pub(super) lines: Vec<(AgentId, String)>,
+}
+
+/// What one agent's thinking leads to beyond its own batch.
+#[derive(Clone, Copy, Debug)]
+pub(super) struct Talk {
+    /// Whom it decided to talk to.
+    pub(super) with: AgentId,
+    /// The decision's last event, in the agent's batch.
+    pub(super) decided: PendingId,
+}
+
+impl<S: Storage> Sim<S> {
+    /// Before the first step, every agent's seed statements that are not yet memories
+    /// (all of them at the start; the rest if a start was interrupted) are rated, embedded
+    /// and committed, agent by agent.
+    pub(super) async fn remember_seeds(&mut self) -> Result<(), SimError> {
+        let now = self.folds.state.sim_time_secs;
+        let missing: Vec<(AgentId, String, Vec<String>)> = self
+            .folds
+            .state
+            .agents
+            .iter()
+            .filter_map(|(id, a)| {
+                let have: BTreeSet<&str> = self
+                    .folds
+                    .minds
+                    .stream(*id)
+                    .recent(usize::MAX)
+                    .iter()
+                    .map(|m| m.description.as_str())
+                    .collect();
+                let rest: Vec<String> = seed_statements(&a.persona)
+                    .into_iter()
+                    .filter(|s| !have.contains(s))
+                    .map(str::to_owned)
+                    .collect();
+                (self.folds.state.step == 0 && !rest.is_empty())
+                    .then(|| (*id, a.name.clone(), rest))
+            })
+            .collect();
+        for (agent, name, seeds) in missing {
+            let mut pending = Pending::new();
+            let style = self.settings.style;
+            let result = remember(
+                &self.gateway,
+                style,
+                agent,
+                &name,
+                MemoryKind::Seed,
+                &seeds,
+                &[],
+                &[],
+                now,
+                &mut pending,
+            )
+            .await;
+            self.commit(pending)?;
+            result?;
+        }
+        Ok(())
+    }
+
+    /// Folds the whole branch again.
+    pub(super) fn refold(&mut self) -> Result<(), StoreError> {
+        let head = self.store.branch(self.branch).map_or(0, |b| b.head_seq);
+        let events = self.store.events(self.branch, 0, head)?;
+        self.folds = Folds::default();
+        for event in &events {
+            self.fold(event);
+        }
+        Ok(())
+    }
+
+    pub(super) fn fold(&mut self, event: &Event) {
+        self.folds.state.apply(event);
+        self.folds.minds.apply(event);
+        self.folds.schedules.apply(event);
+        // (A fork's first event does not end the step its parent stopped in.)
+        if !matches!(event.body, Body::BranchCreated(_)) {
+            self.at_tick = matches!(event.body, Body::ClockStepped(_));
+        }
+        match &event.body {
+            Body::Perceived(p) => {
+                self.folds.spatial.entry(p.agent).or_default().apply(p.agent, event);
+                let seen = self.folds.last_seen.entry(p.agent).or_default();
+                for percept in &p.percepts {
+                    seen.insert(percept.subject.clone(), self.folds.state.step);
+                }
+            }
+            Body::ReflectionStarted(r) => {
+                self.folds.last_reflection.insert(r.agent, event.sim_time_secs());
+            }
+            Body::Intervened(i) => match &i.intervention {
+                Intervention::InnerVoice { agent, text } => {
+                    self.folds.intentions.entry(*agent).or_default().push(text.clone());
+                }
+                // Checked before it was written; a resumed run's town may hold it already.
+                Intervention::AddBuilding { template, name, origin }
+                    if self.town.sectors.iter().all(|s| s.name != *name) =>
+                {
+                    let _ = self.town.add_building(template, name, *origin);
+                }
+                _ => {}
+            },
+            Body::PlanMade(p) if p.level == PlanLevel::Day => {
+                self.folds.intentions.remove(&p.agent);
+                self.folds.day_plans.insert(p.agent, p.clone());
+            }
+            Body::LlmRequested(r) if r.template == "summary" => {
+                if let Some(agent) = r.agent {
+                    self.folds.summary_asked.insert(r.request_hash, agent);
+                }
+            }
+            Body::LlmResponded(r) if r.fallback || r.parsed.is_some() => {
+                // A summary's answer, or the empty fallback: either way the day is done.
+                if let Some(agent) = self.folds.summary_asked.remove(&r.request_hash) {
+                    let day = event.sim_time_secs() / 86_400;
+                    let entry =
+                        self.folds.summaries.entry(agent).or_insert((day, String::new(), None));
+                    entry.0 = day;
+                    if !r.fallback {
+                        (entry.1, entry.2) = (r.text.trim().to_owned(), Some(event.id));
+                    }
+                }
+            }
+            Body::AgentJoined(j) => {
+                let named = j.traits.iter().find(|(k, _)| k == "strategy");
+                let strategy = named.and_then(|(_, v)| Strategy::named(v));
+                self.folds.strategies.insert(j.agent, strategy.unwrap_or(Strategy::Full));
+                let place = |key: &str| j.traits.iter().find(|(k, _)| k == key).map(|(_, v)| v);
+                let known = place("home").into_iter().chain(place("workplace")).cloned();
+                self.folds.places.insert(j.agent, known.collect());
+            }
+            Body::ConversationStarted(c) => {
+                if let [a, b] = c.agents[..] {
+                    self.folds.last_talk.insert((a.min(b), a.max(b)), event.sim_time_secs());
+                }
+                // Only a conversation the town took (its agents exist) is run.
+                if self.folds.state.conversations.contains_key(&event.id) {
+                    let dialogue = Dialogue {
+                        agents: c.agents.clone(),
+                        address: c.address.clone(),
+                        lines: Vec::new(),
+                    };
+                    self.folds.dialogues.insert(event.id, dialogue);
+                    self.folds.started.push(event.id);
+                }
+            }
+            Body::DialogueTurn(t) => {
+                if let Some(d) = self.folds.dialogues.get_mut(&t.conversation) {
+                    d.lines.push((t.speaker, t.text.clone()));
+                }
+            }
+            Body::Retrieved(r) => {
+                // The continue-or-react question recalls "A's relationship with B".
+                let me = self.folds.state.agents.get(&r.agent).map(|a| a.name.as_str());
+                let about = me
+                    .and_then(|me| r.query.strip_prefix(me))
+                    .and_then(|rest| rest.strip_prefix(RELATIONSHIP));
+                let other = about.and_then(|name| {
+                    self.folds.state.agents.iter().find(|(_, a)| a.name == name).map(|(id, _)| *id)
+                });
+                if let Some(other) = other {
+                    self.folds.considered.insert((r.agent, other), event.sim_time_secs());
+                }
+            }
+            Body::ConversationEnded(e) => {
+                self.folds.started.retain(|c| *c != e.conversation);
+                if let Some(d) = self.folds.dialogues.remove(&e.conversation) {
+                    let said = d.lines.iter().filter(|(_, text)| !text.is_empty()).count();
+                    let until = event.sim_time_secs() + self.talk_secs(said);
+                    for agent in d.agents {
+                        self.folds.talking_until.insert(agent, until);
+                    }
+                }
+            }
+            _ => {}
+        }
+    }
+
+    pub(super) fn address_of(&self, agent: AgentId) -> String {
+        let tile = self.folds.state.agents.get(&agent).map(|a| a.tile);
+        tile.and_then(|t| self.town.address_of(t)).unwrap_or_default()
+    }
+
+    /// An agent's summary description: the latest it wrote from its memories, or (before
+    /// the first, or when the model gave none) its seed paragraph.
+    pub(super) fn summary(&self, agent: AgentId) -> String {
+        match self.folds.summaries.get(&agent) {
+            Some((_, text, _)) if !text.is_empty() => text.clone(),
+            _ => {
+                let persona =
+                    self.folds.state.agents.get(&agent).map_or("", |a| a.persona.as_str());
+                seed_statements(persona).join("; ")
+            }
+        }
+    }
+
+    /// What `agent` is doing at `now`, in words.
+    pub(super) fn status(&self, agent: AgentId, now: u64) -> String {
+        let action = self.folds.state.agents.get(&agent).and_then(|a| a.action.as_ref());
+        match action {
+            Some(a) if a.started_secs + u64::from(a.duration_secs) > now => a.description.clone(),
+            _ => "idle".to_owned(),
+        }
+    }
+
+    /// True while `agent` talks, or spends the minutes after a conversation talking.
+    pub(super) fn busy(&self, agent: AgentId, now: u64) -> bool {
+        let Some(a) = self.folds.state.agents.get(&agent) else { return true };
+        a.conversation.is_some() || self.folds.talking_until.get(&agent).is_some_and(|&t| now < t)
+    }
+
+    /// How long a conversation of `lines` lines takes: two steps for the first line and
+    /// one for each further one, at least a minute.
+    pub(super) fn talk_secs(&self, lines: usize) -> u64 {
+        let step = u64::from(self.town.seconds_per_step.max(1));
+        ((lines as u64 + 1) * step).max(60)
+    }
+
+    /// True between midnight and the waking time.
+    pub(super) fn before_waking(&self, now: u64) -> bool {
+        now % 86_400 < u64::from(self.settings.wake_minute) * 60
+    }
+
+    /// True while `agent` sleeps (its action says so) or has not yet woken today.
+    pub(super) fn asleep(&self, agent: AgentId, now: u64) -> bool {
+        self.before_waking(now) || self.status(agent, now).to_ascii_lowercase().contains("sleep")
+    }
+
+    /// What `agent` knows of the town: what it has perceived, plus its home and workplace
+    /// (known from the start, as the paper seeds them).
+    pub(super) fn known(&self, agent: AgentId) -> SpatialMemory {
+        let mut known = self.folds.spatial.get(&agent).cloned().unwrap_or_default();
+        if let Some(places) = self.folds.places.get(&agent) {
+            for address in places {
+                let mut parts = address.splitn(2, ':');
+                if let (Some(sector), Some(arena)) = (parts.next(), parts.next()) {
+                    let objects = known
+                        .known
+                        .entry(sector.to_owned())
+                        .or_default()
+                        .entry(arena.to_owned())
+                        .or_default();
+                    if let Some((s, a)) = crate::town::find_arena(&self.town.sectors, address) {
+                        for o in &self.town.sectors[s].arenas[a].objects {
+                            objects.entry(o.name.clone()).or_insert_with(|| "unknown".to_owned());
+                        }
+                    }
+                }
+            }
+        }
+        known
+    }
+}
