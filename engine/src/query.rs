@@ -935,6 +935,8 @@ mod tests {
             finish_reason: "stop".into(),
             response_model: "m".into(),
             response_id: String::new(),
+            probabilities: Vec::new(),
+            tokens_cached: 0,
         })
     }
 

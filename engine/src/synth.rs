@@ -254,6 +254,7 @@ impl Synth {
                         schema_hash: Some([3; 32]),
                         attempt: 1,
                         structured: StructuredForm::Grammar,
+                        items: Vec::new(),
                     }),
                 ));
                 out.push(NewEvent::new(
@@ -269,6 +270,8 @@ impl Synth {
                         finish_reason: "stop".into(),
                         response_model: "qwen2.5-coder-1.5b-instruct-q4_k_m".into(),
                         response_id: String::new(),
+                        probabilities: Vec::new(),
+                        tokens_cached: 0,
                     }),
                 ));
             } else if r < 570 {

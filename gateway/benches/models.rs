@@ -47,6 +47,8 @@ impl LlmBackend for Instant0 {
                 finish_reason: "stop".into(),
                 response_model: "none".into(),
                 response_id: String::new(),
+                probabilities: Vec::new(),
+                tokens_cached: 0,
             })
         })
     }

@@ -46,6 +46,12 @@ pub struct Completion {
     pub response_model: String,
     /// The server's id for the answer.
     pub response_id: String,
+    /// For an answer read from the model's probabilities (`StructuredForm::Probabilities`):
+    /// per item, the probability of each answer 1 to 10, in ten-thousandths. Empty when
+    /// the answer was generated.
+    pub probabilities: Vec<Vec<u16>>,
+    /// Of the prompt tokens, those the model found in its cache (0 when it does not say).
+    pub tokens_cached: u32,
 }
 
 /// Vectors an embedding model returned.

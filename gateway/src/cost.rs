@@ -193,6 +193,7 @@ mod tests {
             schema_hash: None,
             attempt,
             structured: hamlet_log::event::StructuredForm::None,
+            items: Vec::new(),
         })
     }
 
@@ -208,6 +209,8 @@ mod tests {
             finish_reason: "stop".into(),
             response_model: "m".into(),
             response_id: String::new(),
+            probabilities: Vec::new(),
+            tokens_cached: 0,
         })
     }
 

@@ -280,13 +280,27 @@ impl Gateway {
         if call.shape.json_schema().is_none() {
             return vec![StructuredForm::None];
         }
+        let offered = self.llm.structured_forms();
+        // A rating asked item by item, where the backend reads ratings from probabilities;
+        // if that try fails, the same question is generated in the backend's usual form.
+        let scored = call.scored.is_some()
+            && offered.contains(&StructuredForm::Probabilities)
+            && self.structured.is_none();
         if let Some(form) = self.structured {
             return vec![form];
         }
-        let all = self.llm.structured_forms();
+        let all: Vec<StructuredForm> =
+            offered.iter().copied().filter(|f| *f != StructuredForm::Probabilities).collect();
         let start = self.structured_form();
         let from = all.iter().position(|f| *f == start).unwrap_or(0);
-        all[from..].to_vec()
+        let mut forms = all.get(from..).unwrap_or_default().to_vec();
+        if forms.is_empty() {
+            forms.push(StructuredForm::Grammar);
+        }
+        if scored {
+            forms.insert(0, StructuredForm::Probabilities);
+        }
+        forms
     }
 
     /// The language model's backend.
@@ -324,14 +338,20 @@ impl Gateway {
         };
         let forms = self.forms_for(call);
         let mut form_at = 0usize;
-        // Made only if a form puts the schema in the prompt.
+        // Made only if a form puts the schema in the prompt, or asks item by item.
         let mut with_schema: Option<Call> = None;
+        let mut item_by_item: Option<Call> = None;
         let (mut transient, mut bad, mut timeouts) = (0u32, 0u32, 0u32);
         let mut attempt = 0u32;
         loop {
             attempt += 1;
             let form = self.llm.recorded_form(hash).unwrap_or(forms[form_at.min(forms.len() - 1)]);
-            let sent = if form.in_prompt() {
+            let sent = if form == StructuredForm::Probabilities {
+                match call.by_probabilities() {
+                    Some(c) => &*item_by_item.get_or_insert(c),
+                    None => call,
+                }
+            } else if form.in_prompt() {
                 &*with_schema.get_or_insert_with(|| call.with_schema_in_prompt())
             } else {
                 call
@@ -387,6 +407,8 @@ impl Gateway {
                         finish_reason: completion.finish_reason,
                         response_model: completion.response_model,
                         response_id: completion.response_id,
+                        probabilities: completion.probabilities,
+                        tokens_cached: completion.tokens_cached,
                     }));
                     match parsed {
                         Ok(answer) => {
@@ -422,7 +444,9 @@ impl Gateway {
                 attempt,
                 latency_ms,
             }));
-            if failure.kind == FailureKind::FormRefused {
+            // A rating the backend could not read from probabilities is generated instead.
+            let scoring_failed = form == StructuredForm::Probabilities && !failure.is_transient();
+            if failure.kind == FailureKind::FormRefused || scoring_failed {
                 // Not a failed try: the same call at once in the next form, if there is one.
                 match forms.iter().position(|f| *f == form).map(|i| i + 1) {
                     Some(next) if next < forms.len() => {
@@ -485,13 +509,19 @@ impl Gateway {
             finish_reason: "fallback".into(),
             response_model: String::new(),
             response_id: String::new(),
+            probabilities: Vec::new(),
+            tokens_cached: 0,
         }));
         Ok(out)
     }
 
     /// Keeps `form` as the one that works, unless the user set one.
     fn learn_form(&self, form: StructuredForm) {
-        if self.structured.is_some() || self.llm.is_recorded() || form == StructuredForm::None {
+        // Probabilities answer only ratings asked item by item: never the form for others.
+        if self.structured.is_some()
+            || self.llm.is_recorded()
+            || matches!(form, StructuredForm::None | StructuredForm::Probabilities)
+        {
             return;
         }
         if let Ok(mut learned) = self.learned.lock() {
@@ -531,6 +561,7 @@ impl Gateway {
             schema_hash: call.shape.schema_hash(),
             attempt,
             structured,
+            items: call.items.clone(),
         }
     }
 

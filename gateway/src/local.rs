@@ -6,6 +6,16 @@
 //! preamble (who they are, where they live) is read once, not on every call. Calls in
 //! flight together are decoded in one batch, one token per sequence per step.
 //!
+//! A slot is kept for the prompts that share at least [`MIN_SHARED`] tokens with it; a call
+//! that shares less with every free slot takes an empty one, else the least recently used,
+//! so one agent's calls do not evict another's preamble (with a slot per agent, every agent
+//! keeps its own).
+//!
+//! Ratings asked item by item (`StructuredForm::Probabilities`) generate nothing: each item's
+//! prompt is read, the answer's opening (`{"rating": `) added, and the rating is the expected
+//! value of the model's probabilities over the answers 1 to 10 at that point — one forward
+//! pass, plus one token where "1" may begin "10". The probabilities go back with the answer.
+//!
 //! Prompts go through the model's own chat template (ChatML for Qwen2.5). Structured
 //! answers are held to the shape's GBNF grammar. At temperature 0 the greedy token is
 //! checked against the grammar first and the whole vocabulary is filtered only when it is
@@ -32,8 +42,22 @@ use llama_cpp_2::token::data_array::LlamaTokenDataArray;
 use llama_cpp_2::token::LlamaToken;
 use rand_chacha::rand_core::{RngCore, SeedableRng};
 
+use std::collections::BTreeMap;
+
+use hamlet_log::event::StructuredForm;
+
 use crate::answer::Shape;
 use crate::backend::{Attempt, BackendError, BoxFuture, Completion, LlmBackend};
+
+/// Tokens a free slot must share with a prompt to be reused for it rather than an empty or
+/// least recently used one: more than the chat template's opening and a few words.
+pub const MIN_SHARED: usize = 32;
+
+/// What the model is given to say before a rating is read from its probabilities.
+const RATING_LEAD: &str = "{\"rating\": ";
+
+/// The answers a rating is read over, in order.
+const RATINGS: [&str; 10] = ["1", "2", "3", "4", "5", "6", "7", "8", "9", "10"];
 
 /// How the embedded model runs.
 #[derive(Clone, Debug, PartialEq)]
@@ -51,14 +75,15 @@ pub struct LocalConfig {
 }
 
 impl LocalConfig {
-    /// Defaults for a model file: every core, 4 slots of 2,048 tokens.
+    /// Defaults for a model file: every core, [`DEFAULT_SLOTS`](crate::config::DEFAULT_SLOTS)
+    /// slots of 2,048 tokens.
     pub fn new(model_path: &Path, model_name: &str) -> LocalConfig {
         let threads = std::thread::available_parallelism().map_or(2, |n| n.get() as u32);
         LocalConfig {
             model_path: model_path.to_owned(),
             model_name: model_name.to_owned(),
             threads,
-            slots: 4,
+            slots: crate::config::DEFAULT_SLOTS,
             context_per_slot: 2048,
         }
     }
@@ -89,6 +114,9 @@ struct Job {
     top_p: f32,
     seed: u64,
     stop: Vec<String>,
+    /// Ratings read from probabilities: each item's whole prompt, and whether the answer is
+    /// a list (`ratings`) or one (`rating`). Nothing is generated.
+    score: Option<(Vec<Prompt>, bool)>,
     reply: tokio::sync::oneshot::Sender<Result<Completion, BackendError>>,
 }
 
@@ -175,9 +203,10 @@ impl LlmBackend for LocalLlm {
         self.model_name.clone()
     }
 
-    /// A grammar made from the schema constrains every token: nothing to negotiate.
-    fn structured_forms(&self) -> &[hamlet_log::event::StructuredForm] {
-        &[hamlet_log::event::StructuredForm::Grammar]
+    /// A grammar made from the schema constrains every token: nothing to negotiate. Ratings
+    /// asked item by item are read from the model's probabilities.
+    fn structured_forms(&self) -> &[StructuredForm] {
+        &[StructuredForm::Probabilities, StructuredForm::Grammar]
     }
 
     fn complete<'a>(
@@ -185,6 +214,28 @@ impl LlmBackend for LocalLlm {
         attempt: Attempt<'a>,
     ) -> BoxFuture<'a, Result<Completion, BackendError>> {
         let (reply, answer) = tokio::sync::oneshot::channel();
+        let score = if attempt.structured == StructuredForm::Probabilities {
+            let call = attempt.call;
+            let many = match call.shape {
+                Shape::Importance if call.items.len() == 1 => false,
+                Shape::Ratings { count } if usize::from(count) == call.items.len() => true,
+                _ => {
+                    let refused = BackendError::new(
+                        FailureKind::Refused,
+                        format!(
+                            "only ratings are read from probabilities, one per item: a `{}` \
+                             answer with {} items",
+                            call.shape.name(),
+                            call.items.len()
+                        ),
+                    );
+                    return Box::pin(async move { Err(refused) });
+                }
+            };
+            Some(((0..call.items.len()).filter_map(|i| call.item_prompt(i)).collect(), many))
+        } else {
+            None
+        };
         let job = Job {
             prompt: attempt.call.prompt.clone(),
             grammar: match &attempt.call.shape {
@@ -209,6 +260,7 @@ impl LlmBackend for LocalLlm {
             top_p: attempt.params.top_p,
             seed: job_seed(attempt.params.seed.unwrap_or(0), attempt.request_hash, attempt.attempt),
             stop: attempt.params.stop.clone(),
+            score,
             reply,
         };
         let sent = self.jobs.send(Message::Job(Box::new(job)));
@@ -243,6 +295,8 @@ struct Active {
     grammar: Option<LlamaSampler>,
     rng: rand_chacha::ChaCha8Rng,
     prompt_tokens: u32,
+    /// Of the prompt's tokens, those found in the cache.
+    prompt_cached: u32,
     generated: Vec<LlamaToken>,
     bytes: Vec<u8>,
     /// Batch index of this sequence's last token, whose logits decide the next.
@@ -354,6 +408,7 @@ impl Server<'_> {
 
     fn handle(&mut self, message: Message) {
         match message {
+            Message::Job(job) if job.score.is_some() => self.score(job),
             Message::Job(job) => self.admit(job),
             Message::Stats(tx) => {
                 let _ = tx.send(self.stats);
@@ -434,16 +489,7 @@ impl Server<'_> {
             },
             None => None,
         };
-        // The free slot with the longest common prefix; ties go to the least recently used.
-        let Some((index, common)) = self
-            .slots
-            .iter()
-            .enumerate()
-            .filter(|(_, s)| s.active.is_none())
-            .map(|(i, s)| (i, common_prefix(&s.cached, &tokens), s.used))
-            .max_by(|a, b| a.1.cmp(&b.1).then(b.2.cmp(&a.2)))
-            .map(|(i, c, _)| (i, c))
-        else {
+        let Some((index, common)) = self.pick_slot(&tokens) else {
             return Err((
                 job,
                 other("no free slot (a bug: jobs are admitted only when one is free)"),
@@ -475,6 +521,7 @@ impl Server<'_> {
         slot.used = self.clock;
         slot.active = Some(Active {
             prompt_tokens: tokens.len() as u32,
+            prompt_cached: keep as u32,
             job,
             grammar,
             rng,
@@ -486,6 +533,140 @@ impl Server<'_> {
         // those logits are lost if another decode runs first, so sample now.
         self.sample_one(index);
         Ok(())
+    }
+
+    /// The free slot for a prompt, and how many of its tokens it holds: the one sharing the
+    /// longest prefix if that is at least [`MIN_SHARED`] tokens (or the whole prompt), else
+    /// an empty slot, else the least recently used.
+    fn pick_slot(&self, tokens: &[LlamaToken]) -> Option<(usize, usize)> {
+        let free = || self.slots.iter().enumerate().filter(|(_, s)| s.active.is_none());
+        let best = free()
+            .map(|(i, s)| (i, common_prefix(&s.cached, tokens), s.used))
+            .max_by(|a, b| a.1.cmp(&b.1).then(b.2.cmp(&a.2)))?;
+        if best.1 >= MIN_SHARED.min(tokens.len()) {
+            return Some((best.0, best.1));
+        }
+        let (i, s) = free().min_by_key(|(i, s)| (!s.cached.is_empty(), s.used, *i))?;
+        Some((i, common_prefix(&s.cached, tokens)))
+    }
+
+    /// Answers a rating job from the model's probabilities, item by item.
+    fn score(&mut self, job: Box<Job>) {
+        let watch = crate::stopwatch::Stopwatch::start();
+        let result = self.try_score(&job);
+        self.stats.prompt_ms += u64::from(watch.millis());
+        let _ = job.reply.send(result);
+    }
+
+    fn try_score(&mut self, job: &Job) -> Result<Completion, BackendError> {
+        let Some((items, many)) = &job.score else {
+            return Err(other("not a rating job (a bug)"));
+        };
+        let (mut tokens_prompt, mut tokens_cached) = (0u32, 0u32);
+        let mut ratings = Vec::with_capacity(items.len());
+        let mut probabilities = Vec::with_capacity(items.len());
+        for item in items {
+            let text = self.render(item)?;
+            let vocab = self.model.vocab();
+            let whole: Vec<Vec<LlamaToken>> = RATINGS
+                .iter()
+                .map(|answer| {
+                    vocab.tokenize(format!("{text}{RATING_LEAD}{answer}").as_bytes(), true, true)
+                })
+                .collect();
+            // The prompt is what every answer shares; each answer is what follows it.
+            let shared =
+                whole.iter().skip(1).map(|w| common_prefix(&whole[0], w)).min().unwrap_or(0);
+            let prompt = whole[0].get(..shared).unwrap_or_default().to_vec();
+            if prompt.is_empty() || whole.iter().any(|w| w.len() <= shared) {
+                return Err(BackendError::new(FailureKind::Refused, "the rating prompt is empty"));
+            }
+            if prompt.len() + 4 > self.per_slot {
+                let message = format!(
+                    "the rating prompt is {} tokens: more than the {} tokens a slot holds",
+                    prompt.len(),
+                    self.per_slot
+                );
+                return Err(BackendError::new(FailureKind::Refused, message));
+            }
+            let answers: Vec<Vec<LlamaToken>> =
+                whole.iter().map(|w| w[shared..].to_vec()).collect();
+            let Some((index, common)) = self.pick_slot(&prompt) else {
+                return Err(other("no free slot (a bug: jobs are taken only when one is free)"));
+            };
+            let seq = index as i32;
+            let keep = common.min(prompt.len() - 1);
+            let trim = |ctx: &mut LlamaContext<'_>, at: usize| {
+                ctx.clear_kv_cache_seq(Some(index as u32), Some(at as u32), None)
+                    .map(|_| ())
+                    .map_err(|e| other(format!("cannot trim the cache: {e}")))
+            };
+            trim(&mut self.ctx, keep)?;
+            self.stats.prompt_cached += keep as u64;
+            self.stats.prompt_evaluated += (prompt.len() - keep) as u64;
+            tokens_prompt = tokens_prompt.saturating_add(prompt.len() as u32);
+            tokens_cached = tokens_cached.saturating_add(keep as u32);
+            let fed = self.feed(seq, keep, &prompt[keep..]);
+            let at = match fed {
+                Ok(at) => at,
+                Err(e) => {
+                    let _ = trim(&mut self.ctx, 0);
+                    self.slots[index].cached.clear();
+                    return Err(e);
+                }
+            };
+            self.clock += 1;
+            self.slots[index].cached = prompt.clone();
+            self.slots[index].used = self.clock;
+            // The next-token logits after the prompt, and after each answer's proper prefix.
+            let mut next: BTreeMap<Vec<i32>, Vec<f32>> = BTreeMap::new();
+            next.insert(Vec::new(), self.ctx.get_logits_ith(at).to_vec());
+            let paths: std::collections::BTreeSet<Vec<LlamaToken>> =
+                answers.iter().flat_map(|a| (1..a.len()).map(move |n| a[..n].to_vec())).collect();
+            for path in paths {
+                let fed = trim(&mut self.ctx, prompt.len())
+                    .and_then(|()| self.feed(seq, prompt.len(), &path));
+                match fed {
+                    Ok(at) => {
+                        let key = path.iter().map(|t| t.0).collect();
+                        next.insert(key, self.ctx.get_logits_ith(at).to_vec());
+                    }
+                    Err(e) => {
+                        let _ = trim(&mut self.ctx, 0);
+                        self.slots[index].cached.clear();
+                        return Err(e);
+                    }
+                }
+            }
+            if let Err(e) = trim(&mut self.ctx, prompt.len()) {
+                self.slots[index].cached.clear();
+                return Err(e);
+            }
+            let answers: Vec<Vec<i32>> =
+                answers.iter().map(|a| a.iter().map(|t| t.0).collect()).collect();
+            let Some(p) = answer_probabilities(&answers, &next) else {
+                return Err(other("the model gave no probability to any rating"));
+            };
+            let (rating, shares) = expected_rating(&p);
+            ratings.push(rating);
+            probabilities.push(shares);
+        }
+        let text = if *many {
+            let listed: Vec<String> = ratings.iter().map(u8::to_string).collect();
+            format!("{{\"ratings\": [{}]}}", listed.join(", "))
+        } else {
+            format!("{{\"rating\": {}}}", ratings.first().copied().unwrap_or(5))
+        };
+        Ok(Completion {
+            text,
+            tokens_prompt,
+            tokens_completion: 0,
+            finish_reason: "probabilities".into(),
+            response_model: self.model_name.clone(),
+            response_id: String::new(),
+            probabilities,
+            tokens_cached,
+        })
     }
 
     /// Evaluates `tokens` for sequence `seq` from position `start`; returns the batch index
@@ -556,6 +737,8 @@ impl Server<'_> {
                 finish_reason: finish.to_owned(),
                 response_model: self.model_name.clone(),
                 response_id: String::new(),
+                probabilities: Vec::new(),
+                tokens_cached: active.prompt_cached,
             });
             if reply.is_err() {
                 // The cache holds whatever was decoded: keep only what we know is there.
@@ -613,6 +796,64 @@ impl Server<'_> {
 
 fn common_prefix(a: &[LlamaToken], b: &[LlamaToken]) -> usize {
     a.iter().zip(b).take_while(|(x, y)| x == y).count()
+}
+
+/// The probability of each answer (token sequences after the prompt), from `next`: the
+/// logits of the next token after the prompt followed by each answer's proper prefixes
+/// (the empty prefix is the prompt itself). An answer that another extends ("1" of "10")
+/// ends where the next token does not continue to that other. `None` if a needed
+/// distribution is missing or none of the answers has any probability.
+fn answer_probabilities(
+    answers: &[Vec<i32>],
+    next: &BTreeMap<Vec<i32>, Vec<f32>>,
+) -> Option<Vec<f64>> {
+    let prob = |path: &[i32], token: i32| -> Option<f64> {
+        let logits = next.get(path)?;
+        let max =
+            logits.iter().copied().filter(|l| l.is_finite()).fold(f32::NEG_INFINITY, f32::max);
+        if !max.is_finite() {
+            return Some(0.0);
+        }
+        let sum: f64 =
+            logits.iter().filter(|l| l.is_finite()).map(|&l| f64::from(l - max).exp()).sum();
+        let l = *logits.get(usize::try_from(token).ok()?)?;
+        Some(if l.is_finite() { f64::from(l - max).exp() / sum } else { 0.0 })
+    };
+    let mut out = Vec::with_capacity(answers.len());
+    for answer in answers {
+        if answer.is_empty() {
+            return None;
+        }
+        let mut p = 1.0;
+        for i in 0..answer.len() {
+            p *= prob(&answer[..i], answer[i])?;
+        }
+        // Stops here only if the next token does not go on to a longer answer.
+        let onward: std::collections::BTreeSet<i32> = answers
+            .iter()
+            .filter(|o| o.len() > answer.len() && o.starts_with(answer))
+            .map(|o| o[answer.len()])
+            .collect();
+        let mut going_on = 0.0;
+        for t in onward {
+            going_on += prob(answer, t)?;
+        }
+        out.push(p * (1.0 - going_on).max(0.0));
+    }
+    let total: f64 = out.iter().sum();
+    if !(total.is_finite() && total > 0.0) {
+        return None;
+    }
+    Some(out.into_iter().map(|p| p / total).collect())
+}
+
+/// The rating (the expected value over answers 1, 2, …, rounded) and the shares in
+/// ten-thousandths.
+fn expected_rating(p: &[f64]) -> (u8, Vec<u16>) {
+    let expected: f64 = p.iter().enumerate().map(|(i, q)| (i + 1) as f64 * q).sum();
+    let rating = expected.round().clamp(1.0, p.len().max(1) as f64) as u8;
+    let shares = p.iter().map(|q| (q * 10_000.0).round().clamp(0.0, 10_000.0) as u16).collect();
+    (rating, shares)
 }
 
 /// The next token: greedy at temperature 0 (the grammar consulted for the greedy token
@@ -740,6 +981,36 @@ mod tests {
         assert!(draw(9).iter().all(|t| t.is_some_and(|t| t < 4)), "{:?}", draw(9));
         assert_eq!(argmax(&[0.1, f32::NAN, 3.0, 2.0]), Some(LlamaToken(2)));
         assert_eq!(argmax(&[f32::NEG_INFINITY]), None);
+    }
+
+    #[test]
+    fn a_rating_is_the_expected_value_of_the_answers_probabilities() {
+        // Tokens: 1..=9 are the digits, 0 is "0", 50 ends the answer. "10" is "1" then "0".
+        let answers: Vec<Vec<i32>> =
+            (1..=9).map(|d| vec![d]).chain(std::iter::once(vec![1, 0])).collect();
+        let mut root = vec![f32::NEG_INFINITY; 64];
+        root[3] = 0.0; // "3"
+        root[1] = 0.0; // "1", which may go on to "10"
+        let mut after_one = vec![f32::NEG_INFINITY; 64];
+        after_one[0] = 0.0; // "10"
+        after_one[50] = (3.0f32).ln(); // "1" and done: three times as likely
+        let next = BTreeMap::from([(vec![], root.clone()), (vec![1], after_one)]);
+        let p = answer_probabilities(&answers, &next).unwrap();
+        let close = |a: f64, b: f64| (a - b).abs() < 1e-6;
+        assert!(close(p[2], 0.5) && close(p[0], 0.375) && close(p[9], 0.125), "{p:?}");
+        let (rating, shares) = expected_rating(&p);
+        // 0.375 × 1 + 0.5 × 3 + 0.125 × 10 = 3.125
+        assert_eq!(rating, 3);
+        assert_eq!((shares[0], shares[2], shares[9]), (3750, 5000, 1250));
+        // No probability anywhere, or a distribution missing: no rating.
+        let dead = BTreeMap::from([(vec![], vec![f32::NEG_INFINITY; 64]), (vec![1], root)]);
+        assert_eq!(answer_probabilities(&answers, &dead), None);
+        assert_eq!(answer_probabilities(&answers, &BTreeMap::new()), None);
+        // A confident 9 rates 9.
+        let mut nine = vec![f32::NEG_INFINITY; 64];
+        nine[9] = 0.0;
+        let next = BTreeMap::from([(vec![], nine), (vec![1], vec![0.0; 64])]);
+        assert_eq!(expected_rating(&answer_probabilities(&answers, &next).unwrap()).0, 9);
     }
 
     #[test]

@@ -116,7 +116,10 @@ impl OpenAi {
                 StructuredForm::JsonObject => {
                     body["response_format"] = json!({ "type": "json_object" });
                 }
-                StructuredForm::None | StructuredForm::Grammar | StructuredForm::Prompt => {}
+                StructuredForm::None
+                | StructuredForm::Grammar
+                | StructuredForm::Prompt
+                | StructuredForm::Probabilities => {}
             }
         }
         body
@@ -190,6 +193,13 @@ fn completion(response: &Value, choice: &Value, text: String) -> Completion {
         finish_reason: choice["finish_reason"].as_str().unwrap_or("stop").to_owned(),
         response_model: response["model"].as_str().unwrap_or_default().to_owned(),
         response_id: response["id"].as_str().unwrap_or_default().to_owned(),
+        probabilities: Vec::new(),
+        // OpenAI's usage names the prompt tokens served from its cache; llama.cpp's server
+        // says the same in `timings.cache_n`.
+        tokens_cached: response["usage"]["prompt_tokens_details"]["cached_tokens"]
+            .as_u64()
+            .or_else(|| response["timings"]["cache_n"].as_u64())
+            .map_or(0, |n| u32::try_from(n).unwrap_or(u32::MAX)),
     }
 }
 

@@ -82,6 +82,8 @@ impl Replay {
                         finish_reason: r.finish_reason.clone(),
                         response_model: r.response_model.clone(),
                         response_id: r.response_id.clone(),
+                        probabilities: r.probabilities.clone(),
+                        tokens_cached: r.tokens_cached,
                     });
                     outcomes.entry(r.request_hash).or_default().push_back((answer, r.latency_ms));
                 }

@@ -29,6 +29,24 @@ pub struct Call {
     pub shape: Shape,
     /// The most tokens to generate; `None` takes the gateway's default.
     pub max_tokens: Option<u32>,
+    /// Texts rated each on its own after `prompt`: set only in the call as sent in the
+    /// [`StructuredForm::Probabilities`](hamlet_log::event::StructuredForm::Probabilities)
+    /// form (see [`Call::by_probabilities`]), empty otherwise.
+    pub items: Vec<String>,
+    /// The same question asked item by item, for a backend that reads a rating from the
+    /// model's probabilities instead of generating it: a prompt shared by every item (the
+    /// long, stable part, read once and kept in the cache) and the items, each added to the
+    /// end of its last message. Only for answers of 1 to 10 (importance, ratings).
+    pub scored: Option<Scored>,
+}
+
+/// A rating question asked item by item (see [`Call::scored`]).
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct Scored {
+    /// The prompt every item shares.
+    pub prompt: Prompt,
+    /// The texts to rate, in order: as many as the answer has ratings.
+    pub items: Vec<String>,
 }
 
 impl Call {
@@ -45,7 +63,42 @@ impl Call {
             ]),
             shape,
             max_tokens: None,
+            items: Vec::new(),
+            scored: None,
         }
+    }
+
+    /// The call as sent in the `Probabilities` form: the shared prompt and its items, if the
+    /// call has them. The request hash stays the whole call's.
+    pub fn by_probabilities(&self) -> Option<Call> {
+        let scored = self.scored.as_ref()?;
+        Some(Call {
+            prompt: scored.prompt.clone(),
+            items: scored.items.clone(),
+            scored: None,
+            ..self.clone()
+        })
+    }
+
+    /// The prompt of item `i` of a call as sent in the `Probabilities` form: the item added
+    /// to the end of the last message (or of the plain prompt), after a newline.
+    pub fn item_prompt(&self, i: usize) -> Option<Prompt> {
+        let item = self.items.get(i)?;
+        let mut prompt = self.prompt.clone();
+        match &mut prompt {
+            Prompt::Text(text) => {
+                text.push('\n');
+                text.push_str(item);
+            }
+            Prompt::Chat(messages) => match messages.last_mut() {
+                Some(last) => {
+                    last.content.push('\n');
+                    last.content.push_str(item);
+                }
+                None => messages.push(ChatMessage { role: "user".into(), content: item.clone() }),
+            },
+        }
+        Some(prompt)
     }
 
     /// The same call, for `agent`.
@@ -148,8 +201,15 @@ pub fn request_hash(call: &Call, params: &Params, model: &str) -> [u8; 32] {
         template_version: call.template_version,
         schema_hash: call.shape.schema_hash(),
     };
-    let bytes = postcard::to_allocvec(&canonical)
+    let mut bytes = postcard::to_allocvec(&canonical)
         .unwrap_or_else(|e| panic!("a canonical request always encodes: {e}"));
+    // The item-by-item form is part of the question when there is one (a call without it
+    // hashes as it always has).
+    if let Some(scored) = &call.scored {
+        let more = postcard::to_allocvec(scored)
+            .unwrap_or_else(|e| panic!("a canonical request always encodes: {e}"));
+        bytes.extend_from_slice(&more);
+    }
     blake3::derive_key("hamlet 2026-11-22 llm request", &bytes)
 }
 
@@ -201,6 +261,38 @@ mod tests {
         assert_ne!(h, request_hash(&newer, &params, "m"), "template version");
         let yes_no = Call { shape: Shape::YesNo, ..call.clone() };
         assert_ne!(h, request_hash(&yes_no, &params, "m"), "answer shape");
+        let scored = Call {
+            scored: Some(Scored {
+                prompt: Prompt::Text("Rate it.".into()),
+                items: vec!["Mei brushes her teeth.".into()],
+            }),
+            ..call.clone()
+        };
+        let h_scored = request_hash(&scored, &params, "m");
+        assert_ne!(h, h_scored, "item by item");
+        let mut other_item = scored.clone();
+        other_item.scored.as_mut().unwrap().items[0] = "Mei is fired.".into();
+        assert_ne!(h_scored, request_hash(&other_item, &params, "m"), "the items");
+    }
+
+    #[test]
+    fn an_item_goes_at_the_end_of_the_last_message() {
+        let call = Call {
+            scored: Some(Scored {
+                prompt: Prompt::Chat(vec![
+                    ChatMessage { role: "system".into(), content: "Mei Lin.".into() },
+                    ChatMessage { role: "user".into(), content: "Rate:".into() },
+                ]),
+                items: vec!["a".into(), "b".into()],
+            }),
+            ..Call::chat("ratings", "s", "u", Shape::Ratings { count: 2 })
+        };
+        let sent = call.by_probabilities().unwrap();
+        assert_eq!(sent.items, ["a", "b"]);
+        let Some(Prompt::Chat(m)) = sent.item_prompt(1) else { panic!() };
+        assert_eq!((m[0].content.as_str(), m[1].content.as_str()), ("Mei Lin.", "Rate:\nb"));
+        assert_eq!(sent.item_prompt(2), None);
+        assert!(Call::chat("x", "s", "u", Shape::Importance).by_probabilities().is_none());
     }
 
     #[test]

@@ -28,8 +28,11 @@ use crate::id::{BranchId, EventId};
 /// Readers decode every version up to this one and upcast the older ones.
 pub const fn schema_version(kind: u16) -> u16 {
     match kind {
-        // LlmRequested v2 added the structured form the answer was asked in.
-        10 => 2,
+        // LlmRequested v2 added the structured form the answer was asked in; v3 the items a
+        // call rates from the model's probabilities.
+        10 => 3,
+        // LlmResponded v2 added the probabilities a rating was read from.
+        11 => 2,
         // LlmFailed v2: the same fields, and a new kind of failure (`FormRefused`) that a
         // schema-1 reader would not know.
         12 => 2,
@@ -356,7 +359,11 @@ macro_rules! bodies {
             }
             match (kind, schema) {
                 (10, 1) => take_exact::<LlmRequestedV1>(kind, schema, bytes)
-                    .map(|v1| Body::LlmRequested(v1.into())),
+                    .map(|v1| Body::LlmRequested(LlmRequestedV2::from(v1).into())),
+                (10, 2) => take_exact::<LlmRequestedV2>(kind, schema, bytes)
+                    .map(|v2| Body::LlmRequested(v2.into())),
+                (11, 1) => take_exact::<LlmRespondedV1>(kind, schema, bytes)
+                    .map(|v1| Body::LlmResponded(v1.into())),
                 (13, 1) => take_exact::<EmbeddingRequestedV1>(kind, schema, bytes)
                     .map(|v1| Body::EmbeddingRequested(v1.into())),
                 (14, 1) => take_exact::<EmbeddingReturnedV1>(kind, schema, bytes)
@@ -634,6 +641,11 @@ pub struct LlmRequested {
     pub attempt: u32,
     /// How the answer's structure was asked for on this try (schema 2).
     pub structured: StructuredForm,
+    /// Texts rated each on its own from the model's probabilities, after the prompt (schema
+    /// 3): in a [`StructuredForm::Probabilities`] call, item *i* is added to the end of the
+    /// prompt's last message and the answer is read from the model's probabilities over
+    /// the possible answers, without generating. Empty for every other call.
+    pub items: Vec<String>,
 }
 
 /// How a call asks for a structured answer. Servers differ in what they take, so the
@@ -655,17 +667,22 @@ pub enum StructuredForm {
     JsonObject,
     /// No `response_format`: the schema and an example in the prompt only.
     Prompt,
+    /// Nothing generated: each of the call's items is rated from the model's probabilities
+    /// over the possible answers (1 to 10), in one forward pass, and the answer is their
+    /// expected value, rounded. The embedded model only.
+    Probabilities,
 }
 
 impl StructuredForm {
     /// Every form, in the order of [`StructuredForm`].
-    pub const ALL: [StructuredForm; 6] = [
+    pub const ALL: [StructuredForm; 7] = [
         StructuredForm::None,
         StructuredForm::Grammar,
         StructuredForm::JsonSchema,
         StructuredForm::JsonObjectSchema,
         StructuredForm::JsonObject,
         StructuredForm::Prompt,
+        StructuredForm::Probabilities,
     ];
 
     /// The name the config file, the CLI and reports use.
@@ -677,6 +694,7 @@ impl StructuredForm {
             StructuredForm::JsonObjectSchema => "json_object_schema",
             StructuredForm::JsonObject => "json_object",
             StructuredForm::Prompt => "prompt",
+            StructuredForm::Probabilities => "probabilities",
         }
     }
 
@@ -712,16 +730,16 @@ struct LlmRequestedV1 {
     attempt: u32,
 }
 
-impl From<LlmRequestedV1> for LlmRequested {
+impl From<LlmRequestedV1> for LlmRequestedV2 {
     /// Schema-1 writers asked servers with `json_schema` and the embedded model with a
     /// grammar, whenever the answer had a schema.
-    fn from(v1: LlmRequestedV1) -> LlmRequested {
+    fn from(v1: LlmRequestedV1) -> LlmRequestedV2 {
         let structured = match (&v1.schema_hash, v1.backend.as_str()) {
             (None, _) => StructuredForm::None,
             (Some(_), "local") => StructuredForm::Grammar,
             (Some(_), _) => StructuredForm::JsonSchema,
         };
-        LlmRequested {
+        LlmRequestedV2 {
             request_hash: v1.request_hash,
             purpose: v1.purpose,
             agent: v1.agent,
@@ -739,6 +757,54 @@ impl From<LlmRequestedV1> for LlmRequested {
             schema_hash: v1.schema_hash,
             attempt: v1.attempt,
             structured,
+        }
+    }
+}
+
+/// [`LlmRequested`] as schema 2 wrote it, before scored items.
+#[derive(Deserialize)]
+struct LlmRequestedV2 {
+    request_hash: [u8; 32],
+    purpose: String,
+    agent: Option<AgentId>,
+    backend: String,
+    server: String,
+    model: String,
+    temperature_milli: u32,
+    top_p_milli: u32,
+    max_tokens: u32,
+    seed: Option<u64>,
+    stop: Vec<String>,
+    prompt: Prompt,
+    template: String,
+    template_version: u32,
+    schema_hash: Option<[u8; 32]>,
+    attempt: u32,
+    structured: StructuredForm,
+}
+
+impl From<LlmRequestedV2> for LlmRequested {
+    /// Schema-2 writers rated nothing from probabilities: no items.
+    fn from(v2: LlmRequestedV2) -> LlmRequested {
+        LlmRequested {
+            request_hash: v2.request_hash,
+            purpose: v2.purpose,
+            agent: v2.agent,
+            backend: v2.backend,
+            server: v2.server,
+            model: v2.model,
+            temperature_milli: v2.temperature_milli,
+            top_p_milli: v2.top_p_milli,
+            max_tokens: v2.max_tokens,
+            seed: v2.seed,
+            stop: v2.stop,
+            prompt: v2.prompt,
+            template: v2.template,
+            template_version: v2.template_version,
+            schema_hash: v2.schema_hash,
+            attempt: v2.attempt,
+            structured: v2.structured,
+            items: Vec::new(),
         }
     }
 }
@@ -767,6 +833,49 @@ pub struct LlmResponded {
     pub response_model: String,
     /// The server's id for the answer.
     pub response_id: String,
+    /// For a [`StructuredForm::Probabilities`] call, per item, the model's probability of
+    /// each possible answer (1 to 10) in ten-thousandths, summing to about 10,000; empty
+    /// for a generated answer (schema 2).
+    pub probabilities: Vec<Vec<u16>>,
+    /// Of `tokens_prompt`, how many the model found in its cache and did not read again,
+    /// as the backend reported it (0 when it does not say); recorded, never a fold input
+    /// (schema 2).
+    pub tokens_cached: u32,
+}
+
+/// [`LlmResponded`] as schema 1 wrote it, before probabilities.
+#[derive(Deserialize)]
+struct LlmRespondedV1 {
+    request_hash: [u8; 32],
+    text: String,
+    parsed: Option<String>,
+    fallback: bool,
+    tokens_prompt: u32,
+    tokens_completion: u32,
+    latency_ms: u32,
+    finish_reason: String,
+    response_model: String,
+    response_id: String,
+}
+
+impl From<LlmRespondedV1> for LlmResponded {
+    /// Schema-1 answers were all generated.
+    fn from(v1: LlmRespondedV1) -> LlmResponded {
+        LlmResponded {
+            request_hash: v1.request_hash,
+            text: v1.text,
+            parsed: v1.parsed,
+            fallback: v1.fallback,
+            tokens_prompt: v1.tokens_prompt,
+            tokens_completion: v1.tokens_completion,
+            latency_ms: v1.latency_ms,
+            finish_reason: v1.finish_reason,
+            response_model: v1.response_model,
+            response_id: v1.response_id,
+            probabilities: Vec::new(),
+            tokens_cached: 0,
+        }
+    }
 }
 
 /// How a call failed.

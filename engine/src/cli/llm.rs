@@ -309,6 +309,8 @@ fn complete(a: CompleteArgs) -> anyhow::Result<Outcome> {
         prompt,
         shape,
         max_tokens: None,
+        items: Vec::new(),
+        scored: None,
     };
     eprintln!("asking {} ({})…", settings.model, backend_line(&settings));
     let llm = config::llm_backend(&settings)?;

@@ -1,5 +1,6 @@
 //! The `hamlet` subcommands: arguments, help that teaches, and what each prints.
 
+mod bench;
 mod branch;
 mod intervene;
 mod llm;
@@ -166,6 +167,11 @@ hamlet run --town engine/towns/willowmere.toml --store run/ --base-url http://lo
     /// Try a model backend from the shell: one completion, or embeddings
     #[command(subcommand)]
     Llm(llm::LlmCommand),
+    /// Measure the configured model on Hamlet's own work: the town's speed, calls and
+    /// cache reuse per agent-hour (`bench town`), and how well its importance ratings follow
+    /// a labelled set (`bench ratings`)
+    #[command(subcommand)]
+    Bench(bench::BenchCommand),
     /// Add up a run's model calls: calls, tokens and money per agent, purpose and hour
     #[command(after_help = "Prices come from the [prices] table of the config file:\n\n  \
 [prices.\"gpt-4o-mini\"]\n  prompt_per_million = 0.15\n  completion_per_million = 0.60\n\n\
@@ -267,6 +273,7 @@ pub fn run(cli: Cli) -> anyhow::Result<Outcome> {
         Command::Run(a) => run::run(a),
         Command::Models(c) => llm::models(c),
         Command::Llm(c) => llm::llm(c),
+        Command::Bench(c) => bench::run(c),
         Command::Cost(a) => llm::cost(a),
         Command::Interview(a) => voice::interview(a),
         Command::InnerVoice(a) => voice::inner_voice(a),

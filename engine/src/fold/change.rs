@@ -392,9 +392,14 @@ fn view<'a, T: Deserialize<'a>>(bytes: &'a [u8]) -> Option<T> {
 /// The change stored body bytes make, read through the views; `None` when this build has
 /// no view for the kind and schema (or the bytes do not decode): decode the body instead.
 pub fn from_stored(kind: u16, schema: u16, body: &[u8]) -> Option<Change<'_>> {
-    // Schema 2 of these kinds only added fields after the ones their views read (or their
-    // views read none), so it reads the same way.
-    if schema != 1 && !(matches!(kind, 10 | 12 | 13 | 14) && schema == 2) {
+    // Later schemas of these kinds only added fields after the ones their views read (or
+    // their views read none), so they read the same way.
+    let same_view = match kind {
+        10 => schema <= 3,
+        11..=14 => schema <= 2,
+        _ => schema == 1,
+    };
+    if !same_view {
         return None;
     }
     Some(match kind {

@@ -14,8 +14,7 @@ use hamlet_log::Body;
 use super::memory::MemoryStream;
 use super::prompt::{template, Style};
 use super::retrieval::RetrievalSettings;
-use super::think::{ask, recall, remember, ThinkError};
-use crate::describe::sim_time;
+use super::think::{ask, recall, remember, ThinkError, Who};
 use crate::pending::{Cause, Pending, PendingId};
 use crate::town::spatial::SpatialMemory;
 
@@ -111,9 +110,8 @@ pub async fn summarise(
 pub async fn plan_day(
     gateway: &Gateway,
     style: Style,
-    agent: AgentId,
-    name: &str,
-    summary: &str,
+    who: &Who<'_>,
+    date: &str,
     yesterday: &str,
     wake_minute: u16,
     day_start_secs: u64,
@@ -121,14 +119,11 @@ pub async fn plan_day(
     now: u64,
     pending: &mut Pending,
 ) -> Result<(PlanMade, PendingId), ThinkError> {
-    let date = sim_time(day_start_secs);
-    let vars = BTreeMap::from([
-        ("agent", name.to_owned()),
-        ("summary", summary.to_owned()),
-        ("yesterday", yesterday.to_owned()),
-        ("date", date.split_whitespace().next().unwrap_or("today").to_owned()),
-        ("wake", clock(u64::from(wake_minute))),
-    ]);
+    let (agent, name) = (who.agent, who.name);
+    let mut vars = who.vars();
+    vars.insert("yesterday", yesterday.to_owned());
+    vars.insert("date", date.to_owned());
+    vars.insert("wake", clock(u64::from(wake_minute)));
     let mut call = template("day_plan")?.call(&vars, style, Shape::day_plan())?;
     call.agent = Some(agent);
     call.max_tokens = Some(450);
@@ -150,8 +145,7 @@ pub async fn plan_day(
         remember(
             gateway,
             style,
-            agent,
-            name,
+            who,
             MemoryKind::Plan,
             &[words],
             &[],
@@ -172,9 +166,8 @@ pub async fn plan_day(
 pub async fn decompose(
     gateway: &Gateway,
     style: Style,
-    agent: AgentId,
-    name: &str,
-    summary: &str,
+    who: &Who<'_>,
+    date: &str,
     item: &PlanItem,
     of: Option<PlanRef>,
     level: PlanLevel,
@@ -183,13 +176,12 @@ pub async fn decompose(
 ) -> Result<(PlanMade, PendingId), ThinkError> {
     let start = item.start_secs / 60;
     let end = start + u64::from(item.duration_secs) / 60;
-    let vars = BTreeMap::from([
-        ("agent", name.to_owned()),
-        ("summary", summary.to_owned()),
-        ("start", clock(start)),
-        ("end", clock(end)),
-        ("activity", item.description.clone()),
-    ]);
+    let agent = who.agent;
+    let mut vars = who.vars();
+    vars.insert("date", date.to_owned());
+    vars.insert("start", clock(start));
+    vars.insert("end", clock(end));
+    vars.insert("activity", item.description.clone());
     let (name_of_template, shape) = match (level, of) {
         // A quarter hour decided on the spot may be one action.
         (PlanLevel::Action, None) => (
@@ -258,8 +250,7 @@ fn contents(known: &SpatialMemory, chosen: &[String], option: &str) -> Vec<Strin
 pub async fn choose_place(
     gateway: &Gateway,
     style: Style,
-    agent: AgentId,
-    name: &str,
+    who: &Who<'_>,
     known: &SpatialMemory,
     here: (&str, &str),
     activity: &str,
@@ -315,15 +306,13 @@ pub async fn choose_place(
                         }
                     })
                     .collect();
-                let vars = BTreeMap::from([
-                    ("agent", name.to_owned()),
-                    ("here", here_text.clone()),
-                    ("activity", activity.to_owned()),
-                    ("options", shown.join(" | ")),
-                ]);
+                let mut vars = who.vars();
+                vars.insert("here", here_text.clone());
+                vars.insert("activity", activity.to_owned());
+                vars.insert("options", shown.join(" | "));
                 let mut call =
                     template("location")?.call(&vars, style, Shape::Choice(options.clone()))?;
-                call.agent = Some(agent);
+                call.agent = Some(who.agent);
                 call.max_tokens = Some(48);
                 let causes: Vec<Cause> = last.into_iter().map(Cause::Pending).collect();
                 let (answered, asked) = ask(gateway, call, &causes, now, pending).await?;

@@ -1,10 +1,16 @@
 //! The prompt templates of `engine/prompts/`, compiled into the binary: parsed, checked and
 //! rendered in chat style (system and user messages) or completion style (one text, for
 //! base models).
+//!
+//! An agent's templates (`preamble = true`) open with the agent's preamble (`preamble.toml`:
+//! who the agent is), the same words for every template, and then the template's own
+//! instructions and question. Consecutive calls for one agent so share their longest part,
+//! which the embedded model keeps in its cache instead of reading it again.
 
 use std::collections::BTreeMap;
 
 use hamlet_gateway::answer::Shape;
+use hamlet_gateway::request::Scored;
 use hamlet_gateway::Call;
 use hamlet_log::event::{ChatMessage, Prompt};
 use serde::Deserialize;
@@ -32,6 +38,31 @@ pub struct Template {
     pub system: String,
     /// The question, with `{placeholders}`.
     pub user: String,
+    /// True for an agent's template: the agent's preamble comes first (the system message),
+    /// then `system` and `user` together (the user message).
+    #[serde(default)]
+    pub preamble: bool,
+}
+
+/// The opening every agent template shares (`engine/prompts/preamble.toml`).
+#[derive(Clone, Debug, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Preamble {
+    /// "preamble".
+    pub name: String,
+    /// Bumped whenever its words change (and with it every agent template's version).
+    pub version: u32,
+    /// The words, with `{agent}` and `{summary}`.
+    pub text: String,
+}
+
+/// The agents' preamble.
+pub fn preamble() -> &'static Preamble {
+    static ONE: std::sync::OnceLock<Preamble> = std::sync::OnceLock::new();
+    ONE.get_or_init(|| {
+        toml::from_str(include_str!("../../prompts/preamble.toml"))
+            .unwrap_or_else(|e| panic!("engine/prompts/preamble.toml: {e}"))
+    })
 }
 
 /// A template that cannot be rendered.
@@ -131,8 +162,13 @@ impl Template {
         vars: &BTreeMap<&str, String>,
         style: Style,
     ) -> Result<Prompt, PromptError> {
-        let system = fill(&self.name, &self.system, vars)?;
-        let user = fill(&self.name, &self.user, vars)?;
+        let (system, user) = if self.preamble {
+            let instructions = fill(&self.name, &self.system, vars)?;
+            let question = fill(&self.name, &self.user, vars)?;
+            (fill(&self.name, &preamble().text, vars)?, format!("{instructions}\n\n{question}"))
+        } else {
+            (fill(&self.name, &self.system, vars)?, fill(&self.name, &self.user, vars)?)
+        };
         Ok(match style {
             Style::Chat => Prompt::Chat(vec![
                 ChatMessage { role: "system".into(), content: system },
@@ -174,7 +210,27 @@ impl Template {
             prompt: self.render(vars, style)?,
             shape,
             max_tokens: None,
+            items: Vec::new(),
+            scored: None,
         })
+    }
+
+    /// This template asked item by item: its rendered prompt, shared by the items, each of
+    /// which the backend adds to the end of it (see [`Call::scored`]).
+    pub fn scored(
+        &self,
+        vars: &BTreeMap<&str, String>,
+        style: Style,
+        items: Vec<String>,
+    ) -> Result<Scored, PromptError> {
+        let mut prompt = self.render(vars, style)?;
+        // In completion style the answer cue goes after the item, so it is left off here.
+        if let Prompt::Text(text) = &mut prompt {
+            if let Some(cut) = text.rfind('\n') {
+                text.truncate(cut);
+            }
+        }
+        Ok(Scored { prompt, items })
     }
 }
 
@@ -216,17 +272,43 @@ mod tests {
         vars.insert("agent", "Mei Lin".to_owned());
         assert_eq!(
             t.render(&vars, Style::Chat),
-            Err(PromptError::Missing { template: "importance".into(), name: "memory".into() })
+            Err(PromptError::Missing { template: "importance".into(), name: "summary".into() })
         );
-        vars.insert("memory", "the stove is idle".to_owned());
+        vars.insert("summary", "Mei Lin teaches at the college.".to_owned());
         let Ok(Prompt::Chat(messages)) = t.render(&vars, Style::Chat) else { panic!() };
-        assert_eq!(messages[1].content, "Mei Lin remembers: the stove is idle");
-        assert!(!messages[0].content.contains('{') || messages[0].content.contains("\"rating\""));
+        assert!(messages[0].content.starts_with("This is about Mei Lin"), "{messages:?}");
+        assert!(messages[0].content.ends_with("Mei Lin teaches at the college."), "{messages:?}");
+        assert!(messages[1].content.ends_with("The moment Mei Lin remembers:"), "{messages:?}");
+        assert!(!messages[0].content.contains('{'));
         let Ok(Prompt::Text(text)) = t.render(&vars, Style::Completion) else { panic!() };
-        assert!(text.ends_with("Mei Lin remembers: the stove is idle\nAnswer (JSON):"), "{text}");
+        assert!(text.ends_with("Mei Lin remembers:\nAnswer (JSON):"), "{text}");
         let call = t.call(&vars, Style::Chat, Shape::Importance).unwrap();
-        assert_eq!((call.template.as_str(), call.template_version), ("importance", 1));
+        assert_eq!((call.template.as_str(), call.template_version), ("importance", 2));
         assert!(t.call(&vars, Style::Chat, Shape::YesNo).is_err());
+    }
+
+    #[test]
+    fn an_agents_templates_share_the_preamble_word_for_word() {
+        let vars = BTreeMap::from([
+            ("agent", "Mei Lin".to_owned()),
+            ("summary", "Mei Lin teaches at the college.".to_owned()),
+        ]);
+        let mut firsts = Vec::new();
+        for t in templates().values().filter(|t| t.preamble) {
+            let mut all = vars.clone();
+            for name in placeholders(&format!("{}{}", t.system, t.user)) {
+                all.entry(Box::leak(name.into_boxed_str())).or_insert_with(|| "x".to_owned());
+            }
+            let Ok(Prompt::Chat(messages)) = t.render(&all, Style::Chat) else { panic!() };
+            firsts.push(messages[0].content.clone());
+        }
+        assert!(firsts.len() >= 8, "the agent's templates open with the preamble");
+        assert!(firsts.windows(2).all(|w| w[0] == w[1]), "{firsts:?}");
+        // Item by item: the shared prompt without the answer cue in completion style.
+        let t = template("importance").unwrap();
+        let scored = t.scored(&vars, Style::Completion, vec!["the stove is idle".into()]).unwrap();
+        let Prompt::Text(text) = scored.prompt else { panic!() };
+        assert!(text.ends_with("The moment Mei Lin remembers:"), "{text}");
     }
 
     #[test]

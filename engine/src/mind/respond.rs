@@ -12,7 +12,7 @@ use hamlet_log::{Body, EventId};
 use super::memory::MemoryStream;
 use super::prompt::{template, Style};
 use super::retrieval::RetrievalSettings;
-use super::think::{ask, recall, remember, ThinkError};
+use super::think::{ask, recall, remember, ThinkError, Who};
 use crate::pending::{Cause, Pending, PendingId};
 
 /// The descriptions of a retrieval's hits, joined, for a prompt.
@@ -41,6 +41,13 @@ pub struct Situation<'a> {
     pub status: &'a str,
     /// Its memory stream.
     pub stream: &'a MemoryStream,
+}
+
+impl Situation<'_> {
+    /// Who the agent is, for its prompts' preamble.
+    pub fn who(&self) -> Who<'_> {
+        Who { agent: self.agent, name: self.name, summary: self.summary }
+    }
 }
 
 /// Continue or react? Two retrievals, as the paper names them — what the agent remembers
@@ -197,8 +204,7 @@ pub async fn answer_interview(
         remember(
             gateway,
             style,
-            who.agent,
-            who.name,
+            &who.who(),
             MemoryKind::Chat,
             &[words],
             &[],
@@ -240,8 +246,7 @@ pub async fn hear_inner_voice(
     remember(
         gateway,
         style,
-        who.agent,
-        who.name,
+        &who.who(),
         MemoryKind::Plan,
         std::slice::from_ref(&intention),
         &[],

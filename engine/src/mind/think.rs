@@ -24,6 +24,33 @@ pub enum ThinkError {
     /// A prompt could not be rendered.
     #[error(transparent)]
     Prompt(#[from] PromptError),
+    /// The gateway answered a shape other than the one asked (a bug).
+    #[error("the `{purpose}` call was answered with another shape: {answer}")]
+    WrongAnswer {
+        /// The call's purpose.
+        purpose: String,
+        /// The answer, as JSON.
+        answer: String,
+    },
+}
+
+/// Who a model call is about: the agent, its name, and its summary (the words of the
+/// preamble every one of its prompts opens with).
+#[derive(Clone, Copy, Debug)]
+pub struct Who<'a> {
+    /// The agent.
+    pub agent: AgentId,
+    /// Its name.
+    pub name: &'a str,
+    /// Its summary description.
+    pub summary: &'a str,
+}
+
+impl Who<'_> {
+    /// The placeholders every agent template takes: `agent` and `summary`.
+    pub fn vars(&self) -> BTreeMap<&'static str, String> {
+        BTreeMap::from([("agent", self.name.to_owned()), ("summary", self.summary.to_owned())])
+    }
 }
 
 /// Asks the gateway and adds the call's events to the batch (also when it failed for good:
@@ -72,17 +99,49 @@ pub async fn embed(
 /// ten keeps the list short enough for a small model to keep count.
 pub const RATINGS_PER_CALL: usize = 10;
 
-/// Rates and embeds new memories of `agent`, and adds them to the batch: the importance
-/// calls' events (one memory alone is rated by the `importance` template, several by
-/// `ratings`, up to [`RATINGS_PER_CALL`] a call), then (once for all) the embedding's, then
-/// a `MemoryAdded` for each, caused by its rating and the embedding. Returns the memories'
-/// positions.
+/// The call that rates `group` (one memory or several) for `who`. A backend that reads
+/// ratings from the model's probabilities gets each memory on its own after the shared
+/// `importance` prompt ([`Call::scored`]); one that generates gets the memory after that
+/// prompt, or the numbered list of the `ratings` template.
+pub fn rating_call(who: &Who<'_>, style: Style, group: &[String]) -> Result<Call, ThinkError> {
+    let importance = template("importance")?;
+    // Each memory in quotes, then the question again: a few tokens more per memory, which
+    // a small model needs to rate the memory rather than continue it.
+    let asked: Vec<String> = group
+        .iter()
+        .map(|d| format!("\"{d}\"\nHow much does this matter to {}, from 1 to 10?", who.name))
+        .collect();
+    let scored = importance.scored(&who.vars(), style, asked)?;
+    let mut call = if let [description] = group {
+        let mut call = importance.call(&who.vars(), style, Shape::Importance)?;
+        let sent = Call { items: vec![description.clone()], ..call.clone() };
+        call.prompt = sent.item_prompt(0).unwrap_or(call.prompt);
+        call
+    } else {
+        let listed: Vec<String> =
+            group.iter().enumerate().map(|(i, d)| format!("{}. {d}", i + 1)).collect();
+        let mut vars = who.vars();
+        vars.insert("memories", listed.join("\n"));
+        vars.insert("count", group.len().to_string());
+        let shape = Shape::Ratings { count: group.len() as u16 };
+        template("ratings")?.call(&vars, style, shape)?
+    };
+    call.agent = Some(who.agent);
+    call.max_tokens = Some(8 + 4 * group.len() as u32);
+    call.scored = Some(scored);
+    Ok(call)
+}
+
+/// Rates and embeds new memories of `who`, and adds them to the batch: the importance
+/// calls' events (up to [`RATINGS_PER_CALL`] memories a call, see [`rating_call`]), then
+/// (once for all) the embedding's, then a `MemoryAdded` for each, caused by its rating and
+/// the embedding. A rating the gateway fell back on is caused by the answer event that
+/// says so (`fallback`). Returns the memories' positions.
 #[allow(clippy::too_many_arguments)]
 pub async fn remember(
     gateway: &Gateway,
     style: Style,
-    agent: AgentId,
-    name: &str,
+    who: &Who<'_>,
     kind: MemoryKind,
     descriptions: &[String],
     evidence: &[EventId],
@@ -90,41 +149,43 @@ pub async fn remember(
     now: u64,
     pending: &mut Pending,
 ) -> Result<Vec<PendingId>, ThinkError> {
+    let evidence = vec![evidence.to_vec(); descriptions.len()];
+    remember_cited(gateway, style, who, kind, descriptions, &evidence, causes, now, pending).await
+}
+
+/// [`remember`], each memory with its own evidence (`evidence[i]` for `descriptions[i]`).
+#[allow(clippy::too_many_arguments)]
+pub async fn remember_cited(
+    gateway: &Gateway,
+    style: Style,
+    who: &Who<'_>,
+    kind: MemoryKind,
+    descriptions: &[String],
+    evidence: &[Vec<EventId>],
+    causes: &[Cause],
+    now: u64,
+    pending: &mut Pending,
+) -> Result<Vec<PendingId>, ThinkError> {
+    let agent = who.agent;
     let mut ratings = Vec::with_capacity(descriptions.len());
     for group in descriptions.chunks(RATINGS_PER_CALL) {
-        let call = if let [description] = group {
-            let vars =
-                BTreeMap::from([("agent", name.to_owned()), ("memory", description.clone())]);
-            template("importance")?.call(&vars, style, Shape::Importance)?
-        } else {
-            let listed: Vec<String> =
-                group.iter().enumerate().map(|(i, d)| format!("{}. {d}", i + 1)).collect();
-            let vars = BTreeMap::from([
-                ("agent", name.to_owned()),
-                ("memories", listed.join("\n")),
-                ("count", group.len().to_string()),
-            ]);
-            let shape = Shape::Ratings { count: group.len() as u16 };
-            template("ratings")?.call(&vars, style, shape)?
-        };
-        let mut call = call;
-        call.agent = Some(agent);
-        call.max_tokens = Some(8 + 4 * group.len() as u32);
+        let call = rating_call(who, style, group)?;
+        let purpose = call.purpose.clone();
         let (answered, last) = ask(gateway, call, &[], now, pending).await?;
         match answered.answer {
-            Answer::Importance(r) => ratings.push((r, last)),
+            Answer::Importance(r) if group.len() == 1 => ratings.push((r, last)),
             Answer::Ratings(rs) if rs.len() == group.len() => {
                 ratings.extend(rs.into_iter().map(|r| (r, last)));
             }
-            _ => ratings.extend(group.iter().map(|_| (5, last))),
+            other => return Err(ThinkError::WrongAnswer { purpose, answer: other.to_json() }),
         }
     }
     let mut call = EmbedCall::new("memory", descriptions.to_vec());
     call.agent = Some(agent);
     let (embedded, vectors_at) = embed(gateway, call, now, pending).await?;
     let mut out = Vec::with_capacity(descriptions.len());
-    for ((description, (rating, rated_at)), vector) in
-        descriptions.iter().zip(ratings).zip(embedded.vectors)
+    for (((description, (rating, rated_at)), vector), evidence) in
+        descriptions.iter().zip(ratings).zip(embedded.vectors).zip(evidence)
     {
         let causes: Vec<Cause> = causes
             .iter()
@@ -137,7 +198,7 @@ pub async fn remember(
             description: description.clone(),
             importance: rating,
             embedding: vector,
-            evidence: evidence.to_vec(),
+            evidence: evidence.clone(),
         });
         out.push(pending.push(now, body, &causes));
     }
@@ -227,8 +288,7 @@ pub fn questions_in(text: &str, most: usize) -> Vec<String> {
 pub async fn reflect(
     gateway: &Gateway,
     style: Style,
-    agent: AgentId,
-    name: &str,
+    who: &Who<'_>,
     stream: &MemoryStream,
     importance_sum: u32,
     now: u64,
@@ -236,9 +296,11 @@ pub async fn reflect(
     retrieval: &RetrievalSettings,
     pending: &mut Pending,
 ) -> Result<Vec<PendingId>, ThinkError> {
+    let agent = who.agent;
     let listed: Vec<String> =
         stream.recent(settings.recent).iter().map(|m| format!("- {}", m.description)).collect();
-    let vars = BTreeMap::from([("agent", name.to_owned()), ("memories", listed.join("\n"))]);
+    let mut vars = who.vars();
+    vars.insert("memories", listed.join("\n"));
     let mut call = template("reflection_questions")?.call(&vars, style, Shape::Text)?;
     call.agent = Some(agent);
     call.max_tokens = Some(96);
@@ -280,11 +342,9 @@ pub async fn reflect(
         .enumerate()
         .filter_map(|(i, id)| stream.get(*id).map(|m| format!("{}. {}", i + 1, m.description)))
         .collect();
-    let vars = BTreeMap::from([
-        ("agent", name.to_owned()),
-        ("statements", statements.join("\n")),
-        ("count", settings.insights.to_string()),
-    ]);
+    let mut vars = who.vars();
+    vars.insert("statements", statements.join("\n"));
+    vars.insert("count", settings.insights.to_string());
     let shape = Shape::Insights { count: settings.insights, statements: cited.len() as u16 };
     let mut call = template("insights")?.call(&vars, style, shape)?;
     call.agent = Some(agent);
@@ -293,29 +353,29 @@ pub async fn reflect(
     causes.extend(recalled_at.iter().copied().map(Cause::Pending));
     let (answered, insights_at) = ask(gateway, call, &causes, now, pending).await?;
     let Answer::Insights(insights) = answered.answer else { return Ok(Vec::new()) };
-    let mut out = Vec::new();
-    for insight in insights {
-        let evidence: Vec<EventId> = insight
-            .evidence
-            .iter()
-            .filter_map(|n| cited.get(usize::from(*n).checked_sub(1)?).copied())
-            .collect();
-        let because: Vec<Cause> = insights_at.into_iter().map(Cause::Pending).collect();
-        out.extend(
-            remember(
-                gateway,
-                style,
-                agent,
-                name,
-                MemoryKind::Reflection,
-                &[insight.text],
-                &evidence,
-                &because,
-                now,
-                pending,
-            )
-            .await?,
-        );
-    }
-    Ok(out)
+    // The insights are rated together (one call, not one each); each keeps its own evidence.
+    let texts: Vec<String> = insights.iter().map(|i| i.text.clone()).collect();
+    let because: Vec<Cause> = insights_at.into_iter().map(Cause::Pending).collect();
+    let evidence: Vec<Vec<EventId>> = insights
+        .iter()
+        .map(|insight| {
+            insight
+                .evidence
+                .iter()
+                .filter_map(|n| cited.get(usize::from(*n).checked_sub(1)?).copied())
+                .collect()
+        })
+        .collect();
+    remember_cited(
+        gateway,
+        style,
+        who,
+        MemoryKind::Reflection,
+        &texts,
+        &evidence,
+        &because,
+        now,
+        pending,
+    )
+    .await
 }

@@ -13,7 +13,7 @@ use crate::describe::sim_time;
 use crate::mind::plan::{choose_place, decompose, plan_day, plan_steps, summarise};
 use crate::mind::respond::{should_react, Situation};
 use crate::mind::schedule::Need;
-use crate::mind::think::{reflect, reflection_due, remember};
+use crate::mind::think::{reflect, reflection_due, remember, Who};
 use crate::pending::{Cause, Pending, PendingId};
 use crate::store::Storage;
 use crate::town::{actions, perception, walk};
@@ -117,11 +117,11 @@ impl<S: Storage> Sim<S> {
                 .filter(|o| !known.contains(o.as_str()))
                 .collect();
             if !observations.is_empty() {
+                let summary = self.summary(agent);
                 remember(
                     &self.gateway,
                     style,
-                    agent,
-                    name,
+                    &Who { agent, name, summary: &summary },
                     MemoryKind::Observation,
                     &observations,
                     &[],
@@ -222,8 +222,7 @@ impl<S: Storage> Sim<S> {
                 reflect(
                     &self.gateway,
                     style,
-                    agent,
-                    name,
+                    &Who { agent, name, summary: &summary },
                     stream,
                     sum,
                     now,
@@ -250,6 +249,8 @@ impl<S: Storage> Sim<S> {
         let style = self.settings.style;
         let Some(me) = self.folds.state.agents.get(&agent) else { return Ok(()) };
         let name = me.name.as_str();
+        let who = Who { agent, name, summary };
+        let date = self.town.day_words(now / 86_400);
         match self.folds.schedules.of(agent).need(now) {
             Need::PlanDay if strategy.plans() => {
                 let day_start = now - now % 86_400;
@@ -257,9 +258,8 @@ impl<S: Storage> Sim<S> {
                 plan_day(
                     &self.gateway,
                     style,
-                    agent,
-                    name,
-                    summary,
+                    &who,
+                    &date,
                     &day,
                     self.settings.wake_minute,
                     day_start,
@@ -282,9 +282,8 @@ impl<S: Storage> Sim<S> {
                 decompose(
                     &self.gateway,
                     style,
-                    agent,
-                    name,
-                    summary,
+                    &who,
+                    &date,
                     &moment,
                     None,
                     PlanLevel::Action,
@@ -305,9 +304,8 @@ impl<S: Storage> Sim<S> {
                 let (_, planned) = decompose(
                     &self.gateway,
                     style,
-                    agent,
-                    name,
-                    summary,
+                    &who,
+                    &date,
                     &what,
                     Some(item),
                     level,
@@ -332,8 +330,7 @@ impl<S: Storage> Sim<S> {
                             choose_place(
                                 &self.gateway,
                                 style,
-                                agent,
-                                name,
+                                &who,
                                 &known,
                                 here,
                                 &what.description,
@@ -395,11 +392,11 @@ impl<S: Storage> Sim<S> {
         let here = (parts.next().unwrap_or(""), parts.next().unwrap_or(""));
         let known = self.known(agent);
         let style = self.settings.style;
+        let summary = self.summary(agent);
         let chosen = choose_place(
             &self.gateway,
             style,
-            agent,
-            &me.name,
+            &Who { agent, name: &me.name, summary: &summary },
             &known,
             here,
             activity,

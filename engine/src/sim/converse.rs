@@ -11,7 +11,7 @@ use hamlet_log::{Body, EventId};
 use crate::describe::sim_time;
 use crate::mind::plan::decompose;
 use crate::mind::respond::{speak, Situation};
-use crate::mind::think::remember;
+use crate::mind::think::{remember, Who};
 use crate::pending::{Cause, Pending};
 use crate::store::Storage;
 use crate::town::actions;
@@ -144,11 +144,11 @@ impl<S: Storage> Sim<S> {
             } else {
                 format!("{} talked with {other} at {place}. {}", names[i], lines.join(" "))
             };
+            let summary = self.summary(agent);
             remember(
                 &self.gateway,
                 style,
-                agent,
-                &names[i],
+                &Who { agent, name: &names[i], summary: &summary },
                 MemoryKind::Chat,
                 &[memory],
                 &[],
@@ -198,9 +198,8 @@ impl<S: Storage> Sim<S> {
             decompose(
                 &self.gateway,
                 style,
-                agent,
-                &names[i],
-                &summary,
+                &Who { agent, name: &names[i], summary: &summary },
+                &self.town.day_words(now / 86_400),
                 &rest,
                 Some(hour),
                 PlanLevel::Action,

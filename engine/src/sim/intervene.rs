@@ -15,7 +15,7 @@ use crate::describe::sim_time;
 use crate::mind::memory::seed_statements;
 use crate::mind::plan::{decompose, summarise};
 use crate::mind::respond::{answer_interview, hear_inner_voice, Situation};
-use crate::mind::think::remember;
+use crate::mind::think::{remember, Who};
 use crate::pending::{Cause, Pending};
 use crate::store::Storage;
 
@@ -131,9 +131,8 @@ impl<S: Storage> Sim<S> {
             decompose(
                 &self.gateway,
                 style,
-                agent,
-                name,
-                &summary,
+                &Who { agent, name, summary: &summary },
+                &self.town.day_words(start / 86_400),
                 &what,
                 of,
                 PlanLevel::Action,
@@ -204,11 +203,11 @@ impl<S: Storage> Sim<S> {
         let edited = self.intervene(edit)?;
         let (now, style) = (self.folds.state.sim_time_secs, self.settings.style);
         let mut pending = Pending::new();
+        let summary = self.summary(agent);
         let result = remember(
             &self.gateway,
             style,
-            agent,
-            &name,
+            &Who { agent, name: &name, summary: &summary },
             MemoryKind::Seed,
             &new,
             &[],
@@ -282,11 +281,11 @@ impl<S: Storage> Sim<S> {
         pending.push(now, Body::AgentJoined(joined), &[Cause::Logged(added)]);
         let joined_at = self.commit(pending)?;
         let mut pending = Pending::new();
+        let summary = self.summary(agent);
         let result = remember(
             &self.gateway,
             self.settings.style,
-            agent,
-            name,
+            &Who { agent, name, summary: &summary },
             MemoryKind::Seed,
             &statements,
             &[],

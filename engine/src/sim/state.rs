@@ -12,7 +12,7 @@ use hamlet_log::{Body, Event, EventId};
 use crate::fold::Town;
 use crate::mind::memory::{seed_statements, Minds};
 use crate::mind::schedule::Schedules;
-use crate::mind::think::remember;
+use crate::mind::think::{remember, Who};
 use crate::pending::{Pending, PendingId};
 use crate::store::{Storage, StoreError};
 use crate::town::spatial::SpatialMemory;
@@ -149,11 +149,11 @@ impl<S: Storage> Sim<S> {
         for (agent, name, seeds) in missing {
             let mut pending = Pending::new();
             let style = self.settings.style;
+            let summary = self.summary(agent);
             let result = remember(
                 &self.gateway,
                 style,
-                agent,
-                &name,
+                &Who { agent, name: &name, summary: &summary },
                 MemoryKind::Seed,
                 &seeds,
                 &[],

@@ -84,6 +84,8 @@ struct RawHeader {
     start: Spanned<String>,
     #[serde(default = "ten")]
     seconds_per_step: Spanned<u32>,
+    #[serde(default)]
+    date: Option<Spanned<String>>,
 }
 
 fn ten() -> Spanned<u32> {
@@ -304,6 +306,8 @@ pub struct Definition {
     pub start_secs: u64,
     /// Simulated seconds per step.
     pub seconds_per_step: u32,
+    /// The calendar date of day 0 (year, month, day), if the town names one.
+    pub date: Option<(i32, u32, u32)>,
     /// Perception limits.
     pub perception: Perception,
     /// The tile grid.
@@ -380,6 +384,17 @@ impl Definition {
                 format!("{seconds_per_step} is not 1 to 3600"),
             );
         }
+        let date = raw.town.date.as_ref().and_then(|d| match parse_date(d.get_ref()) {
+            Some(date) => Some(date),
+            None => {
+                bad(
+                    d.span(),
+                    "town.date".into(),
+                    format!("`{}` is not a date `YYYY-MM-DD`", d.get_ref()),
+                );
+                None
+            }
+        });
         let perception = raw.perception.as_ref().map_or(
             RawPerception { vision_radius_tiles: 8, attention_bandwidth: 8, retention_steps: 5 },
             |p| *p.get_ref(),
@@ -668,6 +683,7 @@ impl Definition {
             name,
             start_secs,
             seconds_per_step,
+            date,
             perception: Perception {
                 vision_radius_tiles: perception.vision_radius_tiles,
                 attention_bandwidth: perception.attention_bandwidth,
@@ -742,4 +758,100 @@ fn environment_tree(name: &str, sectors: &[Sector]) -> (DiGraph<Place, ()>, Node
         }
     }
     (tree, root)
+}
+
+/// A `YYYY-MM-DD` date, checked (month lengths and leap years).
+fn parse_date(text: &str) -> Option<(i32, u32, u32)> {
+    let mut parts = text.trim().splitn(3, '-');
+    let year: i32 = parts.next()?.parse().ok()?;
+    let month: u32 = parts.next()?.parse().ok()?;
+    let day: u32 = parts.next()?.parse().ok()?;
+    let leap = (year % 4 == 0 && year % 100 != 0) || year % 400 == 0;
+    let days = match month {
+        1 | 3 | 5 | 7 | 8 | 10 | 12 => 31,
+        4 | 6 | 9 | 11 => 30,
+        2 if leap => 29,
+        2 => 28,
+        _ => return None,
+    };
+    (1..=days).contains(&day).then_some((year, month, day))
+}
+
+/// Days from 1970-01-01 to a civil date (proleptic Gregorian).
+fn days_from_civil((y, m, d): (i32, u32, u32)) -> i64 {
+    let y = i64::from(y) - i64::from(m <= 2);
+    let era = y.div_euclid(400);
+    let yoe = y - era * 400;
+    let mp = (i64::from(m) + 9) % 12;
+    let doy = (153 * mp + 2) / 5 + i64::from(d) - 1;
+    let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
+    era * 146_097 + doe - 719_468
+}
+
+/// The civil date `days` after 1970-01-01.
+fn civil_from_days(days: i64) -> (i32, u32, u32) {
+    let z = days + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z - era * 146_097;
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let d = (doy - (153 * mp + 2) / 5 + 1) as u32;
+    let m = if mp < 10 { mp + 3 } else { mp - 9 } as u32;
+    let y = yoe + era * 400 + i64::from(m <= 2);
+    (y as i32, m, d)
+}
+
+impl Definition {
+    /// Day `day` of the run in words: "Friday 13 February 2026" when the town names the date
+    /// of day 0, else "day 3".
+    pub fn day_words(&self, day: u64) -> String {
+        const WEEKDAYS: [&str; 7] =
+            ["Thursday", "Friday", "Saturday", "Sunday", "Monday", "Tuesday", "Wednesday"];
+        const MONTHS: [&str; 12] = [
+            "January",
+            "February",
+            "March",
+            "April",
+            "May",
+            "June",
+            "July",
+            "August",
+            "September",
+            "October",
+            "November",
+            "December",
+        ];
+        let Some(first) = self.date else { return format!("day {day}") };
+        let days = days_from_civil(first) + i64::try_from(day).unwrap_or(0);
+        let (y, m, d) = civil_from_days(days);
+        let weekday = WEEKDAYS[days.rem_euclid(7) as usize];
+        format!("{weekday} {d} {} {y}", MONTHS[(m - 1) as usize])
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn dates_are_checked_and_days_are_named() {
+        assert_eq!(parse_date("2026-02-13"), Some((2026, 2, 13)));
+        for bad in ["2026-02-29", "2026-13-01", "2026-4-31", "13/02/2026", ""] {
+            assert_eq!(parse_date(bad), None, "{bad}");
+        }
+        assert_eq!(parse_date("2000-02-29"), Some((2000, 2, 29)));
+        for days in [-800_000i64, -1, 0, 1, 20_497, 800_000] {
+            assert_eq!(days_from_civil(civil_from_days(days)), days);
+        }
+        assert_eq!(days_from_civil((1970, 1, 1)), 0);
+        let town =
+            Definition::parse("t.toml", include_str!("../../towns/willowmere.toml")).unwrap();
+        assert_eq!(town.date, Some((2026, 2, 13)));
+        assert_eq!(town.day_words(0), "Friday 13 February 2026");
+        assert_eq!(town.day_words(3), "Monday 16 February 2026");
+        assert_eq!(town.day_words(17), "Monday 2 March 2026");
+        let undated = Definition { date: None, ..town };
+        assert_eq!(undated.day_words(2), "day 2");
+    }
 }

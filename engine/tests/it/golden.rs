@@ -47,6 +47,11 @@ const PINNED: &[(&str, &str, &str)] = &[
         "what-if",
         "st_c88523e1471d3259689e10352486f3c15c4917791f0f733c4bb58b08a5363442",
     ),
+    (
+        "llm-schema-v3.hamlet",
+        "main",
+        "st_ddfbb4a857c09bad7bc048e1681105d0599b3e3dd626ce9be8dbe45ddc25fc48",
+    ),
 ];
 
 #[test]
@@ -108,6 +113,33 @@ fn schema_1_model_calls_upcast_to_the_forms_their_writers_used() {
     assert!(requests > 0 && returned > 0, "the v1 corpus holds both kinds");
 }
 
+#[test]
+fn schema_2_model_calls_upcast_to_no_items_and_the_v3_sample_carries_its_distribution() {
+    for (file, scored) in [("llm-schema-v2.hamlet", false), ("llm-schema-v3.hamlet", true)] {
+        let bytes = std::fs::read(corpus_dir().join(file)).unwrap();
+        let rec = Recording::open(&bytes).unwrap();
+        let main = rec.find_branch("main").unwrap().id;
+        let (mut requests, mut answers) = (0, 0);
+        for e in rec.events(main, 0).unwrap() {
+            match e.unwrap().body {
+                hamlet_log::Body::LlmRequested(r) => {
+                    requests += 1;
+                    assert_eq!(r.items.is_empty(), !scored, "{file}");
+                    let probabilities = hamlet_log::event::StructuredForm::Probabilities;
+                    assert_eq!(r.structured == probabilities, scored, "{file}");
+                }
+                hamlet_log::Body::LlmResponded(r) => {
+                    answers += 1;
+                    assert_eq!(r.probabilities.is_empty(), !scored, "{file}");
+                    assert_eq!(r.tokens_cached > 0, scored, "{file}");
+                }
+                _ => {}
+            }
+        }
+        assert!(requests > 0 && answers > 0, "{file} holds both kinds");
+    }
+}
+
 /// Writes a corpus file that does not exist yet. Run once per schema version:
 /// `cargo test -p hamlet-engine --test it golden::write_missing_corpus -- --ignored`.
 #[test]
@@ -115,13 +147,16 @@ fn schema_1_model_calls_upcast_to_the_forms_their_writers_used() {
 fn write_missing_corpus() {
     let dir = corpus_dir();
     std::fs::create_dir_all(&dir).unwrap();
-    let files: [(&str, Vec<u8>); 4] = [
+    let files: [(&str, Vec<u8>); 5] = [
         ("schema-v1.hamlet", hamlet_log::samples::small_recording()),
         // EmbeddingRequested schema 2 (purpose, agent, server).
         ("embedding-requested-v2.hamlet", hamlet_log::samples::small_recording()),
         // LlmRequested (the structured form), LlmFailed (FormRefused) and EmbeddingReturned
         // (pooled) at schema 2.
         ("llm-schema-v2.hamlet", hamlet_log::samples::small_recording()),
+        // LlmRequested at schema 3 (items) and LlmResponded at schema 2 (probabilities): a
+        // rating read from the model's probabilities.
+        ("llm-schema-v3.hamlet", hamlet_log::samples::small_recording()),
         (
             "schema-v1-town.hamlet",
             hamlet_engine::synth::write_recording(

@@ -8,7 +8,9 @@ use std::sync::{Arc, Mutex};
 use hamlet_engine::mind::memory::Minds;
 use hamlet_engine::mind::prompt::Style;
 use hamlet_engine::mind::retrieval::RetrievalSettings;
-use hamlet_engine::mind::think::{recall, reflect, reflection_due, remember, ReflectionSettings};
+use hamlet_engine::mind::think::{
+    recall, reflect, reflection_due, remember, ReflectionSettings, Who,
+};
 use hamlet_engine::pending::Pending;
 use hamlet_engine::store::Store;
 use hamlet_gateway::backend::{
@@ -41,6 +43,8 @@ impl LlmBackend for ScriptedRater {
                 finish_reason: "stop".into(),
                 response_model: "scripted".into(),
                 response_id: String::new(),
+                probabilities: Vec::new(),
+                tokens_cached: 0,
             })
         })
     }
@@ -96,8 +100,7 @@ fn memories_are_rated_embedded_committed_and_traceable_to_their_prompt() {
         .block_on(remember(
             &gateway,
             Style::Chat,
-            mei,
-            "Mei Lin",
+            &Who { agent: mei, name: "Mei Lin", summary: "Mei Lin is an art student." },
             MemoryKind::Observation,
             &texts,
             &[],
@@ -137,9 +140,9 @@ fn memories_are_rated_embedded_committed_and_traceable_to_their_prompt() {
         frontier.extend(e.header.causes.iter().copied());
     }
     assert_eq!(
-        seen_prompt.as_deref(),
+        seen_prompt.as_deref().and_then(|p| p.split("\n\n").last()),
         Some(
-            "What Mei Lin remembers:\n1. Delphine invites Mei to a party at Marigold café\n\
+            "The moments Mei Lin remembers:\n1. Delphine invites Mei to a party at Marigold café\n\
              2. Mei brushes her teeth"
         )
     );
@@ -177,9 +180,8 @@ fn a_reflection_asks_questions_recalls_and_stores_insights_citing_memories() {
         "1. Why is Mei excited about the party?\n2. Who will Mei meet there?\n3. What does Mei paint?",
         // two insights citing statements
         r#"{"insights":[{"insight":"Mei looks forward to the party","evidence":[1,2]},{"insight":"Mei paints to relax","evidence":[3]}]}"#,
-        // their ratings
-        r#"{"rating": 6}"#,
-        r#"{"rating": 4}"#,
+        // their ratings, in one call
+        r#"{"ratings": [6, 4]}"#,
     ])));
     let gateway = Gateway::new(
         Arc::new(llm),
@@ -203,8 +205,7 @@ fn a_reflection_asks_questions_recalls_and_stores_insights_citing_memories() {
     rt.block_on(remember(
         &gateway,
         Style::Chat,
-        mei,
-        "Mei Lin",
+        &Who { agent: mei, name: "Mei Lin", summary: "Mei Lin is an art student." },
         MemoryKind::Observation,
         &texts,
         &[],
@@ -235,8 +236,7 @@ fn a_reflection_asks_questions_recalls_and_stores_insights_citing_memories() {
         .block_on(reflect(
             &gateway,
             Style::Chat,
-            mei,
-            "Mei Lin",
+            &Who { agent: mei, name: "Mei Lin", summary: "Mei Lin is an art student." },
             minds.stream(mei),
             sum,
             120,
@@ -314,9 +314,8 @@ fn a_day_is_planned_remembered_and_decomposed_to_cover_its_stroke() {
         .block_on(plan_day(
             &gateway,
             Style::Chat,
-            mei,
-            "Mei Lin",
-            "Mei Lin is an art student.",
+            &Who { agent: mei, name: "Mei Lin", summary: "Mei Lin is an art student." },
+            "Saturday 14 February 2026",
             "She painted.",
             420,
             day1,
@@ -355,9 +354,8 @@ fn a_day_is_planned_remembered_and_decomposed_to_cover_its_stroke() {
         .block_on(decompose(
             &gateway,
             Style::Chat,
-            mei,
-            "Mei Lin",
-            "Mei Lin is an art student.",
+            &Who { agent: mei, name: "Mei Lin", summary: "Mei Lin is an art student." },
+            "Saturday 14 February 2026",
             &made.items[0],
             Some(of),
             PlanLevel::Action,
@@ -405,8 +403,7 @@ fn a_place_is_chosen_down_the_spatial_tree_preferring_where_the_agent_is() {
         .block_on(choose_place(
             &gateway,
             Style::Chat,
-            mei,
-            "Mei Lin",
+            &Who { agent: mei, name: "Mei Lin", summary: "Mei Lin is an art student." },
             &known,
             ("Marigold café", "counter"),
             "paint",
@@ -448,8 +445,7 @@ fn a_place_is_chosen_down_the_spatial_tree_preferring_where_the_agent_is() {
         .block_on(choose_place(
             &gateway,
             Style::Chat,
-            mei,
-            "Mei Lin",
+            &Who { agent: mei, name: "Mei Lin", summary: "Mei Lin is an art student." },
             &known,
             ("Marigold café", "counter"),
             "coffee",
@@ -494,8 +490,7 @@ fn reacting_speaking_interviews_and_the_inner_voice_are_events_with_causes() {
     rt.block_on(remember(
         &gateway,
         Style::Chat,
-        mei,
-        "Mei Lin",
+        &Who { agent: mei, name: "Mei Lin", summary: "Mei Lin is an art student." },
         MemoryKind::Seed,
         &seed,
         &[],

@@ -156,6 +156,8 @@ fn completion(text: String) -> Completion {
         finish_reason: "stop".into(),
         response_model: "rules".into(),
         response_id: String::new(),
+        probabilities: Vec::new(),
+        tokens_cached: 0,
     }
 }
 

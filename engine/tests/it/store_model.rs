@@ -223,6 +223,8 @@ fn every_answer_to_a_request_is_indexed_and_forks_see_their_own() {
                 finish_reason: "stop".into(),
                 response_model: "m".into(),
                 response_id: String::new(),
+                probabilities: Vec::new(),
+                tokens_cached: 0,
             }),
         )
     };

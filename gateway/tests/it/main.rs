@@ -4,5 +4,6 @@ mod http;
 pub mod loopback;
 mod model;
 mod replay;
+mod scored;
 pub mod scripted;
 mod servers;

@@ -48,6 +48,8 @@ impl LlmBackend for ScriptedLlm {
                 finish_reason: "stop".into(),
                 response_model: "scripted".into(),
                 response_id: String::new(),
+                probabilities: Vec::new(),
+                tokens_cached: 0,
             })
         })
     }

@@ -93,6 +93,7 @@ pub fn write(out: &Path) {
             schema_hash: None,
             attempt: 1,
             structured: StructuredForm::None,
+            items: Vec::new(),
         }),
     );
     let answered = append(
@@ -109,6 +110,8 @@ pub fn write(out: &Path) {
             finish_reason: "stop".into(),
             response_model: evil("response model"),
             response_id: "r1".into(),
+            probabilities: Vec::new(),
+            tokens_cached: 0,
         }),
     );
     let plan = append(
