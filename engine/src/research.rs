@@ -137,6 +137,66 @@ pub fn diffusion(events: &[Event], keywords: &[String], every_secs: u64) -> Vec<
     over_time(events, every_secs, Known::default(), fold, row)
 }
 
+/// How a run's conversations went: how long, and how often a line said again what was
+/// already said in the same conversation ([`repeats`](crate::mind::respond::repeats)).
+#[derive(Clone, Debug, Default, PartialEq, Serialize)]
+pub struct DialogueStats {
+    /// Conversations with at least one line.
+    pub conversations: u32,
+    /// Lines said.
+    pub lines: u32,
+    /// Lines that repeat an earlier line of their conversation.
+    pub repeated: u32,
+    /// Why conversations ended, and how often.
+    pub endings: BTreeMap<String, u32>,
+}
+
+impl DialogueStats {
+    /// Lines per conversation.
+    pub fn average_lines(&self) -> f64 {
+        f64::from(self.lines) / f64::from(self.conversations.max(1))
+    }
+
+    /// The share of lines that repeat an earlier one.
+    pub fn repeat_share(&self) -> f64 {
+        f64::from(self.repeated) / f64::from(self.lines.max(1))
+    }
+}
+
+/// Measures the conversations of `events` (see [`DialogueStats`]).
+pub fn dialogue(events: &[Event]) -> DialogueStats {
+    let mut said: BTreeMap<hamlet_log::EventId, Vec<String>> = BTreeMap::new();
+    let mut stats = DialogueStats::default();
+    for e in events {
+        match &e.body {
+            Body::DialogueTurn(t) if !t.text.trim().is_empty() => {
+                let lines = said.entry(t.conversation).or_default();
+                if lines.iter().any(|l| crate::mind::respond::repeats(l, &t.text)) {
+                    stats.repeated += 1;
+                }
+                lines.push(t.text.clone());
+                stats.lines += 1;
+            }
+            Body::ConversationEnded(c) => {
+                // The loop's reasons name the speaker: grouped by what happened.
+                let kind = if c.reason.contains("said again") {
+                    "a line repeated"
+                } else if c.reason.ends_with("ended it") {
+                    "a speaker ended it"
+                } else if c.reason.contains("fell silent") {
+                    "a speaker fell silent"
+                } else {
+                    c.reason.as_str()
+                };
+                *stats.endings.entry(kind.to_owned()).or_default() += 1;
+            }
+            _ => {}
+        }
+    }
+    stats.conversations = said.len() as u32;
+    stats
+}
+
 /// The interview battery's categories, as the paper grouped its questions.
 pub const CATEGORIES: [&str; 5] = ["self-knowledge", "memory", "plans", "reactions", "reflections"];
 
@@ -169,6 +229,18 @@ pub fn csv_field(text: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_line_repeats_when_most_of_its_words_were_said_before() {
+        use crate::mind::respond::repeats;
+        assert!(repeats(
+            "Hi Tobias, are you coming to the party?",
+            "hi tobias are you coming to the party"
+        ));
+        assert!(repeats("See you at five at the café.", "See you at five at the café, then!"));
+        assert!(!repeats("See you at five at the café.", "I will bring the cake my mother baked."));
+        assert!(!repeats("", ""));
+    }
 
     #[test]
     fn the_battery_covers_the_five_categories_twice_and_names_the_other() {

@@ -326,8 +326,13 @@ impl Gateway {
     /// Asks, retries, validates, and falls back as documented.
     pub async fn ask(&self, call: &Call) -> Result<Answered, GatewayError> {
         let model = self.llm.model();
-        let hash = request_hash(call, &self.params, &model);
-        let max_tokens = call.max_tokens.unwrap_or(self.params.max_tokens);
+        // A call may sample warmer than the gateway's default (a line of dialogue).
+        let params = match call.temperature {
+            Some(t) => Params { temperature: t, ..self.params.clone() },
+            None => self.params.clone(),
+        };
+        let hash = request_hash(call, &params, &model);
+        let max_tokens = call.max_tokens.unwrap_or(params.max_tokens);
         let mut out = Answered {
             answer: call.shape.fallback(),
             fallback: true,
@@ -361,7 +366,7 @@ impl Gateway {
             ));
             let try_ = Attempt {
                 call: sent,
-                params: &self.params,
+                params: &params,
                 max_tokens,
                 request_hash: hash,
                 attempt,
@@ -550,7 +555,7 @@ impl Gateway {
             backend: self.llm.name().to_owned(),
             server: self.llm.server(),
             model: model.to_owned(),
-            temperature_milli: milli(self.params.temperature),
+            temperature_milli: milli(call.temperature.unwrap_or(self.params.temperature)),
             top_p_milli: milli(self.params.top_p),
             max_tokens,
             seed: self.params.seed,

@@ -29,6 +29,9 @@ pub struct Call {
     pub shape: Shape,
     /// The most tokens to generate; `None` takes the gateway's default.
     pub max_tokens: Option<u32>,
+    /// Sampling temperature for this call instead of the gateway's (`None`: the gateway's).
+    /// The request hash covers the temperature used either way.
+    pub temperature: Option<f32>,
     /// Texts rated each on its own after `prompt`: set only in the call as sent in the
     /// [`StructuredForm::Probabilities`](hamlet_log::event::StructuredForm::Probabilities)
     /// form (see [`Call::by_probabilities`]), empty otherwise.
@@ -63,6 +66,7 @@ impl Call {
             ]),
             shape,
             max_tokens: None,
+            temperature: None,
             items: Vec::new(),
             scored: None,
         }

@@ -309,6 +309,7 @@ fn complete(a: CompleteArgs) -> anyhow::Result<Outcome> {
         prompt,
         shape,
         max_tokens: None,
+        temperature: None,
         items: Vec::new(),
         scored: None,
     };

@@ -10,7 +10,7 @@ use anyhow::Context;
 use clap::{Args, Subcommand, ValueEnum};
 use hamlet_engine::describe::{printable, sim_time};
 use hamlet_engine::history::Moment;
-use hamlet_engine::research::{battery, csv_field, diffusion, network_density};
+use hamlet_engine::research::{battery, csv_field, dialogue, diffusion, network_density};
 use hamlet_engine::sim::{Sim, SimSettings};
 use hamlet_engine::store::Store;
 use hamlet_gateway::config;
@@ -36,6 +36,11 @@ pub enum ResearchCommand {
         after_help = "Example:\n  hamlet research diffusion run.hamlet --keywords party,café --every 30m"
     )]
     Diffusion(DiffusionArgs),
+    /// How the conversations went: how many, lines per conversation, the share of lines
+    /// that say again what was already said in the same conversation (60% of words in
+    /// common), and why they ended (no model)
+    #[command(after_help = "Example:\n  hamlet research dialogue run.hamlet")]
+    Dialogue(DialogueArgs),
     /// Ask every agent one question at a moment, from memory, on a scratch fork (e.g. "Do
     /// you know about a party?"); answers beginning with "yes" are counted
     #[command(after_help = "Example:\n  hamlet research ask --store run/ --at 'day1 12:00' \
@@ -69,6 +74,16 @@ pub struct NetworkArgs {
     #[arg(long, value_parser = parse_duration, default_value = "1h")]
     every: u64,
     /// Output format
+    #[arg(long, value_enum, default_value = "table")]
+    format: TableFormat,
+}
+
+/// `hamlet research dialogue`.
+#[derive(Debug, Args)]
+pub struct DialogueArgs {
+    #[command(flatten)]
+    source: Source,
+    /// Output format (table or JSON)
     #[arg(long, value_enum, default_value = "table")]
     format: TableFormat,
 }
@@ -189,6 +204,26 @@ fn write_rows<T: Serialize>(
 
 pub fn research(c: ResearchCommand) -> anyhow::Result<Outcome> {
     match c {
+        ResearchCommand::Dialogue(a) => {
+            let stats = dialogue(&source_events(&a.source)?);
+            if a.format == TableFormat::Json {
+                println!("{}", serde_json::to_string_pretty(&stats)?);
+                return Ok(Outcome::Done);
+            }
+            if a.format == TableFormat::Csv {
+                anyhow::bail!("`research dialogue` writes a table or JSON, not CSV");
+            }
+            println!("conversations: {}", stats.conversations);
+            println!("lines: {} ({:.1} per conversation)", stats.lines, stats.average_lines());
+            println!(
+                "lines that repeat an earlier line of their conversation: {} ({:.1}%)",
+                stats.repeated,
+                100.0 * stats.repeat_share()
+            );
+            for (why, n) in &stats.endings {
+                println!("ended: {why}: {n}");
+            }
+        }
         ResearchCommand::Network(a) => {
             let events = source_events(&a.source)?;
             let rows = network_density(&events, a.every);

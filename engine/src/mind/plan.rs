@@ -24,7 +24,7 @@ fn clock(minute: u64) -> String {
 }
 
 fn items(steps: &[PlanStep], day_start_secs: u64) -> Vec<PlanItem> {
-    steps
+    let mut items: Vec<PlanItem> = steps
         .iter()
         .map(|s| PlanItem {
             description: s.activity.clone(),
@@ -32,7 +32,49 @@ fn items(steps: &[PlanStep], day_start_secs: u64) -> Vec<PlanItem> {
             start_secs: day_start_secs + u64::from(s.start_minute) * 60,
             duration_secs: u32::from(s.minutes) * 60,
         })
-        .collect()
+        .collect();
+    plausible(&mut items);
+    items
+}
+
+/// Everyday activities and the most minutes each takes: nobody brushes their teeth for
+/// two and a half hours, whatever a small model plans.
+const EVERYDAY: &[(&str, u32)] = &[
+    ("brush", 10),
+    ("teeth", 10),
+    ("shower", 30),
+    ("get dressed", 15),
+    ("gets dressed", 15),
+    ("make the bed", 10),
+    ("makes the bed", 10),
+    ("make coffee", 15),
+    ("makes coffee", 15),
+];
+
+/// The most minutes an everyday activity takes, if `activity` names one.
+pub fn everyday_limit(activity: &str) -> Option<u32> {
+    let words = activity.to_lowercase();
+    EVERYDAY.iter().filter(|(w, _)| words.contains(w)).map(|(_, m)| *m).min()
+}
+
+/// Cuts everyday activities planned too long to their limit; the next item starts where the
+/// cut one now ends (so the day stays covered).
+fn plausible(items: &mut [PlanItem]) {
+    for i in 0..items.len() {
+        let Some(limit) = everyday_limit(&items[i].description) else { continue };
+        if items[i].duration_secs <= limit * 60 {
+            continue;
+        }
+        items[i].duration_secs = limit * 60;
+        let end = items[i].start_secs + u64::from(limit) * 60;
+        if let Some(next) = items.get_mut(i + 1) {
+            if next.start_secs > end {
+                let gap = next.start_secs - end;
+                next.start_secs = end;
+                next.duration_secs = next.duration_secs.saturating_add(gap as u32);
+            }
+        }
+    }
 }
 
 /// The words a plan is remembered by.
@@ -325,4 +367,31 @@ pub async fn choose_place(
         }
     }
     Ok((chosen.join(":"), last))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn everyday_activities_planned_too_long_are_cut_and_the_next_starts_sooner() {
+        let step = |start_minute: u16, activity: &str, minutes: u16| PlanStep {
+            start_minute,
+            activity: activity.to_owned(),
+            minutes,
+        };
+        let made = items(
+            &[
+                step(420, "Brush teeth", 150),
+                step(570, "Open the café", 240),
+                step(810, "Take a shower", 15),
+            ],
+            86_400,
+        );
+        assert_eq!(made[0].duration_secs, 600, "ten minutes of teeth");
+        assert_eq!(made[1].start_secs, 86_400 + 430 * 60, "the café opens when teeth are done");
+        assert_eq!(made[1].duration_secs, (240 + 140) * 60);
+        assert_eq!(made[2].duration_secs, 15 * 60, "a plausible shower is kept");
+        assert_eq!(everyday_limit("Paint at the studio"), None);
+    }
 }

@@ -210,6 +210,7 @@ impl Template {
             prompt: self.render(vars, style)?,
             shape,
             max_tokens: None,
+            temperature: None,
             items: Vec::new(),
             scored: None,
         })

@@ -94,6 +94,28 @@ pub async fn should_react(
     Ok((matches!(answered.answer, Answer::YesNo(true)), at))
 }
 
+/// How warm a line of dialogue is sampled: greedy decoding makes a small model say again
+/// what was just said; a little randomness (from the run's seeded stream, so a re-run is
+/// identical) lets the talk move on.
+pub const TURN_TEMPERATURE: f32 = 0.7;
+
+/// The lower-case words of a line, for comparing lines.
+fn words_of(line: &str) -> std::collections::BTreeSet<String> {
+    line.split(|c: char| !c.is_alphanumeric())
+        .filter(|w| !w.is_empty())
+        .map(str::to_lowercase)
+        .collect()
+}
+
+/// True when `line` says again what `earlier` said: at least 60% of their words in common
+/// (shared over all, Jaccard). Used by the loop to end a stalled conversation and by
+/// `hamlet research dialogue` to count repeats.
+pub fn repeats(earlier: &str, line: &str) -> bool {
+    let (a, b) = (words_of(earlier), words_of(line));
+    let all = a.union(&b).count();
+    all > 0 && a.intersection(&b).count() * 10 >= all * 6
+}
+
 /// One line of a conversation: the speaker recalls what it remembers of the other (and of
 /// the last thing said), then speaks. Adds the `DialogueTurn` (caused by the answer and the
 /// retrieval) to the batch; silence from a fallback ends the conversation.
@@ -141,6 +163,7 @@ pub async fn speak(
     ]);
     let mut call = template("turn")?.call(&vars, style, Shape::Turn)?;
     call.agent = Some(who.agent);
+    call.temperature = Some(TURN_TEMPERATURE);
     call.max_tokens = Some(120);
     let (answered, asked) =
         ask(gateway, call, &[Cause::Logged(conversation), Cause::Pending(at)], now, pending)

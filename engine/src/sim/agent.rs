@@ -10,13 +10,14 @@ use hamlet_log::event::{AgentId, MemoryKind, Perceived, PlanItem, PlanLevel};
 use hamlet_log::Body;
 
 use crate::describe::sim_time;
+use crate::economy;
 use crate::mind::plan::{choose_place, decompose, plan_day, plan_steps, summarise};
 use crate::mind::respond::{should_react, Situation};
 use crate::mind::schedule::Need;
 use crate::mind::think::{reflect, reflection_due, remember, Who};
 use crate::pending::{Cause, Pending, PendingId};
 use crate::store::Storage;
-use crate::town::{actions, perception, walk};
+use crate::town::{actions, objects, perception, walk};
 
 use super::state::{Strategy, Talk};
 use super::{Sim, SimError};
@@ -349,12 +350,30 @@ impl<S: Storage> Sim<S> {
                             address: &address,
                             duration_secs: u32::try_from(end.saturating_sub(now))
                                 .unwrap_or(u32::MAX),
-                            object_state: None,
+                            // The object used takes its in-use state; it rests when done.
+                            object_state: objects::in_use(&self.town, &address),
                             plan_item: Some(item),
                         };
-                        if let Ok(events) =
+                        if let Ok(mut events) =
                             actions::start(&self.town, &self.folds.state, &start, now)
                         {
+                            // Wages for the work left, a purchase at a shop.
+                            let workplace = self
+                                .town
+                                .personas
+                                .iter()
+                                .find(|p| p.name == me.name)
+                                .and_then(|p| p.workplace.as_deref())
+                                .and_then(|w| w.split(':').next());
+                            events.extend(economy::on_action_start(
+                                &self.town,
+                                &self.folds.state,
+                                agent,
+                                workplace,
+                                &what.description,
+                                &address,
+                                now,
+                            ));
                             let mut causes = vec![Cause::Logged(item.plan)];
                             causes.extend(chose.map(Cause::Pending));
                             for e in events {

@@ -10,7 +10,7 @@ use hamlet_log::{Body, EventId};
 
 use crate::describe::sim_time;
 use crate::mind::plan::decompose;
-use crate::mind::respond::{speak, Situation};
+use crate::mind::respond::{repeats, speak, Situation};
 use crate::mind::think::{remember, Who};
 use crate::pending::{Cause, Pending};
 use crate::store::Storage;
@@ -109,12 +109,9 @@ impl<S: Storage> Sim<S> {
                 reason = format!("{} fell silent", names[i]);
                 break;
             }
-            // A line that says again what was already said ends it: small models, answering
-            // greedily, otherwise echo each other to the turn limit.
-            let words = |t: &str| -> String {
-                t.chars().filter(|c| c.is_alphanumeric()).flat_map(char::to_lowercase).collect()
-            };
-            let echo = dialogue.iter().any(|(_, earlier)| words(earlier) == words(&turn.say));
+            // A line that says again what was already said ends it: small models otherwise
+            // echo each other to the turn limit.
+            let echo = dialogue.iter().any(|(_, earlier)| repeats(earlier, &turn.say));
             dialogue.push((names[i].clone(), turn.say));
             if turn.end {
                 reason = format!("{} ended it", names[i]);

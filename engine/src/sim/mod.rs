@@ -41,7 +41,7 @@ use crate::mind::retrieval::RetrievalSettings;
 use crate::mind::think::{ReflectionSettings, ThinkError};
 use crate::pending::{Cause, Pending};
 use crate::store::{Storage, Store, StoreError};
-use crate::town::{clock, genesis, Definition};
+use crate::town::{actions, clock, genesis, Definition};
 
 use state::{Folds, Talk};
 
@@ -263,6 +263,11 @@ impl<S: Storage> Sim<S> {
         let this = &*self;
         let thoughts = futures::future::join_all(ids.iter().map(|&a| this.think(a))).await;
         let mut batch = Pending::new();
+        // Objects whose users' actions are over go back to rest.
+        let now = self.folds.state.sim_time_secs;
+        for rested in actions::finish_due(&self.town, &self.folds.state, now) {
+            batch.push(now, rested.body, &[]);
+        }
         let mut failure = None;
         let mut talks: Vec<(AgentId, Talk, usize)> = Vec::new();
         for (&agent, (pending, result)) in ids.iter().zip(thoughts) {

@@ -37,7 +37,11 @@ pub fn start(
 ) -> Result<Vec<NewEvent>, ObjectError> {
     let mut events = Vec::new();
     if let Some(previous) = state.agents.get(&action.agent).and_then(|a| a.action.as_ref()) {
-        if object(town, &previous.address).is_some()
+        // An action cut short rests its object here; one that is over, in `finish_due`.
+        let under_way =
+            previous.started_secs.saturating_add(u64::from(previous.duration_secs)) > now;
+        if under_way
+            && object(town, &previous.address).is_some()
             && state.objects.contains_key(&previous.address)
         {
             events.push(rest(town, &previous.address, Some(action.agent), now)?);

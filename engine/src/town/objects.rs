@@ -71,3 +71,10 @@ pub fn rest(
         .clone();
     set_state(town, address, &resting, by, now)
 }
+
+/// The state an object at `address` takes while used: the first it declares after its
+/// resting one ("cooking" for a stove, "being slept in" for a bed); `None` when the address
+/// is not an object or the object has only one state.
+pub fn in_use<'t>(town: &'t Definition, address: &str) -> Option<&'t str> {
+    object(town, address).and_then(|o| o.states.get(1)).map(String::as_str)
+}

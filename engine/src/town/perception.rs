@@ -1,4 +1,5 @@
-//! What an agent perceives in a step: the agents and objects within its vision radius,
+//! What an agent perceives in a step: the agents and objects within its vision radius and
+//! in sight (its own room, or from the open ground the open ground: walls stop sight),
 //! nearest first, at most its attention bandwidth of them, leaving out what it perceived
 //! within the retention window. A pure function of the definition and the folded town; the
 //! engine records its result as a `Perceived` event.
@@ -37,9 +38,16 @@ pub fn perceive(
             .get(subject)
             .is_none_or(|&at| step.saturating_sub(at) > u64::from(town.perception.retention_steps))
     };
+    // Walls stop sight: an agent sees its own room (arena), and from the open ground the
+    // open ground, as the map says.
+    let here = town.grid.arena_at(me.tile);
+    let in_sight = |tile: Tile| town.grid.arena_at(tile) == here;
     let mut seen: Vec<(u32, Percept)> = Vec::new();
     for (id, other) in &state.agents {
-        if *id == agent || distance_sq(me.tile, other.tile) > radius * radius || !fresh(&other.name)
+        if *id == agent
+            || distance_sq(me.tile, other.tile) > radius * radius
+            || !in_sight(other.tile)
+            || !fresh(&other.name)
         {
             continue;
         }
@@ -56,7 +64,7 @@ pub fn perceive(
     for sector in &town.sectors {
         for arena in &sector.arenas {
             for object in &arena.objects {
-                if distance_sq(me.tile, object.at) > radius * radius {
+                if distance_sq(me.tile, object.at) > radius * radius || !in_sight(object.at) {
                     continue;
                 }
                 let address = format!("{}:{}:{}", sector.name, arena.name, object.name);

@@ -43,11 +43,13 @@ pub fn answer(template: &str, user: &str) -> String {
         "turn" => {
             let said = user.split("The conversation so far:").nth(1).unwrap_or("");
             let lines = said.lines().filter(|l| l.contains(": ")).count();
-            format!(
-                r#"{{"say": "Line {} - the market opens late on Sunday.", "end": {}}}"#,
-                lines + 1,
-                lines >= 2
-            )
+            // Three different lines, then the third ends it.
+            let say = [
+                "Good morning, the market opens late on Sunday.",
+                "Then I will bake bread at home instead.",
+                "Come by for a slice this afternoon, bye!",
+            ][lines.min(2)];
+            format!(r#"{{"say": "{say}", "end": {}}}"#, lines >= 2)
         }
         "day_plan" => r#"{"steps":[{"start":"07:00","activity":"get ready for the day","minutes":60},
             {"start":"08:00","activity":"work","minutes":240},{"start":"12:00","activity":"lunch","minutes":60},

@@ -350,6 +350,9 @@ fn objects_take_their_declared_states_and_return_to_rest() {
     let cooking = set_state(&town, stove, "cooking", None, 1).unwrap();
     state.apply(&as_events(vec![cooking], 10)[0]);
     assert_eq!(state.objects.get(stove).map(String::as_str), Some("cooking"));
+    // Seen from the kitchen (walls stop sight).
+    let at = hamlet_engine::town::objects::object(&town, stove).unwrap().at;
+    state.agents.get_mut(&hamlet_log::event::AgentId(0)).unwrap().tile = at;
     let seen = perceive(&town, &state, hamlet_log::event::AgentId(0), 1, &BTreeMap::new());
     assert!(seen.iter().any(|p| p.subject == stove && p.description == "cooking"), "{seen:?}");
     state.apply(&as_events(vec![rest(&town, stove, None, 2).unwrap()], 11)[0]);
@@ -461,4 +464,100 @@ fn an_action_at_an_object_sets_its_state_and_rests_it_when_over() {
     // An object state the object does not have is refused before anything is made.
     let bad = Start { object_state: Some("flying"), ..cook };
     assert!(start(&town, &state, &bad, now + 700).is_err());
+}
+
+/// Goal: money moves in the loop without asking a model. Method: Delphine works at the
+/// café; leaving her shift pays the wage for the time she was there (up to the planned
+/// length), and buying coffee at a shop she does not work at moves its price; a customer
+/// asking for something the shop does not sell, or an action at her own workplace, buys
+/// nothing.
+#[test]
+fn starting_an_action_pays_for_work_left_and_buys_what_it_names() {
+    use hamlet_engine::economy::{item_named, on_action_start};
+    use hamlet_log::event::{Account, ActionStarted, AgentId, Body};
+    let town = willowmere();
+    assert_eq!(item_named(&town, "Marigold café", "buy a latte to go"), Some("latte"));
+    assert_eq!(
+        item_named(&town, "Marigold café", "have the soup of the day"),
+        Some("soup of the day")
+    );
+    assert_eq!(item_named(&town, "Marigold café", "read the newspaper"), None);
+    assert_eq!(item_named(&town, "Fernside market", "buy bread and eggs"), Some("loaf of bread"));
+    let mut state =
+        hamlet_engine::fold::fold(&as_events(hamlet_engine::town::genesis::genesis(&town, 1), 0));
+    let delphine = AgentId(0);
+    assert_eq!(state.agents[&delphine].name, "Delphine Ashcombe");
+    let now = state.sim_time_secs;
+    let shift = ActionStarted {
+        agent: delphine,
+        description: "serve customers at the counter".into(),
+        emoji: String::new(),
+        address: "Marigold café:counter".into(),
+        duration_secs: 3 * 3600,
+        plan_item: None,
+    };
+    state
+        .apply(&as_events(vec![hamlet_log::NewEvent::new(now, Body::ActionStarted(shift))], 40)[0]);
+    // Two hours in, she goes to the market for bread.
+    let later = now + 2 * 3600;
+    let moved = on_action_start(
+        &town,
+        &state,
+        delphine,
+        Some("Marigold café"),
+        "buy a loaf of bread",
+        "Fernside market:grocery hall",
+        later,
+    );
+    let cash: Vec<(Account, Account, i64)> = moved
+        .iter()
+        .filter_map(|e| match &e.body {
+            Body::CashMoved(c) => Some((c.from.clone(), c.to.clone(), c.amount_cents)),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(
+        cash,
+        [
+            (Account::World, Account::Agent(delphine), 1700 * 2),
+            (Account::Agent(delphine), Account::Shop("Fernside market".into()), 400),
+        ]
+    );
+    // At her own workplace she buys nothing (and the shift she leaves is paid once).
+    let own = on_action_start(
+        &town,
+        &state,
+        delphine,
+        Some("Marigold café"),
+        "make a latte",
+        "Marigold café:counter",
+        later,
+    );
+    assert_eq!(own.len(), 1, "only the wage: {own:?}");
+}
+
+/// Goal: walls stop sight. Method: every agent at its spawn in the shipped town perceives
+/// only agents and objects of its own room (or, outdoors, of the open ground).
+#[test]
+fn perception_stops_at_walls() {
+    use hamlet_engine::town::perception::perceive;
+    use std::collections::BTreeMap;
+    let town = willowmere();
+    let state =
+        hamlet_engine::fold::fold(&as_events(hamlet_engine::town::genesis::genesis(&town, 1), 0));
+    let mut checked = 0;
+    for (&id, me) in &state.agents {
+        let room = town.grid.arena_at(me.tile);
+        for p in perceive(&town, &state, id, 10, &BTreeMap::new()) {
+            assert_eq!(
+                town.grid.arena_at(p.tile),
+                room,
+                "{} sees {} through a wall",
+                me.name,
+                p.subject
+            );
+            checked += 1;
+        }
+    }
+    assert!(checked > 0, "agents at home see their rooms");
 }
