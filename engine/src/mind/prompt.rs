@@ -99,6 +99,7 @@ const FILES: &[(&str, &str)] = &[
     ("hour_plan", include_str!("../../prompts/hour_plan.toml")),
     ("location", include_str!("../../prompts/location.toml")),
     ("react", include_str!("../../prompts/react.toml")),
+    ("attend", include_str!("../../prompts/attend.toml")),
     ("turn", include_str!("../../prompts/turn.toml")),
     ("reflection_questions", include_str!("../../prompts/reflection_questions.toml")),
     ("insights", include_str!("../../prompts/insights.toml")),

@@ -94,6 +94,32 @@ pub async fn should_react(
     Ok((matches!(answered.answer, Answer::YesNo(true)), at))
 }
 
+/// Stop to deal with something out of the ordinary just noticed (an object out of order)?
+/// One retrieval — what the agent remembers about it — then a yes/no question. Returns the
+/// decision and the position of the answer's last event.
+pub async fn should_attend(
+    gateway: &Gateway,
+    style: Style,
+    who: &Situation<'_>,
+    observation: &str,
+    now: u64,
+    retrieval: &RetrievalSettings,
+    pending: &mut Pending,
+) -> Result<(bool, Option<PendingId>), ThinkError> {
+    let (about, at) =
+        recall(gateway, who.agent, who.stream, observation, now, retrieval, pending).await?;
+    let mut vars = who.who().vars();
+    vars.insert("time", who.time.to_owned());
+    vars.insert("status", who.status.to_owned());
+    vars.insert("observation", observation.to_owned());
+    vars.insert("context", context(who.stream, &about.hits));
+    let mut call = template("attend")?.call(&vars, style, Shape::YesNo)?;
+    call.agent = Some(who.agent);
+    call.max_tokens = Some(16);
+    let (answered, asked) = ask(gateway, call, &[Cause::Pending(at)], now, pending).await?;
+    Ok((matches!(answered.answer, Answer::YesNo(true)), asked))
+}
+
 /// How warm a line of dialogue is sampled: greedy decoding makes a small model say again
 /// what was just said; a little randomness (from the run's seeded stream, so a re-run is
 /// identical) lets the talk move on.

@@ -12,7 +12,7 @@ use hamlet_log::Body;
 use crate::describe::sim_time;
 use crate::economy;
 use crate::mind::plan::{choose_place, decompose, plan_day, plan_steps, summarise};
-use crate::mind::respond::{should_react, Situation};
+use crate::mind::respond::{should_attend, should_react, Situation};
 use crate::mind::schedule::Need;
 use crate::mind::think::{reflect, reflection_due, remember, Who};
 use crate::pending::{Cause, Pending, PendingId};
@@ -94,6 +94,9 @@ impl<S: Storage> Sim<S> {
             return Ok(None);
         }
         let name = me.name.as_str();
+        // What it has just noticed that is out of the ordinary: an object in a state it
+        // does not declare (out of order, on fire), set by an event from outside.
+        let mut unusual: Vec<String> = Vec::new();
         // Perceive, and remember what is new.
         let seen = self.folds.last_seen.get(&agent).cloned().unwrap_or_default();
         let percepts = perception::perceive(&self.town, &self.folds.state, agent, step, &seen);
@@ -117,6 +120,13 @@ impl<S: Storage> Sim<S> {
                 .map(perception::observation)
                 .filter(|o| !known.contains(o.as_str()))
                 .collect();
+            for p in &percepts {
+                let Some(object) = objects::object(&self.town, &p.subject) else { continue };
+                let words = perception::observation(p);
+                if !object.states.contains(&p.description) && observations.contains(&words) {
+                    unusual.push(words);
+                }
+            }
             if !observations.is_empty() {
                 let summary = self.summary(agent);
                 remember(
@@ -158,11 +168,46 @@ impl<S: Storage> Sim<S> {
             }
             summary = text.unwrap_or(summary);
         }
-        // React to someone newly noticed? (At most one question a step: the nearest. An
-        // agent that plans ahead plans its day first.)
+        // An agent that plans ahead plans its day before anything else.
         let planned = |a: AgentId| {
             !self.strategy(a).plans() || self.folds.schedules.of(a).need(now) != Need::PlanDay
         };
+        // Something out of the ordinary, noticed for the first time: stop to deal with it?
+        // Yes re-plans the rest of the hour around it.
+        if let Some(observation) = unusual.first() {
+            if planned(agent) && !self.busy(agent, now) && !self.asleep(agent, now) {
+                let time = sim_time(now);
+                let status = self.status(agent, now);
+                let who = Situation {
+                    agent,
+                    name,
+                    summary: &summary,
+                    time: &time,
+                    status: &status,
+                    stream: self.folds.minds.stream(agent),
+                };
+                let (attend, at) = should_attend(
+                    &self.gateway,
+                    style,
+                    &who,
+                    observation,
+                    now,
+                    &self.settings.retrieval,
+                    pending,
+                )
+                .await?;
+                if let (true, Some(decided)) = (attend, at) {
+                    let why = format!("after noticing that {observation}");
+                    if let Some(planned) =
+                        self.replan_rest_of_hour(agent, name, &why, now, now, pending).await?
+                    {
+                        pending.link(planned, Cause::Pending(decided));
+                    }
+                    return Ok(None);
+                }
+            }
+        }
+        // React to someone newly noticed? (At most one question a step: the nearest.)
         if planned(agent) && !self.busy(agent, now) && !self.asleep(agent, now) {
             let candidate =
                 percepts.iter().find_map(|p| {
@@ -392,6 +437,55 @@ impl<S: Storage> Sim<S> {
             Need::Free => {}
         }
         Ok(())
+    }
+
+    /// Re-plans the rest of the hour under way from `from_secs` (rounded up to the minute),
+    /// `why` saying what interrupted it ("after talking with Tobias Ashcombe"): the hour's
+    /// actions decomposed again, at the hour's place. Nothing when the agent does not plan
+    /// ahead, is not in a planned hour, or less than five minutes of it are left.
+    pub(super) async fn replan_rest_of_hour(
+        &self,
+        agent: AgentId,
+        name: &str,
+        why: &str,
+        from_secs: u64,
+        now: u64,
+        pending: &mut Pending,
+    ) -> Result<Option<PendingId>, SimError> {
+        let Some((hour, what)) = self.folds.schedules.of(agent).hour_under_way(now) else {
+            return Ok(None);
+        };
+        if !self.strategy(agent).plans() {
+            return Ok(None);
+        }
+        let resume_at = from_secs.div_ceil(60) * 60;
+        let hour_end = what.start_secs + u64::from(what.duration_secs);
+        if hour_end < resume_at + 5 * 60 {
+            return Ok(None);
+        }
+        // The hour's place is where its actions were (chosen once for the hour).
+        let place = self.folds.state.agents.get(&agent).and_then(|a| a.action.as_ref());
+        let place = place.filter(|a| a.plan_item.is_some()).map(|a| a.address.clone());
+        let rest = PlanItem {
+            description: format!("{} ({why})", what.description),
+            address: place.unwrap_or_else(|| what.address.clone()),
+            start_secs: resume_at,
+            duration_secs: (hour_end - resume_at) as u32,
+        };
+        let summary = self.summary(agent);
+        let (_, planned) = decompose(
+            &self.gateway,
+            self.settings.style,
+            &Who { agent, name, summary: &summary },
+            &self.town.day_words(now / 86_400),
+            &rest,
+            Some(hour),
+            PlanLevel::Action,
+            now,
+            pending,
+        )
+        .await?;
+        Ok(Some(planned))
     }
 
     /// Where `agent` does `activity`, chosen down its spatial tree (see [`choose_place`]),

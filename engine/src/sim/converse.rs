@@ -5,11 +5,10 @@
 //! let the order in which answers arrive reach the log (batches are joined in the order
 //! the conversations started).
 
-use hamlet_log::event::{ConversationEnded, MemoryKind, PlanItem, PlanLevel};
+use hamlet_log::event::{ConversationEnded, MemoryKind};
 use hamlet_log::{Body, EventId};
 
 use crate::describe::sim_time;
-use crate::mind::plan::decompose;
 use crate::mind::respond::{repeats, speak, Situation};
 use crate::mind::think::{remember, Who};
 use crate::pending::{Cause, Pending};
@@ -171,39 +170,9 @@ impl<S: Storage> Sim<S> {
                 }
             }
             // Re-plan the rest of the hour the conversation interrupted.
-            let Some((hour, what)) = self.folds.schedules.of(agent).hour_under_way(now) else {
-                continue;
-            };
-            if !self.strategy(agent).plans() {
-                continue;
-            }
-            let resume_at = (now + talk_secs).div_ceil(60) * 60;
-            let hour_end = what.start_secs + u64::from(what.duration_secs);
-            if hour_end < resume_at + 5 * 60 {
-                continue;
-            }
-            // The hour's place is where its actions were (chosen once for the hour).
-            let place = self.folds.state.agents.get(&agent).and_then(|a| a.action.as_ref());
-            let place = place.filter(|a| a.plan_item.is_some()).map(|a| a.address.clone());
-            let rest = PlanItem {
-                description: format!("{} (after talking with {other})", what.description),
-                address: place.unwrap_or_else(|| what.address.clone()),
-                start_secs: resume_at,
-                duration_secs: (hour_end - resume_at) as u32,
-            };
-            let summary = self.summary(agent);
-            decompose(
-                &self.gateway,
-                style,
-                &Who { agent, name: &names[i], summary: &summary },
-                &self.town.day_words(now / 86_400),
-                &rest,
-                Some(hour),
-                PlanLevel::Action,
-                now,
-                pending,
-            )
-            .await?;
+            let after = format!("after talking with {other}");
+            self.replan_rest_of_hour(agent, &names[i], &after, now + talk_secs, now, pending)
+                .await?;
         }
         Ok(())
     }

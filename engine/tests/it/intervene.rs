@@ -201,3 +201,78 @@ fn a_diff_finds_where_branches_part_and_who_lives_differently() {
     assert_eq!(same.shared as usize, main.len());
     assert!(same.agents.iter().all(|a| a.same()));
 }
+
+/// Goal: agents react to what they perceive, not only to people. Method: the wardrobe in
+/// the Ashcombes' bedroom breaks (a state it does not declare); Delphine, in that room,
+/// notices it, is asked whether she stops to deal with it (the rule-based double says yes),
+/// and the rest of her hour is planned again, caused by that answer; the question is asked
+/// once, not every step.
+#[test]
+fn an_object_out_of_order_is_noticed_and_can_replan_the_hour() {
+    let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+    let tmp = tempfile::tempdir().unwrap();
+    let store = Store::open(tmp.path()).unwrap();
+    let wardrobe = "Ashcombe house:bedroom:wardrobe";
+    let log = rt.block_on(async {
+        let mut sim =
+            Sim::start(store, "main", town(), 7, rules(), SimSettings::default()).await.unwrap();
+        for _ in 0..3 {
+            sim.step().await.unwrap();
+        }
+        sim.set_object(wardrobe, "broken, its door hanging off").unwrap();
+        for _ in 0..6 {
+            sim.step().await.unwrap();
+        }
+        let head = sim.store().branch(sim.branch()).unwrap().head_seq;
+        sim.store().events(sim.branch(), 0, head).unwrap()
+    });
+    let delphine = log
+        .iter()
+        .find_map(|e| match &e.body {
+            Body::AgentJoined(j) if j.name == "Delphine Ashcombe" => Some(j.agent),
+            _ => None,
+        })
+        .unwrap();
+    let asked: Vec<&Event> = log
+        .iter()
+        .filter(|e| {
+            matches!(&e.body, Body::LlmRequested(r) if r.template == "attend"
+                && r.agent == Some(delphine) && r.attempt == 1)
+        })
+        .collect();
+    let seen: Vec<String> = log
+        .iter()
+        .filter_map(|e| match &e.body {
+            Body::Perceived(p) if p.agent == delphine => Some(format!(
+                "{} {:?}",
+                e.sim_time_secs(),
+                p.percepts
+                    .iter()
+                    .map(|x| format!("{}={}", x.subject, x.description))
+                    .collect::<Vec<_>>()
+            )),
+            Body::ActionStarted(a) if a.agent == delphine => {
+                Some(format!("{} action {} at {}", e.sim_time_secs(), a.description, a.address))
+            }
+            _ => None,
+        })
+        .collect();
+    assert_eq!(asked.len(), 1, "asked once, when first noticed: {seen:#?}");
+    let Body::LlmRequested(r) = &asked[0].body else { unreachable!() };
+    let prompt = format!("{:?}", r.prompt);
+    assert!(prompt.contains("wardrobe") && prompt.contains("broken"), "{prompt}");
+    let answer = log
+        .iter()
+        .find(|e| {
+            e.seq() > asked[0].seq()
+                && matches!(&e.body, Body::LlmResponded(a) if a.request_hash == r.request_hash)
+        })
+        .unwrap();
+    let replanned = log.iter().find(|e| {
+        matches!(&e.body, Body::PlanMade(p) if p.agent == delphine)
+            && e.header.causes.contains(&answer.id)
+    });
+    let replanned = replanned.expect("the rest of the hour is planned again, caused by the yes");
+    let Body::PlanMade(plan) = &replanned.body else { unreachable!() };
+    assert!(plan.decomposes.is_some(), "a re-plan of the hour under way");
+}
