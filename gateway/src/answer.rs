@@ -11,7 +11,7 @@
 //! | importance | 5 | the middle of the scale: neither forgotten nor dominating retrieval |
 //! | ratings | 5 for each | as importance |
 //! | yes/no | no | the conservative choice: keep the current plan, do not start a conversation |
-//! | plan | no steps | the agent keeps the plan it has (or idles where it is) |
+//! | plan, schedule | no steps | the agent keeps the plan it has (or idles where it is) |
 //! | choice | the first option | agent code offers the current or most likely option first |
 //! | insights | none | a reflection without insights stores nothing |
 //! | dialogue turn | silence, and the conversation ends | nothing invented is said |
@@ -45,6 +45,21 @@ pub enum Shape {
         min_minutes: u16,
         /// Longest step, in minutes.
         max_minutes: u16,
+    },
+    /// `{"steps": [{"start": "HH:MM", "activity": "…"}, …]}` with the start times given:
+    /// a day in broad strokes whose times are the caller's, the model saying only what
+    /// happens at each. Each step lasts until the next one starts, the last until `until`.
+    /// A small model asked for its own times leaves the afternoon and evening out; here the
+    /// day is covered by construction.
+    Schedule {
+        /// Each step's start, minutes after midnight, ascending.
+        starts: Vec<u16>,
+        /// When the last step ends, minutes after midnight.
+        until: u16,
+        /// The words every activity opens with (the agent's name and a space, say): the
+        /// grammar writes them, so a small model goes on about that person, and parsing takes
+        /// them off again. Empty for none.
+        lead: String,
     },
     /// `{"choice": one of the options}`.
     Choice(Vec<String>),
@@ -197,6 +212,7 @@ impl Shape {
             Shape::Ratings { .. } => "ratings",
             Shape::YesNo => "yes_no",
             Shape::Plan { .. } => "plan",
+            Shape::Schedule { .. } => "schedule",
             Shape::Choice(_) => "choice",
             Shape::Insights { .. } => "insights",
             Shape::Turn => "turn",
@@ -262,6 +278,23 @@ impl Shape {
                     json!({ "steps": {
                         "type": "array", "items": step,
                         "minItems": min_steps, "maxItems": max_steps,
+                    }}),
+                    &["steps"],
+                )
+            }
+            Shape::Schedule { starts, .. } => {
+                let times: Vec<String> = starts.iter().map(|m| hhmm(*m)).collect();
+                let step = object(
+                    json!({
+                        "start": { "type": "string", "enum": times },
+                        "activity": string,
+                    }),
+                    &["start", "activity"],
+                );
+                object(
+                    json!({ "steps": {
+                        "type": "array", "items": step,
+                        "minItems": starts.len(), "maxItems": starts.len(),
                     }}),
                     &["steps"],
                 )
@@ -346,6 +379,32 @@ minutes ::= {range}"#,
                     range = gbnf_range(u32::from(*min_minutes), u32::from(*max_minutes)),
                 )
             }
+            Shape::Schedule { starts, lead, .. } => {
+                // Every start is a literal, and so is each activity's lead: the model writes
+                // only what the activities are.
+                let steps: Vec<String> = starts
+                    .iter()
+                    .map(|m| {
+                        format!(
+                            r#""{{" ws {start} {time} ws "," ws {activity} activity ws "}}""#,
+                            start = key("start"),
+                            time = gbnf_literal(&json_string(&hhmm(*m))),
+                            activity = key("activity"),
+                        )
+                    })
+                    .collect();
+                format!(
+                    r#"root ::= "{{" ws {steps} "[" ws {list} ws "]" ws "}}"
+activity ::= "\"" {lead} char{{1,{ACTIVITY_CHARS}}} "\"""#,
+                    lead = if lead.is_empty() {
+                        String::new()
+                    } else {
+                        gbnf_literal(json_string(lead).trim_matches('"'))
+                    },
+                    steps = key("steps"),
+                    list = if steps.is_empty() { String::new() } else { steps.join(r#" "," ws "#) },
+                )
+            }
             Shape::Choice(options) => {
                 let alternatives: Vec<String> =
                     options.iter().map(|o| gbnf_literal(&json_string(o))).collect();
@@ -364,7 +423,7 @@ minutes ::= {range}"#,
                 // Evidence cites only the statements offered (a small model counts on past them).
                 format!(
                     r#"root ::= "{{" ws {insights} "[" ws insight ("," ws insight){{{more}}} ws "]" ws "}}"
-insight ::= "{{" ws {text} string ws "," ws {evidence} "[" cite ("," ws cite){{0,4}} "]" ws "}}" ws
+insight ::= "{{" ws {text} "\"" char{{1,{INSIGHT_CHARS}}} "\"" ws "," ws {evidence} "[" cite ("," ws cite){{0,4}} "]" ws "}}" ws
 cite ::= {range}"#,
                     insights = key("insights"),
                     text = key("insight"),
@@ -461,6 +520,61 @@ cite ::= {range}"#,
                 }
                 Ok(Answer::Plan(out))
             }
+            Shape::Schedule { starts, until, lead } => {
+                let Some(steps) = field("steps")?.as_array() else {
+                    return invalid("`steps` is not a list");
+                };
+                if steps.is_empty() || steps.len() > 2 * starts.len().max(1) {
+                    return invalid(format!(
+                        "{} steps, where {} start times were given",
+                        steps.len(),
+                        starts.len()
+                    ));
+                }
+                // A server may move a time or leave one out: its times are kept, in order,
+                // and each step lasts until the next (one time twice keeps the first).
+                let mut timed: Vec<(u16, String)> = Vec::with_capacity(steps.len());
+                for (i, step) in steps.iter().enumerate() {
+                    let n = i + 1;
+                    let start = match step.get("start") {
+                        Some(v) => v
+                            .as_str()
+                            .and_then(clock_minute)
+                            .ok_or_else(|| Invalid(format!("step {n}: `start` is not HH:MM")))?,
+                        None => *starts
+                            .get(i)
+                            .ok_or_else(|| Invalid(format!("step {n}: no `start`")))?,
+                    };
+                    if start >= *until {
+                        continue; // past the end: nothing to plan there
+                    }
+                    let activity = string_in(step.get("activity"), &format!("step {n}: activity"))?;
+                    let activity = match activity.strip_prefix(lead.as_str()) {
+                        Some(rest) if !lead.is_empty() && !rest.trim().is_empty() => {
+                            rest.trim().to_owned()
+                        }
+                        _ => activity,
+                    };
+                    timed.push((start, activity));
+                }
+                if timed.is_empty() {
+                    return invalid("every step starts after the end");
+                }
+                timed.sort_by_key(|(start, _)| *start);
+                timed.dedup_by_key(|(start, _)| *start);
+                let ends: Vec<u16> =
+                    timed.iter().skip(1).map(|(start, _)| *start).chain([*until]).collect();
+                let out = timed
+                    .into_iter()
+                    .zip(ends)
+                    .map(|((start_minute, activity), end)| PlanStep {
+                        start_minute,
+                        activity,
+                        minutes: end - start_minute,
+                    })
+                    .collect();
+                Ok(Answer::Plan(out))
+            }
             Shape::Choice(options) => {
                 let said = field("choice")?.as_str().unwrap_or_default().trim();
                 options
@@ -525,7 +639,7 @@ cite ::= {range}"#,
             Shape::Importance => Answer::Importance(5),
             Shape::Ratings { count } => Answer::Ratings(vec![5; usize::from(*count)]),
             Shape::YesNo => Answer::YesNo(false),
-            Shape::Plan { .. } => Answer::Plan(Vec::new()),
+            Shape::Plan { .. } | Shape::Schedule { .. } => Answer::Plan(Vec::new()),
             Shape::Choice(options) => Answer::Choice(options.first().cloned().unwrap_or_default()),
             Shape::Insights { .. } => Answer::Insights(Vec::new()),
             Shape::Turn => Answer::Turn(Turn { say: String::new(), end: true }),
@@ -668,9 +782,19 @@ fn clock_minute(s: &str) -> Option<u16> {
     (h < 24 && m < 60).then_some(h * 60 + m)
 }
 
+/// `HH:MM` for minutes after midnight.
+fn hhmm(minute: u16) -> String {
+    format!("{:02}:{:02}", minute / 60, minute % 60)
+}
+
 fn json_string(s: &str) -> String {
     serde_json::to_string(s).unwrap_or_else(|e| panic!("a string always encodes: {e}"))
 }
+
+/// The longest insight a reflection may draw, in characters: one sentence. Without a bound
+/// a small model runs one insight on until the answer's token budget is spent and the JSON
+/// never closes. Enforced by the grammar only.
+pub const INSIGHT_CHARS: usize = 160;
 
 /// The longest activity a plan step may name, in characters: a few words, which keeps a
 /// small model's plans short (and inside their token budget). Enforced by the grammar only;
@@ -844,6 +968,41 @@ mod tests {
     }
 
     #[test]
+    fn a_schedule_has_the_given_times_and_each_step_lasts_until_the_next() {
+        let s = Shape::Schedule {
+            starts: vec![7 * 60, 9 * 60, 17 * 60],
+            until: 22 * 60,
+            lead: "Mei Lin ".into(),
+        };
+        let grammar = s.gbnf().unwrap();
+        for time in ["07:00", "09:00", "17:00"] {
+            assert!(grammar.contains(&format!(r#""\"{time}\"""#)), "{time} is literal: {grammar}");
+        }
+        assert!(grammar.contains(r#""\"" "Mei Lin " char"#), "the lead is written: {grammar}");
+        assert!(!grammar.contains("hh"), "the model writes no times: {grammar}");
+        let ok = r#"{"steps":[{"start":"07:00","activity":"Mei Lin opens the café"},
+            {"start":"09:00","activity":"serves breakfast"},
+            {"start":"17:00","activity":"hosts the party"}]}"#;
+        let Ok(Answer::Plan(plan)) = s.parse(ok) else { panic!("a sound schedule parses") };
+        let lengths: Vec<u16> = plan.iter().map(|p| p.minutes).collect();
+        assert_eq!(lengths, [120, 480, 300], "until the next start, the last until the end");
+        assert_eq!(plan[2].activity, "hosts the party");
+        assert_eq!(plan[0].activity, "opens the café", "the lead is taken off");
+        // A server that reorders or repeats a time: its times are kept, sorted, first wins.
+        let odd = r#"{"steps":[{"start":"17:00","activity":"party"},
+            {"start":"07:00","activity":"wakes"},{"start":"07:00","activity":"again"}]}"#;
+        let Ok(Answer::Plan(plan)) = s.parse(odd) else { panic!("parses") };
+        let kept: Vec<(u16, u16)> = plan.iter().map(|p| (p.start_minute, p.minutes)).collect();
+        assert_eq!(kept, [(420, 600), (1020, 300)]);
+        assert!(s.parse(r#"{"steps":[]}"#).is_err(), "no steps");
+        let late = ok.replace("17:00", "23:00");
+        let Ok(Answer::Plan(plan)) = s.parse(&late) else { panic!("parses") };
+        assert_eq!(plan.len(), 2, "a step past the end is left out");
+        let all_late = r#"{"steps":[{"start":"22:00","activity":"sleeps"}]}"#;
+        assert!(s.parse(all_late).is_err(), "nothing before the end");
+    }
+
+    #[test]
     fn a_choice_is_one_of_the_options() {
         let s = Shape::Choice(vec!["Lin house:kitchen".into(), "Marigold café:counter".into()]);
         assert_eq!(
@@ -909,6 +1068,7 @@ mod tests {
             Shape::Ratings { count: 4 },
             Shape::YesNo,
             Shape::day_plan(),
+            Shape::Schedule { starts: vec![420, 540], until: 1350, lead: "Mei ".into() },
             Shape::Choice(vec!["a \"quoted\" place".into()]),
             Shape::Insights { count: 3, statements: 10 },
             Shape::Turn,

@@ -671,7 +671,8 @@ impl Gateway {
         &self,
         v: crate::backend::Vectors,
     ) -> Result<crate::backend::Vectors, (BackendError, Option<bool>)> {
-        let dims = v.vectors.first().map_or(0, Vec::len);
+        // An answer with no vectors (nothing was asked) says nothing about the model.
+        let Some(dims) = v.vectors.first().map(Vec::len) else { return Ok(v) };
         let Ok(mut learned) = self.learned.lock() else { return Ok(v) };
         match learned.dims {
             Some(had) if had != dims => Err((

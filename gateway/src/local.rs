@@ -298,6 +298,8 @@ struct Active {
     /// Of the prompt's tokens, those found in the cache.
     prompt_cached: u32,
     generated: Vec<LlamaToken>,
+    /// The word tokens this answer has already used ([`REPEAT_PENALTY`]).
+    said: std::collections::BTreeSet<i32>,
     bytes: Vec<u8>,
     /// Batch index of this sequence's last token, whose logits decide the next.
     logits_at: i32,
@@ -526,6 +528,7 @@ impl Server<'_> {
             grammar,
             rng,
             generated: Vec::new(),
+            said: std::collections::BTreeSet::new(),
             bytes: Vec::new(),
             logits_at,
         });
@@ -707,7 +710,15 @@ impl Server<'_> {
                     active.generated.push(token);
                     self.stats.generated += 1;
                     if (0..n_vocab).contains(&token.0) {
+                        let from = active.bytes.len();
                         vocab.token_to_piece_into(token, &mut active.bytes, false, None);
+                        let letters = active.bytes[from..]
+                            .iter()
+                            .filter(|b| b.is_ascii_alphabetic() || **b >= 0x80)
+                            .count();
+                        if letters >= REPEAT_MIN_LETTERS {
+                            active.said.insert(token.0);
+                        }
                     }
                     let text = String::from_utf8_lossy(&active.bytes);
                     if let Some(stop) =
@@ -865,6 +876,30 @@ fn choose(
     n_vocab: i32,
 ) -> Option<LlamaToken> {
     let greedy = active.job.temperature <= 0.0;
+    // Words already said weigh less (a penalised copy of the logits, when there are any).
+    let penalised: Option<Vec<f32>> = (!active.said.is_empty()).then(|| {
+        let mut l = logits.to_vec();
+        for &t in &active.said {
+            if let Some(x) = l.get_mut(t as usize) {
+                *x = if *x > 0.0 { *x / REPEAT_PENALTY } else { *x * REPEAT_PENALTY };
+            }
+        }
+        l
+    });
+    let logits = penalised.as_deref().unwrap_or(logits);
+    let every = |active: &Active| -> LlamaTokenDataArray {
+        if active.said.is_empty() {
+            ctx.token_data_array_ith(active.logits_at)
+        } else {
+            LlamaTokenDataArray::from_iter(
+                logits
+                    .iter()
+                    .enumerate()
+                    .map(|(i, &l)| LlamaTokenData::new(LlamaToken(i as i32), l, 0.0)),
+                false,
+            )
+        }
+    };
     let token = if greedy {
         let best = argmax(logits)?;
         match active.grammar.as_mut() {
@@ -878,7 +913,8 @@ fn choose(
                 if one.data.first().is_some_and(|d| d.logit().is_finite()) {
                     best
                 } else {
-                    let mut all = ctx.token_data_array_ith(active.logits_at);
+                    let mut all = every(active);
+                    let grammar = active.grammar.as_mut()?;
                     grammar.apply(&mut all);
                     all.data
                         .iter()
@@ -891,7 +927,7 @@ fn choose(
             }
         }
     } else {
-        let mut all = ctx.token_data_array_ith(active.logits_at);
+        let mut all = every(active);
         if let Some(grammar) = active.grammar.as_mut() {
             grammar.apply(&mut all);
         }
@@ -912,6 +948,17 @@ fn choose(
     }
     Some(token)
 }
+
+/// How much less likely a word this answer already used becomes: its logit divided by this
+/// (multiplied, when negative), as llama.cpp's repetition penalty does. Greedy decoding of a
+/// 1.5B model otherwise copies its first plan step into every later one ("goes to work at
+/// Marigold café" from 09:00 to 22:30) and its first sentence into a summary twice. Only
+/// tokens with [`REPEAT_MIN_LETTERS`] letters count: JSON punctuation, numbers and short
+/// words ("at", "the") are free to recur, and what the grammar forces is written anyway.
+const REPEAT_PENALTY: f32 = 1.3;
+
+/// The fewest letters a token needs to count as a word for [`REPEAT_PENALTY`].
+const REPEAT_MIN_LETTERS: usize = 4;
 
 fn argmax(logits: &[f32]) -> Option<LlamaToken> {
     let mut best: Option<(usize, f32)> = None;

@@ -1,8 +1,16 @@
-//! Planning, top down as the paper does it: a day in 5–8 broad strokes from the agent's
-//! summary and yesterday; a stroke decomposed into hour-long parts, then into 5–15-minute
-//! actions; and where each happens, chosen by walking the agent's own spatial tree
+//! Planning, top down as the paper does it: a day in broad strokes from the agent's summary
+//! and yesterday; a stroke decomposed into hour-long parts, then into actions of a quarter
+//! hour or less; and where each happens, chosen by walking the agent's own spatial tree
 //! (sector → arena → object), where it already is offered first. Plans are `PlanMade`
 //! events (a decomposition names the item it decomposes) and enter the memory stream.
+//!
+//! At every level the times are given and the model says what happens at each
+//! ([`Shape::Schedule`]): the day at waking and at [`DAY_TIMES`], a stroke's parts on the
+//! hour, a part's actions on the quarter hour; each item lasts until the next, and the day
+//! ends in [`SLEEP`] at [`BEDTIME_MINUTE`]. A 1.5B model asked for its own times and lengths
+//! planned the morning in half hours and stopped at lunch, and spent most of its tokens on
+//! them; the grammar now writes the times (and the agent's name before each activity, which
+//! keeps the model on that person), so the plan covers the day by construction.
 
 use std::collections::BTreeMap;
 
@@ -27,7 +35,7 @@ fn items(steps: &[PlanStep], day_start_secs: u64) -> Vec<PlanItem> {
     let mut items: Vec<PlanItem> = steps
         .iter()
         .map(|s| PlanItem {
-            description: s.activity.clone(),
+            description: without_clock(&s.activity).to_owned(),
             address: String::new(),
             start_secs: day_start_secs + u64::from(s.start_minute) * 60,
             duration_secs: u32::from(s.minutes) * 60,
@@ -35,6 +43,27 @@ fn items(steps: &[PlanStep], day_start_secs: u64) -> Vec<PlanItem> {
         .collect();
     plausible(&mut items);
     items
+}
+
+/// An activity without a time the model tacked on ("goes to work at 09:00", "works until
+/// 17:00"): the plan item has its own times.
+fn without_clock(activity: &str) -> &str {
+    let trimmed = activity.trim_end_matches(['.', ' ']);
+    let Some((head, time)) = trimmed.rsplit_once(' ') else { return activity };
+    let is_clock = time.len() == 5
+        && time.as_bytes()[2] == b':'
+        && time.bytes().enumerate().all(|(i, b)| i == 2 || b.is_ascii_digit());
+    if !is_clock {
+        return activity;
+    }
+    for word in [" at", " until", " by", " from", " around"] {
+        if let Some(rest) = head.strip_suffix(word) {
+            if !rest.trim().is_empty() {
+                return rest.trim_end_matches([',', ' ']);
+            }
+        }
+    }
+    activity
 }
 
 /// Everyday activities and the most minutes each takes: nobody brushes their teeth for
@@ -145,9 +174,36 @@ pub async fn summarise(
     Ok((text, at))
 }
 
-/// Plans `agent`'s day starting at `day_start_secs` (midnight of that day) from its summary
-/// and yesterday's (the request caused by `because`: the summary's answer); adds the call's events, the `PlanMade` and the plan as a memory to the
-/// batch. An empty plan (the documented fallback) is recorded and not remembered.
+/// The times of day a day plan has a stroke for (after the waking time, which always has
+/// one), minutes after midnight: the model says what happens at each, and each stroke lasts
+/// until the next. A small model asked for its own times plans the morning in half hours and
+/// stops at lunch; given the times, its day reaches the evening.
+pub const DAY_TIMES: [u16; 6] = [9 * 60, 12 * 60, 14 * 60, 17 * 60, 19 * 60, 21 * 60];
+
+/// When agents go to bed, minutes after midnight: the day plan's last stroke ends here and
+/// [`SLEEP`] takes the rest of the day.
+pub const BEDTIME_MINUTE: u16 = 22 * 60 + 30;
+
+/// The plan item that ends every day plan, from [`BEDTIME_MINUTE`] to midnight: the agent is
+/// asleep (the loop leaves it be and the clock may skip), and it is acted on as it stands,
+/// never broken down.
+pub const SLEEP: &str = "sleeping";
+
+/// The start times of a day plan for an agent who wakes at `wake_minute`: the waking time,
+/// then each of [`DAY_TIMES`] at least half an hour later.
+pub fn day_times(wake_minute: u16) -> Vec<u16> {
+    std::iter::once(wake_minute)
+        .chain(DAY_TIMES.iter().copied().filter(|t| *t >= wake_minute + 30))
+        .filter(|t| *t < BEDTIME_MINUTE)
+        .collect()
+}
+
+/// Plans `agent`'s day starting at `day_start_secs` (midnight of that day) from its summary,
+/// yesterday's plan and what it remembers of today (`today`; the request is caused by
+/// `because`: the summary's answer and that retrieval), one stroke at
+/// each of [`day_times`], then [`SLEEP`] from bedtime; adds the call's events, the
+/// `PlanMade` and the plan as a memory to the batch. An empty plan (the documented fallback)
+/// is recorded and not remembered.
 #[allow(clippy::too_many_arguments)]
 pub async fn plan_day(
     gateway: &Gateway,
@@ -155,6 +211,7 @@ pub async fn plan_day(
     who: &Who<'_>,
     date: &str,
     yesterday: &str,
+    today: &str,
     wake_minute: u16,
     day_start_secs: u64,
     because: &[Cause],
@@ -162,24 +219,36 @@ pub async fn plan_day(
     pending: &mut Pending,
 ) -> Result<(PlanMade, PendingId), ThinkError> {
     let (agent, name) = (who.agent, who.name);
+    let starts = day_times(wake_minute);
+    let times: Vec<String> = starts.iter().map(|m| clock(u64::from(*m))).collect();
     let mut vars = who.vars();
     vars.insert("yesterday", yesterday.to_owned());
+    let today = if today.trim().is_empty() { "nothing in particular" } else { today };
+    vars.insert("today", today.to_owned());
     vars.insert("date", date.to_owned());
     vars.insert("wake", clock(u64::from(wake_minute)));
-    let mut call = template("day_plan")?.call(&vars, style, Shape::day_plan())?;
+    vars.insert("times", times.join(", "));
+    let shape = Shape::Schedule { starts, until: BEDTIME_MINUTE, lead: format!("{name} ") };
+    let mut call = template("day_plan")?.call(&vars, style, shape)?;
     call.agent = Some(agent);
-    call.max_tokens = Some(450);
+    // Each stroke is about 20 tokens of JSON around a few words.
+    call.max_tokens = Some(40 * times.len() as u32 + 16);
     let (answered, asked) = ask(gateway, call, because, now, pending).await?;
     let steps = match &answered.answer {
         Answer::Plan(steps) => steps.clone(),
         _ => Vec::new(),
     };
-    let plan = PlanMade {
-        agent,
-        level: PlanLevel::Day,
-        decomposes: None,
-        items: items(&steps, day_start_secs),
-    };
+    let mut items = items(&steps, day_start_secs);
+    if !items.is_empty() {
+        let bedtime = u64::from(BEDTIME_MINUTE) * 60;
+        items.push(PlanItem {
+            description: SLEEP.to_owned(),
+            address: String::new(),
+            start_secs: day_start_secs + bedtime,
+            duration_secs: (86_400 - bedtime) as u32,
+        });
+    }
+    let plan = PlanMade { agent, level: PlanLevel::Day, decomposes: None, items };
     let causes: Vec<Cause> = asked.into_iter().map(Cause::Pending).collect();
     let at = pending.push(now, Body::PlanMade(plan.clone()), &causes);
     if !plan.items.is_empty() {
@@ -198,6 +267,29 @@ pub async fn plan_day(
         .await?;
     }
     Ok((plan, at))
+}
+
+/// How long an hour part is: the parts of a day's stroke start on the hour.
+const PART_MINUTES: u16 = 60;
+
+/// How long an action is: an hour part's actions start on the quarter hour (the paper's
+/// actions last 5 to 15 minutes; an everyday one planned longer is cut, [`everyday_limit`]).
+const ACTION_MINUTES: u16 = 15;
+
+/// Start times from `first` to before `until` (minutes after midnight): `first`, then every
+/// multiple of `every` after it, leaving out one less than a third of `every` after the
+/// previous (a stroke that begins at 07:55 is not given a part at 08:00).
+pub fn step_times(first: u16, until: u16, every: u16) -> Vec<u16> {
+    let every = every.max(1);
+    let mut times = vec![first];
+    let mut next = (first / every + 1) * every;
+    while next < until {
+        if next - times[times.len() - 1] >= every / 3 {
+            times.push(next);
+        }
+        next += every;
+    }
+    times
 }
 
 /// Decomposes one committed plan item into finer items: hour-long parts of a day stroke, or
@@ -224,18 +316,27 @@ pub async fn decompose(
     vars.insert("start", clock(start));
     vars.insert("end", clock(end));
     vars.insert("activity", item.description.clone());
-    let (name_of_template, shape) = match (level, of) {
-        // A quarter hour decided on the spot may be one action.
-        (PlanLevel::Action, None) => (
-            "hour_plan",
-            Shape::Plan { min_steps: 1, max_steps: 3, min_minutes: 5, max_minutes: 15 },
-        ),
-        (PlanLevel::Action, Some(_)) => ("hour_plan", Shape::hour_plan()),
-        _ => ("hour_parts", Shape::hour_parts()),
+    let (name_of_template, every) = match level {
+        PlanLevel::Action => ("hour_plan", ACTION_MINUTES),
+        _ => ("hour_parts", PART_MINUTES),
     };
+    // The times are given (on the hour, or on the quarter hour, from the item's start): the
+    // model says only what happens at each, as for the day plan.
+    let day_minute = |secs: u64| ((secs % 86_400) / 60) as u16;
+    let first = day_minute(item.start_secs);
+    let until = u16::try_from(u64::from(first) + u64::from(item.duration_secs) / 60)
+        .unwrap_or(u16::MAX)
+        .min(24 * 60);
+    let starts = step_times(first, until, every);
+    vars.insert(
+        "times",
+        starts.iter().map(|m| clock(u64::from(*m))).collect::<Vec<_>>().join(", "),
+    );
+    let steps = starts.len() as u32;
+    let shape = Shape::Schedule { starts, until, lead: format!("{} ", who.name) };
     let mut call = template(name_of_template)?.call(&vars, style, shape)?;
     call.agent = Some(agent);
-    call.max_tokens = Some(640);
+    call.max_tokens = Some(40 * steps + 16);
     let because: Vec<Cause> = of.iter().map(|r| Cause::Logged(r.plan)).collect();
     let (answered, asked) = ask(gateway, call, &because, now, pending).await?;
     let day_start = item.start_secs - item.start_secs % 86_400;
@@ -372,6 +473,31 @@ pub async fn choose_place(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_time_tacked_on_an_activity_is_taken_off() {
+        assert_eq!(
+            without_clock("goes to work at Marigold café at 09:00"),
+            "goes to work at Marigold café"
+        );
+        assert_eq!(without_clock("works until 17:00."), "works");
+        assert_eq!(without_clock("wakes up at 07:00"), "wakes up");
+        assert_eq!(without_clock("meets Tobias at 09:00 sharp"), "meets Tobias at 09:00 sharp");
+        assert_eq!(without_clock("at 09:00"), "at 09:00", "nothing would be left");
+        assert_eq!(without_clock("reads the news"), "reads the news");
+    }
+
+    #[test]
+    fn plans_are_asked_for_given_times_that_cover_the_day() {
+        // The day: waking, then the fixed times; none too close after waking.
+        assert_eq!(day_times(7 * 60), [420, 540, 720, 840, 1020, 1140, 1260]);
+        assert_eq!(day_times(8 * 60 + 45), [525, 720, 840, 1020, 1140, 1260], "09:00 is too close");
+        // Hour parts on the hour, actions on the quarter hour, from the item's own start.
+        assert_eq!(step_times(9 * 60, 12 * 60, 60), [540, 600, 660]);
+        assert_eq!(step_times(7 * 60 + 55, 10 * 60, 60), [475, 540], "08:00 is too close");
+        assert_eq!(step_times(7 * 60 + 3, 8 * 60, 15), [423, 435, 450, 465]);
+        assert_eq!(step_times(600, 610, 15), [600], "a short stretch is one step");
+    }
 
     #[test]
     fn everyday_activities_planned_too_long_are_cut_and_the_next_starts_sooner() {

@@ -191,6 +191,13 @@ impl Template {
     ) -> Result<Call, PromptError> {
         let given = match &shape {
             Shape::Plan { min_minutes: 30, .. } => "day_plan",
+            // Times given, at any level of a plan.
+            Shape::Schedule { .. }
+                if matches!(self.shape.as_str(), "day_plan" | "hour_parts" | "hour_plan") =>
+            {
+                self.shape.as_str()
+            }
+            Shape::Schedule { .. } => "schedule",
             Shape::Plan { min_minutes: 15, .. } => "hour_parts",
             Shape::Plan { .. } => "hour_plan",
             Shape::YesNo => "yes_no",

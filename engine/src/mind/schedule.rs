@@ -7,6 +7,8 @@ use std::collections::BTreeMap;
 use hamlet_log::event::{AgentId, PlanItem, PlanLevel, PlanMade, PlanRef};
 use hamlet_log::{Body, Event, EventId};
 
+use super::plan::SLEEP;
+
 /// One agent's plans.
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct Schedule {
@@ -79,6 +81,10 @@ impl Schedule {
         for level in [PlanLevel::Hour, PlanLevel::Action] {
             let Some((index, item)) = covering(plan, now) else { return Need::Free };
             let item_ref = PlanRef { plan: plan_id, item: index };
+            if item.description == SLEEP {
+                // Sleep is not broken down: the agent sleeps until the day ends.
+                return Need::Act { item: item_ref, what: item.clone() };
+            }
             match self.parts.get(&item_ref) {
                 Some((id, parts)) if !parts.items.is_empty() => {
                     plan_id = *id;

@@ -167,6 +167,9 @@ pub async fn remember_cited(
     pending: &mut Pending,
 ) -> Result<Vec<PendingId>, ThinkError> {
     let agent = who.agent;
+    if descriptions.is_empty() {
+        return Ok(Vec::new());
+    }
     let mut ratings = Vec::with_capacity(descriptions.len());
     for group in descriptions.chunks(RATINGS_PER_CALL) {
         let call = rating_call(who, style, group)?;
@@ -348,7 +351,10 @@ pub async fn reflect(
     let shape = Shape::Insights { count: settings.insights, statements: cited.len() as u16 };
     let mut call = template("insights")?.call(&vars, style, shape)?;
     call.agent = Some(agent);
-    call.max_tokens = Some(320);
+    // Room for every insight at its longest (`INSIGHT_CHARS`, about four characters a token)
+    // with its citations, so the grammar can always close the answer.
+    let per_insight = (hamlet_gateway::answer::INSIGHT_CHARS / 3 + 24) as u32;
+    call.max_tokens = Some(16 + per_insight * u32::from(settings.insights));
     let mut causes: Vec<Cause> = vec![Cause::Pending(started)];
     causes.extend(recalled_at.iter().copied().map(Cause::Pending));
     let (answered, insights_at) = ask(gateway, call, &causes, now, pending).await?;

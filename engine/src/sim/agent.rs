@@ -14,13 +14,16 @@ use crate::economy;
 use crate::mind::plan::{choose_place, decompose, plan_day, plan_steps, summarise};
 use crate::mind::respond::{should_attend, should_react, Situation};
 use crate::mind::schedule::Need;
-use crate::mind::think::{reflect, reflection_due, remember, Who};
+use crate::mind::think::{recall, reflect, reflection_due, remember, Who};
 use crate::pending::{Cause, Pending, PendingId};
 use crate::store::Storage;
 use crate::town::{actions, objects, perception, walk};
 
 use super::state::{Strategy, Talk};
 use super::{Sim, SimError};
+
+/// How many memories of what is arranged for the day a day plan is given.
+const TODAY_MEMORIES: usize = 3;
 
 /// How many of an agent's latest memories are checked before remembering an observation
 /// again (one made within the hour is not made twice).
@@ -301,15 +304,39 @@ impl<S: Storage> Sim<S> {
             Need::PlanDay if strategy.plans() => {
                 let day_start = now - now % 86_400;
                 let day = self.yesterday(agent, name, now);
+                // What it remembers of today (a party it is giving, an appointment): one
+                // retrieval, no model call, so the plan can keep what was arranged.
+                let stream = self.folds.minds.stream(agent);
+                let query = format!("what {name} has planned or arranged for {date}");
+                let (recalled, recalled_at) = recall(
+                    &self.gateway,
+                    agent,
+                    stream,
+                    &query,
+                    now,
+                    &self.settings.retrieval,
+                    pending,
+                )
+                .await?;
+                let today: Vec<&str> = recalled
+                    .hits
+                    .iter()
+                    .filter_map(|h| stream.get(h.memory))
+                    .map(|m| m.description.as_str())
+                    .take(TODAY_MEMORIES)
+                    .collect();
+                let mut because: Vec<Cause> = summary_cause.into_iter().collect();
+                because.push(Cause::Pending(recalled_at));
                 plan_day(
                     &self.gateway,
                     style,
                     &who,
                     &date,
                     &day,
+                    &today.join(" "),
                     self.settings.wake_minute,
                     day_start,
-                    summary_cause.as_slice(),
+                    &because,
                     now,
                     pending,
                 )

@@ -297,15 +297,20 @@ fn a_day_is_planned_remembered_and_decomposed_to_cover_its_stroke() {
     use hamlet_engine::mind::plan::{decompose, plan_day};
     use hamlet_log::event::{PlanLevel, PlanRef};
     let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
-    let plan = r#"{"steps":[{"start":"07:00","activity":"wake up and wash","minutes":60},
-        {"start":"08:00","activity":"breakfast with mother","minutes":60},
-        {"start":"09:00","activity":"drawing class at the college","minutes":180},
-        {"start":"12:00","activity":"lunch with Tamsin","minutes":60},
-        {"start":"13:00","activity":"paint at Millbrook park","minutes":240}]}"#;
-    let actions = r#"{"steps":[{"start":"07:00","activity":"get out of bed","minutes":5},
-        {"start":"07:05","activity":"brush teeth","minutes":10},
-        {"start":"07:50","activity":"dress","minutes":15},
-        {"start":"09:30","activity":"outside the stroke","minutes":10}]}"#;
+    // At the times asked (07:00, 09:00, 12:00, 14:00, 17:00, 19:00, 21:00), each activity
+    // opening with her name, as the grammar writes it.
+    let plan = r#"{"steps":[{"start":"07:00","activity":"Mei Lin wakes up and has breakfast"},
+        {"start":"09:00","activity":"Mei Lin goes to drawing class at the college"},
+        {"start":"12:00","activity":"Mei Lin has lunch with Tamsin"},
+        {"start":"14:00","activity":"Mei Lin paints at Millbrook park"},
+        {"start":"17:00","activity":"Mei Lin goes to the party at the café"},
+        {"start":"19:00","activity":"Mei Lin has dinner at home"},
+        {"start":"21:00","activity":"Mei Lin reads in bed"}]}"#;
+    // A server's times, not the quarter hours asked: kept, in order.
+    let actions = r#"{"steps":[{"start":"07:00","activity":"get out of bed"},
+        {"start":"07:05","activity":"brush teeth"},
+        {"start":"07:50","activity":"dress"},
+        {"start":"09:30","activity":"outside the stroke"}]}"#;
     let gateway = scripted_gateway(vec![plan, r#"{"rating": 3}"#, actions]);
     let mei = AgentId(0);
     let day1 = 86_400;
@@ -317,6 +322,7 @@ fn a_day_is_planned_remembered_and_decomposed_to_cover_its_stroke() {
             &Who { agent: mei, name: "Mei Lin", summary: "Mei Lin is an art student." },
             "Saturday 14 February 2026",
             "She painted.",
+            "Mei Lin is going to the party at the café at 17:00.",
             420,
             day1,
             &[],
@@ -325,9 +331,24 @@ fn a_day_is_planned_remembered_and_decomposed_to_cover_its_stroke() {
         ))
         .unwrap();
     assert_eq!(made.level, PlanLevel::Day);
-    assert_eq!(made.items.len(), 5);
-    assert_eq!(made.items[2].start_secs, day1 + 9 * 3600);
-    assert_eq!(made.items[2].duration_secs, 3 * 3600);
+    // Seven strokes, each until the next, the last until bedtime; then sleep.
+    let spans: Vec<(u64, u32)> =
+        made.items.iter().map(|i| ((i.start_secs - day1) / 60, i.duration_secs / 60)).collect();
+    assert_eq!(
+        spans,
+        [
+            (420, 120),
+            (540, 180),
+            (720, 120),
+            (840, 180),
+            (1020, 120),
+            (1140, 120),
+            (1260, 90),
+            (1350, 90)
+        ]
+    );
+    assert_eq!(made.items[4].description, "goes to the party at the café", "the lead is off");
+    assert_eq!(made.items[7].description, hamlet_engine::mind::plan::SLEEP);
     let tmp = tempfile::tempdir().unwrap();
     let mut store = Store::open(tmp.path()).unwrap();
     let branch = store.create_root("main").unwrap();
@@ -341,7 +362,9 @@ fn a_day_is_planned_remembered_and_decomposed_to_cover_its_stroke() {
     });
     let (memory_event, memory) = memory.expect("the plan is remembered");
     assert!(
-        memory.description.starts_with("Mei Lin plans: 07:00 wake up and wash (60 min); 08:00"),
+        memory
+            .description
+            .starts_with("Mei Lin plans: 07:00 wakes up and has breakfast (120 min); 09:00"),
         "{}",
         memory.description
     );
@@ -365,11 +388,13 @@ fn a_day_is_planned_remembered_and_decomposed_to_cover_its_stroke() {
         .unwrap();
     assert_eq!(actions.decomposes, Some(of));
     let starts: Vec<u64> = actions.items.iter().map(|i| (i.start_secs - day1) / 60).collect();
-    assert_eq!(starts, [420, 425, 470], "the action outside the stroke is dropped");
-    assert_eq!(actions.items[2].duration_secs, 600, "cut at the stroke's end");
-    // The stroke is covered: a part lasts until the next begins (no idle gap 07:15–07:50).
+    // The action outside the stroke is dropped; brushing teeth until 07:50 is cut to ten
+    // minutes and dressing starts sooner.
+    assert_eq!(starts, [420, 425, 435]);
+    // The stroke is covered: a part lasts until the next begins, the last until the stroke
+    // ends at 09:00.
     let lasts: Vec<u32> = actions.items.iter().map(|i| i.duration_secs / 60).collect();
-    assert_eq!(lasts, [5, 45, 10]);
+    assert_eq!(lasts, [5, 10, 105]);
 }
 
 #[test]
