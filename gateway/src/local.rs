@@ -23,6 +23,10 @@
 //! Above 0, sampling (temperature, top-p) is done here with a ChaCha stream seeded from the
 //! call's seed and request hash, so a fixed seed gives the same answer on every machine
 //! whose llama.cpp computes the same logits.
+//!
+//! Words an answer has already used weigh less for the rest of it ([`REPEAT_PENALTY`], on
+//! tokens of four letters or more): greedy decoding of a small model otherwise copies its
+//! first plan step into every later one.
 
 use std::num::NonZeroU32;
 use std::path::{Path, PathBuf};
