@@ -255,6 +255,7 @@ impl Synth {
                         attempt: 1,
                         structured: StructuredForm::Grammar,
                         items: Vec::new(),
+                        avoid: Vec::new(),
                     }),
                 ));
                 out.push(NewEvent::new(

@@ -56,10 +56,14 @@ pub enum Shape {
         starts: Vec<u16>,
         /// When the last step ends, minutes after midnight.
         until: u16,
-        /// The words every activity opens with (the agent's name and a space, say): the
-        /// grammar writes them, so a small model goes on about that person, and parsing takes
-        /// them off again. Empty for none.
-        lead: String,
+        /// The words each activity opens with, one per start (the last one for any start
+        /// beyond): the agent's name and a space, say, or "At lunchtime, " and the name. The
+        /// grammar writes them, so a small model goes on about that person at that time of
+        /// day, and parsing takes them off again. Empty for none.
+        leads: Vec<String>,
+        /// Emoji to pick one from for each step (`"emoji"`, after the activity), as the
+        /// step's icon. Empty: none asked.
+        icons: Vec<String>,
     },
     /// `{"choice": one of the options}`.
     Choice(Vec<String>),
@@ -111,6 +115,9 @@ pub struct PlanStep {
     pub activity: String,
     /// How long, in minutes.
     pub minutes: u16,
+    /// The step's icon, when one was asked for (one of [`Shape::Schedule`]'s `icons`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub emoji: Option<String>,
 }
 
 /// One insight of a reflection.
@@ -282,15 +289,26 @@ impl Shape {
                     &["steps"],
                 )
             }
-            Shape::Schedule { starts, .. } => {
+            Shape::Schedule { starts, icons, .. } => {
                 let times: Vec<String> = starts.iter().map(|m| hhmm(*m)).collect();
-                let step = object(
-                    json!({
-                        "start": { "type": "string", "enum": times },
-                        "activity": string,
-                    }),
-                    &["start", "activity"],
-                );
+                let step = if icons.is_empty() {
+                    object(
+                        json!({
+                            "start": { "type": "string", "enum": times },
+                            "activity": string,
+                        }),
+                        &["start", "activity"],
+                    )
+                } else {
+                    object(
+                        json!({
+                            "start": { "type": "string", "enum": times },
+                            "activity": string,
+                            "emoji": { "type": "string", "enum": icons },
+                        }),
+                        &["start", "activity", "emoji"],
+                    )
+                };
                 object(
                     json!({ "steps": {
                         "type": "array", "items": step,
@@ -379,28 +397,45 @@ minutes ::= {range}"#,
                     range = gbnf_range(u32::from(*min_minutes), u32::from(*max_minutes)),
                 )
             }
-            Shape::Schedule { starts, lead, .. } => {
+            Shape::Schedule { starts, leads, icons, .. } => {
                 // Every start is a literal, and so is each activity's lead: the model writes
-                // only what the activities are.
+                // only what the activities are (and picks each one's icon from the list).
+                let icon = if icons.is_empty() {
+                    String::new()
+                } else {
+                    format!(r#" ws "," ws {} icon"#, key("emoji"))
+                };
+                let lead = |i: usize| {
+                    let words = leads.get(i).or(leads.last()).map_or("", String::as_str);
+                    if words.is_empty() {
+                        String::new()
+                    } else {
+                        format!("{} ", gbnf_literal(json_string(words).trim_matches('"')))
+                    }
+                };
                 let steps: Vec<String> = starts
                     .iter()
-                    .map(|m| {
+                    .enumerate()
+                    .map(|(i, m)| {
                         format!(
-                            r#""{{" ws {start} {time} ws "," ws {activity} activity ws "}}""#,
+                            r#""{{" ws {start} {time} ws "," ws {activity} "\"" {lead}activity{icon} ws "}}""#,
                             start = key("start"),
                             time = gbnf_literal(&json_string(&hhmm(*m))),
                             activity = key("activity"),
+                            lead = lead(i),
                         )
                     })
                     .collect();
+                let icon_rule = if icons.is_empty() {
+                    String::new()
+                } else {
+                    let alternatives: Vec<String> =
+                        icons.iter().map(|i| gbnf_literal(&json_string(i))).collect();
+                    format!("\nicon ::= {}", alternatives.join(" | "))
+                };
                 format!(
                     r#"root ::= "{{" ws {steps} "[" ws {list} ws "]" ws "}}"
-activity ::= "\"" {lead} char{{1,{ACTIVITY_CHARS}}} "\"""#,
-                    lead = if lead.is_empty() {
-                        String::new()
-                    } else {
-                        gbnf_literal(json_string(lead).trim_matches('"'))
-                    },
+activity ::= char{{1,{ACTIVITY_CHARS}}} "\""{icon_rule}"#,
                     steps = key("steps"),
                     list = if steps.is_empty() { String::new() } else { steps.join(r#" "," ws "#) },
                 )
@@ -516,11 +551,16 @@ cite ::= {range}"#,
                             return invalid(format!("step {n} starts before step {i}"));
                         }
                     }
-                    out.push(PlanStep { start_minute: start, activity, minutes: minutes as u16 });
+                    out.push(PlanStep {
+                        start_minute: start,
+                        activity,
+                        minutes: minutes as u16,
+                        emoji: None,
+                    });
                 }
                 Ok(Answer::Plan(out))
             }
-            Shape::Schedule { starts, until, lead } => {
+            Shape::Schedule { starts, until, leads, icons } => {
                 let Some(steps) = field("steps")?.as_array() else {
                     return invalid("`steps` is not a list");
                 };
@@ -533,7 +573,7 @@ cite ::= {range}"#,
                 }
                 // A server may move a time or leave one out: its times are kept, in order,
                 // and each step lasts until the next (one time twice keeps the first).
-                let mut timed: Vec<(u16, String)> = Vec::with_capacity(steps.len());
+                let mut timed: Vec<(u16, String, Option<String>)> = Vec::with_capacity(steps.len());
                 for (i, step) in steps.iter().enumerate() {
                     let n = i + 1;
                     let start = match step.get("start") {
@@ -549,28 +589,37 @@ cite ::= {range}"#,
                         continue; // past the end: nothing to plan there
                     }
                     let activity = string_in(step.get("activity"), &format!("step {n}: activity"))?;
-                    let activity = match activity.strip_prefix(lead.as_str()) {
-                        Some(rest) if !lead.is_empty() && !rest.trim().is_empty() => {
-                            rest.trim().to_owned()
-                        }
-                        _ => activity,
-                    };
-                    timed.push((start, activity));
+                    // The longest lead it opens with goes (a server may move a step).
+                    let rest = leads
+                        .iter()
+                        .filter(|l| !l.is_empty())
+                        .filter_map(|l| activity.strip_prefix(l.as_str()))
+                        .filter(|rest| !rest.trim().is_empty())
+                        .min_by_key(|rest| rest.len());
+                    let activity = rest.map_or(activity.clone(), |r| r.trim().to_owned());
+                    // An icon outside the list (a server's own pick) is left out.
+                    let emoji = step
+                        .get("emoji")
+                        .and_then(|e| e.as_str())
+                        .filter(|e| icons.iter().any(|i| i == e))
+                        .map(str::to_owned);
+                    timed.push((start, activity, emoji));
                 }
                 if timed.is_empty() {
                     return invalid("every step starts after the end");
                 }
-                timed.sort_by_key(|(start, _)| *start);
-                timed.dedup_by_key(|(start, _)| *start);
+                timed.sort_by_key(|(start, ..)| *start);
+                timed.dedup_by_key(|(start, ..)| *start);
                 let ends: Vec<u16> =
-                    timed.iter().skip(1).map(|(start, _)| *start).chain([*until]).collect();
+                    timed.iter().skip(1).map(|(start, ..)| *start).chain([*until]).collect();
                 let out = timed
                     .into_iter()
                     .zip(ends)
-                    .map(|((start_minute, activity), end)| PlanStep {
+                    .map(|((start_minute, activity, emoji), end)| PlanStep {
                         start_minute,
                         activity,
                         minutes: end - start_minute,
+                        emoji,
                     })
                     .collect();
                 Ok(Answer::Plan(out))
@@ -972,13 +1021,14 @@ mod tests {
         let s = Shape::Schedule {
             starts: vec![7 * 60, 9 * 60, 17 * 60],
             until: 22 * 60,
-            lead: "Mei Lin ".into(),
+            leads: vec!["Mei Lin ".into()],
+            icons: Vec::new(),
         };
         let grammar = s.gbnf().unwrap();
         for time in ["07:00", "09:00", "17:00"] {
             assert!(grammar.contains(&format!(r#""\"{time}\"""#)), "{time} is literal: {grammar}");
         }
-        assert!(grammar.contains(r#""\"" "Mei Lin " char"#), "the lead is written: {grammar}");
+        assert!(grammar.contains(r#""\"" "Mei Lin " activity"#), "the lead is written: {grammar}");
         assert!(!grammar.contains("hh"), "the model writes no times: {grammar}");
         let ok = r#"{"steps":[{"start":"07:00","activity":"Mei Lin opens the café"},
             {"start":"09:00","activity":"serves breakfast"},
@@ -1000,6 +1050,47 @@ mod tests {
         assert_eq!(plan.len(), 2, "a step past the end is left out");
         let all_late = r#"{"steps":[{"start":"22:00","activity":"sleeps"}]}"#;
         assert!(s.parse(all_late).is_err(), "nothing before the end");
+        assert!(plan.iter().all(|p| p.emoji.is_none()), "no icon asked, none given");
+
+        // A lead for each time of day, taken off whichever step it opens.
+        let s = Shape::Schedule {
+            starts: vec![7 * 60, 12 * 60],
+            until: 14 * 60,
+            leads: vec!["Mei ".into(), "At lunchtime, Mei ".into()],
+            icons: Vec::new(),
+        };
+        let grammar = s.gbnf().unwrap();
+        assert!(grammar.contains(r#""\"" "At lunchtime, Mei " activity"#), "{grammar}");
+        let ok = r#"{"steps":[{"start":"07:00","activity":"Mei wakes"},
+            {"start":"12:00","activity":"At lunchtime, Mei eats soup"}]}"#;
+        let Ok(Answer::Plan(plan)) = s.parse(ok) else { panic!("parses") };
+        assert_eq!([plan[0].activity.as_str(), &plan[1].activity], ["wakes", "eats soup"]);
+    }
+
+    #[test]
+    fn a_schedule_may_ask_each_step_for_an_icon_from_a_list() {
+        let plain = Shape::Schedule {
+            starts: vec![420, 480],
+            until: 540,
+            leads: Vec::new(),
+            icons: Vec::new(),
+        };
+        let s = Shape::Schedule {
+            starts: vec![420, 480],
+            until: 540,
+            leads: Vec::new(),
+            icons: vec!["☕".into(), "🎨".into()],
+        };
+        let grammar = s.gbnf().unwrap();
+        assert!(grammar.contains(r#"icon ::= "\"☕\"" | "\"🎨\"""#), "{grammar}");
+        assert!(grammar.contains(r#"activity ws "," ws "\"emoji\"" ws ":" ws icon"#), "{grammar}");
+        assert!(!plain.gbnf().unwrap().contains("icon"), "none asked");
+        assert_ne!(s.schema_hash(), plain.schema_hash(), "the icons are part of the question");
+        let answer = r#"{"steps":[{"start":"07:00","activity":"makes coffee","emoji":"☕"},
+            {"start":"08:00","activity":"paints","emoji":"🚀"}]}"#;
+        let Ok(Answer::Plan(plan)) = s.parse(answer) else { panic!("parses") };
+        assert_eq!(plan[0].emoji.as_deref(), Some("☕"));
+        assert_eq!(plan[1].emoji, None, "an icon off the list is left out");
     }
 
     #[test]
@@ -1068,7 +1159,12 @@ mod tests {
             Shape::Ratings { count: 4 },
             Shape::YesNo,
             Shape::day_plan(),
-            Shape::Schedule { starts: vec![420, 540], until: 1350, lead: "Mei ".into() },
+            Shape::Schedule {
+                starts: vec![420, 540],
+                until: 1350,
+                leads: vec!["Mei ".into()],
+                icons: vec!["☕".into()],
+            },
             Shape::Choice(vec!["a \"quoted\" place".into()]),
             Shape::Insights { count: 3, statements: 10 },
             Shape::Turn,

@@ -194,6 +194,7 @@ mod tests {
             attempt,
             structured: hamlet_log::event::StructuredForm::None,
             items: Vec::new(),
+            avoid: Vec::new(),
         })
     }
 

@@ -567,6 +567,7 @@ impl Gateway {
             attempt,
             structured,
             items: call.items.clone(),
+            avoid: call.avoid.clone(),
         }
     }
 

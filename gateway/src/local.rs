@@ -6,10 +6,12 @@
 //! preamble (who they are, where they live) is read once, not on every call. Calls in
 //! flight together are decoded in one batch, one token per sequence per step.
 //!
-//! A slot is kept for the prompts that share at least [`MIN_SHARED`] tokens with it; a call
-//! that shares less with every free slot takes an empty one, else the least recently used,
-//! so one agent's calls do not evict another's preamble (with a slot per agent, every agent
-//! keeps its own).
+//! A slot is kept for the prompts that share at least [`MIN_SHARED`] tokens with it, first
+//! for the calls of the agent and template that last took it; a call with no such slot takes
+//! an empty one while there are any (so an agent's importance, location and plan calls each
+//! keep their own cached prefix, preamble and instructions, instead of cutting one another's
+//! back to the preamble), else the slot sharing the longest prefix, else the least recently
+//! used, so one agent's calls do not evict another's preamble ([`pick`]).
 //!
 //! Ratings asked item by item (`StructuredForm::Probabilities`) generate nothing: each item's
 //! prompt is read, the answer's opening (`{"rating": `) added, and the rating is the expected
@@ -26,7 +28,9 @@
 //!
 //! Words an answer has already used weigh less for the rest of it ([`REPEAT_PENALTY`], on
 //! tokens of four letters or more): greedy decoding of a small model otherwise copies its
-//! first plan step into every later one.
+//! first plan step into every later one. So do the words of the texts a call names to avoid
+//! (a line of dialogue: the conversation's earlier lines, which a small model otherwise
+//! says again nearly word for word).
 
 use std::num::NonZeroU32;
 use std::path::{Path, PathBuf};
@@ -56,6 +60,42 @@ use crate::backend::{Attempt, BackendError, BoxFuture, Completion, LlmBackend};
 /// Tokens a free slot must share with a prompt to be reused for it rather than an empty or
 /// least recently used one: more than the chat template's opening and a few words.
 pub const MIN_SHARED: usize = 32;
+
+/// What [`pick`] knows of a slot.
+#[derive(Clone, Copy, Debug, Default)]
+struct SlotView {
+    /// No call is using it.
+    free: bool,
+    /// It holds nothing.
+    empty: bool,
+    /// It was last taken by a call of the same affinity (agent and template).
+    same: bool,
+    /// Tokens it shares with the prompt.
+    common: usize,
+    /// When it was last taken (the worker's clock).
+    used: u64,
+}
+
+/// The slot a prompt of `len` tokens takes, among the free ones, in this order: the slot
+/// last used by the same agent and template, if it shares at least [`MIN_SHARED`] tokens
+/// (or the whole prompt); an empty slot, so that each of an agent's kinds of call keeps its
+/// own cached prefix (preamble and template) instead of cutting another's back to the
+/// preamble; the slot sharing the longest prefix, if that is at least [`MIN_SHARED`]; the
+/// least recently used.
+fn pick(slots: &[SlotView], len: usize) -> Option<usize> {
+    let enough = MIN_SHARED.min(len);
+    let free = || slots.iter().enumerate().filter(|(_, s)| s.free);
+    let longest = |same: bool| {
+        free()
+            .filter(|(_, s)| s.common >= enough && (s.same || !same))
+            .max_by(|a, b| a.1.common.cmp(&b.1.common).then(b.1.used.cmp(&a.1.used)))
+            .map(|(i, _)| i)
+    };
+    longest(true)
+        .or_else(|| free().find(|(_, s)| s.empty).map(|(i, _)| i))
+        .or_else(|| longest(false))
+        .or_else(|| free().min_by_key(|(i, s)| (s.used, *i)).map(|(i, _)| i))
+}
 
 /// What the model is given to say before a rating is read from its probabilities.
 const RATING_LEAD: &str = "{\"rating\": ";
@@ -121,6 +161,11 @@ struct Job {
     /// Ratings read from probabilities: each item's whole prompt, and whether the answer is
     /// a list (`ratings`) or one (`rating`). Nothing is generated.
     score: Option<(Vec<Prompt>, bool)>,
+    /// Whose call and of which template: a slot last taken by the same keeps its prefix
+    /// for it ([`pick`]).
+    affinity: String,
+    /// Texts whose words weigh less in the answer ([`Call::avoid`](crate::request::Call)).
+    avoid: Vec<String>,
     reply: tokio::sync::oneshot::Sender<Result<Completion, BackendError>>,
 }
 
@@ -241,7 +286,13 @@ impl LlmBackend for LocalLlm {
             None
         };
         let job = Job {
+            affinity: format!(
+                "{}/{}",
+                attempt.call.agent.map_or_else(String::new, |a| a.0.to_string()),
+                attempt.call.template
+            ),
             prompt: attempt.call.prompt.clone(),
+            avoid: attempt.call.avoid.clone(),
             grammar: match &attempt.call.shape {
                 Shape::Json(schema) => {
                     match llama_cpp_2::json_schema_to_grammar(&schema.to_string()) {
@@ -291,6 +342,8 @@ struct Slot {
     cached: Vec<LlamaToken>,
     /// When it was last used, for least-recently-used choice.
     used: u64,
+    /// The affinity of the call that last took it ([`Job::affinity`]).
+    affinity: String,
     active: Option<Active>,
 }
 
@@ -363,7 +416,9 @@ fn worker(
         model: &model,
         ctx,
         template,
-        slots: (0..slots).map(|_| Slot { cached: Vec::new(), used: 0, active: None }).collect(),
+        slots: (0..slots)
+            .map(|_| Slot { cached: Vec::new(), used: 0, affinity: String::new(), active: None })
+            .collect(),
         clock: 0,
         per_slot: config.context_per_slot.max(256) as usize,
         model_name: config.model_name,
@@ -467,6 +522,26 @@ impl Server<'_> {
         }
     }
 
+    /// The word tokens ([`REPEAT_MIN_LETTERS`] letters or more) of `texts`, as the
+    /// repetition penalty counts them.
+    fn words_of(&self, texts: &[String]) -> std::collections::BTreeSet<i32> {
+        let vocab = self.model.vocab();
+        let mut words = std::collections::BTreeSet::new();
+        let mut piece = Vec::new();
+        for text in texts {
+            for token in vocab.tokenize(text.as_bytes(), false, false) {
+                piece.clear();
+                vocab.token_to_piece_into(token, &mut piece, false, None);
+                let letters =
+                    piece.iter().filter(|b| b.is_ascii_alphabetic() || **b >= 0x80).count();
+                if letters >= REPEAT_MIN_LETTERS {
+                    words.insert(token.0);
+                }
+            }
+        }
+        words
+    }
+
     fn try_admit(&mut self, job: Box<Job>) -> Result<(), (Box<Job>, BackendError)> {
         let text = match self.render(&job.prompt) {
             Ok(t) => t,
@@ -495,7 +570,7 @@ impl Server<'_> {
             },
             None => None,
         };
-        let Some((index, common)) = self.pick_slot(&tokens) else {
+        let Some((index, common)) = self.pick_slot(&tokens, &job.affinity) else {
             return Err((
                 job,
                 other("no free slot (a bug: jobs are admitted only when one is free)"),
@@ -522,9 +597,11 @@ impl Server<'_> {
         };
         self.clock += 1;
         let rng = rand_chacha::ChaCha8Rng::seed_from_u64(job.seed);
+        let said = self.words_of(&job.avoid);
         let slot = &mut self.slots[index];
         slot.cached = tokens.clone();
         slot.used = self.clock;
+        slot.affinity.clone_from(&job.affinity);
         slot.active = Some(Active {
             prompt_tokens: tokens.len() as u32,
             prompt_cached: keep as u32,
@@ -532,7 +609,7 @@ impl Server<'_> {
             grammar,
             rng,
             generated: Vec::new(),
-            said: std::collections::BTreeSet::new(),
+            said,
             bytes: Vec::new(),
             logits_at,
         });
@@ -545,16 +622,20 @@ impl Server<'_> {
     /// The free slot for a prompt, and how many of its tokens it holds: the one sharing the
     /// longest prefix if that is at least [`MIN_SHARED`] tokens (or the whole prompt), else
     /// an empty slot, else the least recently used.
-    fn pick_slot(&self, tokens: &[LlamaToken]) -> Option<(usize, usize)> {
-        let free = || self.slots.iter().enumerate().filter(|(_, s)| s.active.is_none());
-        let best = free()
-            .map(|(i, s)| (i, common_prefix(&s.cached, tokens), s.used))
-            .max_by(|a, b| a.1.cmp(&b.1).then(b.2.cmp(&a.2)))?;
-        if best.1 >= MIN_SHARED.min(tokens.len()) {
-            return Some((best.0, best.1));
-        }
-        let (i, s) = free().min_by_key(|(i, s)| (!s.cached.is_empty(), s.used, *i))?;
-        Some((i, common_prefix(&s.cached, tokens)))
+    fn pick_slot(&self, tokens: &[LlamaToken], affinity: &str) -> Option<(usize, usize)> {
+        let views: Vec<SlotView> = self
+            .slots
+            .iter()
+            .map(|s| SlotView {
+                free: s.active.is_none(),
+                empty: s.cached.is_empty(),
+                same: !s.cached.is_empty() && s.affinity == affinity,
+                common: common_prefix(&s.cached, tokens),
+                used: s.used,
+            })
+            .collect();
+        let i = pick(&views, tokens.len())?;
+        Some((i, views[i].common))
     }
 
     /// Answers a rating job from the model's probabilities, item by item.
@@ -598,7 +679,7 @@ impl Server<'_> {
             }
             let answers: Vec<Vec<LlamaToken>> =
                 whole.iter().map(|w| w[shared..].to_vec()).collect();
-            let Some((index, common)) = self.pick_slot(&prompt) else {
+            let Some((index, common)) = self.pick_slot(&prompt, &job.affinity) else {
                 return Err(other("no free slot (a bug: jobs are taken only when one is free)"));
             };
             let seq = index as i32;
@@ -625,6 +706,7 @@ impl Server<'_> {
             self.clock += 1;
             self.slots[index].cached = prompt.clone();
             self.slots[index].used = self.clock;
+            self.slots[index].affinity.clone_from(&job.affinity);
             // The next-token logits after the prompt, and after each answer's proper prefix.
             let mut next: BTreeMap<Vec<i32>, Vec<f32>> = BTreeMap::new();
             next.insert(Vec::new(), self.ctx.get_logits_ith(at).to_vec());
@@ -1015,6 +1097,38 @@ fn sample(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_call_keeps_to_its_own_kinds_slot_then_an_empty_one() {
+        let view = |same: bool, common: usize, used: u64| SlotView {
+            free: true,
+            empty: false,
+            same,
+            common,
+            used,
+        };
+        let empty = SlotView { free: true, empty: true, ..SlotView::default() };
+        // The same agent's other template shares more (its preamble), but the slot of the
+        // same template is taken.
+        let slots = [view(false, 300, 5), view(true, 250, 1), empty];
+        assert_eq!(pick(&slots, 400), Some(1));
+        // No slot of its own: an empty one, not the other template's.
+        let slots = [view(false, 300, 5), empty];
+        assert_eq!(pick(&slots, 400), Some(1));
+        // No empty slot left: the longest sharer.
+        let slots = [view(false, 300, 5), view(false, 100, 9)];
+        assert_eq!(pick(&slots, 400), Some(0));
+        // Its own slot sharing too little (another day's prompt) does not count as its own.
+        let slots = [view(true, 10, 5), empty];
+        assert_eq!(pick(&slots, 400), Some(1));
+        // Nothing shares enough and nothing is empty: the least recently used.
+        let slots = [view(false, 3, 7), view(false, 20, 2), view(true, 1, 4)];
+        assert_eq!(pick(&slots, 400), Some(1));
+        // A busy slot is never taken.
+        let busy = SlotView { free: false, ..view(true, 300, 1) };
+        assert_eq!(pick(&[busy, empty], 400), Some(1));
+        assert_eq!(pick(&[busy], 400), None);
+    }
 
     #[test]
     fn sampling_is_reproducible_and_respects_top_p() {

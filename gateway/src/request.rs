@@ -41,6 +41,11 @@ pub struct Call {
     /// long, stable part, read once and kept in the cache) and the items, each added to the
     /// end of its last message. Only for answers of 1 to 10 (importance, ratings).
     pub scored: Option<Scored>,
+    /// Texts whose words the answer should not say again: for a line of dialogue, the
+    /// conversation's earlier lines. The embedded model weighs their words down (as it does
+    /// words its answer has already used); servers are not told. Part of the request hash
+    /// when not empty.
+    pub avoid: Vec<String>,
 }
 
 /// A rating question asked item by item (see [`Call::scored`]).
@@ -69,6 +74,7 @@ impl Call {
             temperature: None,
             items: Vec::new(),
             scored: None,
+            avoid: Vec::new(),
         }
     }
 
@@ -214,6 +220,13 @@ pub fn request_hash(call: &Call, params: &Params, model: &str) -> [u8; 32] {
             .unwrap_or_else(|e| panic!("a canonical request always encodes: {e}"));
         bytes.extend_from_slice(&more);
     }
+    // So are the texts to avoid (a call without them hashes as it always has).
+    if !call.avoid.is_empty() {
+        bytes.extend_from_slice(b"avoid");
+        let more = postcard::to_allocvec(&call.avoid)
+            .unwrap_or_else(|e| panic!("a canonical request always encodes: {e}"));
+        bytes.extend_from_slice(&more);
+    }
     blake3::derive_key("hamlet 2026-11-22 llm request", &bytes)
 }
 
@@ -277,6 +290,8 @@ mod tests {
         let mut other_item = scored.clone();
         other_item.scored.as_mut().unwrap().items[0] = "Mei is fired.".into();
         assert_ne!(h_scored, request_hash(&other_item, &params, "m"), "the items");
+        let avoiding = Call { avoid: vec!["Hello!".into()], ..call.clone() };
+        assert_ne!(h, request_hash(&avoiding, &params, "m"), "the texts to avoid");
     }
 
     #[test]

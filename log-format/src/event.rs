@@ -29,8 +29,9 @@ use crate::id::{BranchId, EventId};
 pub const fn schema_version(kind: u16) -> u16 {
     match kind {
         // LlmRequested v2 added the structured form the answer was asked in; v3 the items a
-        // call rates from the model's probabilities.
-        10 => 3,
+        // call rates from the model's probabilities; v4 the texts whose words an answer
+        // should not say again.
+        10 => 4,
         // LlmResponded v2 added the probabilities a rating was read from.
         11 => 2,
         // LlmFailed v2: the same fields, and a new kind of failure (`FormRefused`) that a
@@ -358,10 +359,13 @@ macro_rules! bodies {
                 return Ok(Body::Unknown { kind, schema });
             }
             match (kind, schema) {
-                (10, 1) => take_exact::<LlmRequestedV1>(kind, schema, bytes)
-                    .map(|v1| Body::LlmRequested(LlmRequestedV2::from(v1).into())),
+                (10, 1) => take_exact::<LlmRequestedV1>(kind, schema, bytes).map(|v1| {
+                    Body::LlmRequested(LlmRequestedV3::from(LlmRequestedV2::from(v1)).into())
+                }),
                 (10, 2) => take_exact::<LlmRequestedV2>(kind, schema, bytes)
-                    .map(|v2| Body::LlmRequested(v2.into())),
+                    .map(|v2| Body::LlmRequested(LlmRequestedV3::from(v2).into())),
+                (10, 3) => take_exact::<LlmRequestedV3>(kind, schema, bytes)
+                    .map(|v3| Body::LlmRequested(v3.into())),
                 (11, 1) => take_exact::<LlmRespondedV1>(kind, schema, bytes)
                     .map(|v1| Body::LlmResponded(v1.into())),
                 (13, 1) => take_exact::<EmbeddingRequestedV1>(kind, schema, bytes)
@@ -646,6 +650,11 @@ pub struct LlmRequested {
     /// prompt's last message and the answer is read from the model's probabilities over
     /// the possible answers, without generating. Empty for every other call.
     pub items: Vec<String>,
+    /// Texts whose words the answer should not say again (schema 4): for a line of
+    /// dialogue, the conversation's earlier lines. The embedded model weighs those words
+    /// down as it does the answer's own (a repetition penalty); a server is not told. Empty
+    /// for every other call.
+    pub avoid: Vec<String>,
 }
 
 /// How a call asks for a structured answer. Servers differ in what they take, so the
@@ -783,10 +792,10 @@ struct LlmRequestedV2 {
     structured: StructuredForm,
 }
 
-impl From<LlmRequestedV2> for LlmRequested {
+impl From<LlmRequestedV2> for LlmRequestedV3 {
     /// Schema-2 writers rated nothing from probabilities: no items.
-    fn from(v2: LlmRequestedV2) -> LlmRequested {
-        LlmRequested {
+    fn from(v2: LlmRequestedV2) -> LlmRequestedV3 {
+        LlmRequestedV3 {
             request_hash: v2.request_hash,
             purpose: v2.purpose,
             agent: v2.agent,
@@ -805,6 +814,56 @@ impl From<LlmRequestedV2> for LlmRequested {
             attempt: v2.attempt,
             structured: v2.structured,
             items: Vec::new(),
+        }
+    }
+}
+
+/// [`LlmRequested`] as schema 3 wrote it, before the texts to avoid.
+#[derive(Deserialize)]
+struct LlmRequestedV3 {
+    request_hash: [u8; 32],
+    purpose: String,
+    agent: Option<AgentId>,
+    backend: String,
+    server: String,
+    model: String,
+    temperature_milli: u32,
+    top_p_milli: u32,
+    max_tokens: u32,
+    seed: Option<u64>,
+    stop: Vec<String>,
+    prompt: Prompt,
+    template: String,
+    template_version: u32,
+    schema_hash: Option<[u8; 32]>,
+    attempt: u32,
+    structured: StructuredForm,
+    items: Vec<String>,
+}
+
+impl From<LlmRequestedV3> for LlmRequested {
+    /// Schema-3 writers asked no answer to avoid any text.
+    fn from(v3: LlmRequestedV3) -> LlmRequested {
+        LlmRequested {
+            request_hash: v3.request_hash,
+            purpose: v3.purpose,
+            agent: v3.agent,
+            backend: v3.backend,
+            server: v3.server,
+            model: v3.model,
+            temperature_milli: v3.temperature_milli,
+            top_p_milli: v3.top_p_milli,
+            max_tokens: v3.max_tokens,
+            seed: v3.seed,
+            stop: v3.stop,
+            prompt: v3.prompt,
+            template: v3.template,
+            template_version: v3.template_version,
+            schema_hash: v3.schema_hash,
+            attempt: v3.attempt,
+            structured: v3.structured,
+            items: v3.items,
+            avoid: Vec::new(),
         }
     }
 }

@@ -93,6 +93,8 @@ pub fn one_body_per_kind() -> Vec<Body> {
             attempt: 1,
             structured: StructuredForm::Probabilities,
             items: vec!["the stove is idle".into()],
+            // (An encoding sample: only lines of dialogue avoid texts.)
+            avoid: vec!["Is the stove on?".into()],
         }),
         Body::LlmResponded(LlmResponded {
             request_hash: hash,

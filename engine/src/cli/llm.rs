@@ -86,7 +86,7 @@ pub struct LlmArgs {
     /// json_schema, json_object_schema, json_object or prompt [default: auto]
     #[arg(long, value_name = "FORM", help_heading = "Model")]
     structured: Option<String>,
-    /// Calls in flight at once [default: 8 for openai, the slots for local]
+    /// Calls in flight at once [default: 8 for openai; for local 4, or the slots if fewer]
     #[arg(long, value_name = "N", help_heading = "Model")]
     concurrency: Option<usize>,
     /// CPU threads of the embedded model [default: every core]
@@ -312,6 +312,7 @@ fn complete(a: CompleteArgs) -> anyhow::Result<Outcome> {
         temperature: None,
         items: Vec::new(),
         scored: None,
+        avoid: Vec::new(),
     };
     eprintln!("asking {} ({})…", settings.model, backend_line(&settings));
     let llm = config::llm_backend(&settings)?;

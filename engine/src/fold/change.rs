@@ -395,7 +395,7 @@ pub fn from_stored(kind: u16, schema: u16, body: &[u8]) -> Option<Change<'_>> {
     // Later schemas of these kinds only added fields after the ones their views read (or
     // their views read none), so they read the same way.
     let same_view = match kind {
-        10 => schema <= 3,
+        10 => schema <= 4,
         11..=14 => schema <= 2,
         _ => schema == 1,
     };

@@ -35,7 +35,10 @@ fn items(steps: &[PlanStep], day_start_secs: u64) -> Vec<PlanItem> {
     let mut items: Vec<PlanItem> = steps
         .iter()
         .map(|s| PlanItem {
-            description: without_clock(&s.activity).to_owned(),
+            description: match &s.emoji {
+                Some(icon) => format!("{icon} {}", without_clock(&s.activity)),
+                None => without_clock(&s.activity).to_owned(),
+            },
             address: String::new(),
             start_secs: day_start_secs + u64::from(s.start_minute) * 60,
             duration_secs: u32::from(s.minutes) * 60,
@@ -64,6 +67,36 @@ fn without_clock(activity: &str) -> &str {
         }
     }
     activity
+}
+
+/// The icons an action may carry: the model picks one for each action it plans (the
+/// paper's emoji), from this list, which the grammar holds it to. One code point each.
+pub const ACTION_ICONS: &[&str] = &[
+    "😴", "🚿", "🪥", "👕", "🍳", "☕", "🍽", "🥪", "🍰", "🛒", "💼", "💻", "📚", "✍", "🎨", "🎵",
+    "🧹", "🧺", "🌱", "🔧", "📦", "🧾", "🚶", "🏃", "🧘", "💬", "📞", "🎉", "🍺", "📺", "🛋", "🏛",
+];
+
+/// A planned action's icon and its words: an action's plan item opens with the icon the
+/// model picked ("☕ makes coffee"); ("", the description) when it has none.
+pub fn icon_of(description: &str) -> (&str, &str) {
+    match description.split_once(' ') {
+        Some((head, rest)) if ACTION_ICONS.contains(&head) => (head, rest),
+        _ => ("", description),
+    }
+}
+
+/// Words of activities that are done at home, whatever a small model picks (asked where
+/// to wake up, it chose the café its agent owns).
+const AT_HOME: &[&str] = &[
+    "wake", "wakes", "waking", "sleep", "sleeps", "sleeping", "asleep", "bed", "shower", "showers",
+    "bath", "brush", "brushes", "teeth", "dressed", "dresses", "pyjamas",
+];
+
+/// True when `activity` is done at home ([`AT_HOME`]).
+pub fn at_home(activity: &str) -> bool {
+    activity
+        .split(|c: char| !c.is_alphanumeric())
+        .any(|w| AT_HOME.contains(&w.to_lowercase().as_str()))
 }
 
 /// Everyday activities and the most minutes each takes: nobody brushes their teeth for
@@ -117,7 +150,8 @@ pub fn plan_steps(plan: &PlanMade) -> String {
         .items
         .iter()
         .map(|i| {
-            format!("{} {} ({} min)", clock(i.start_secs / 60), i.description, i.duration_secs / 60)
+            let words = icon_of(&i.description).1;
+            format!("{} {} ({} min)", clock(i.start_secs / 60), words, i.duration_secs / 60)
         })
         .collect();
     parts.join("; ")
@@ -189,6 +223,21 @@ pub const BEDTIME_MINUTE: u16 = 22 * 60 + 30;
 /// never broken down.
 pub const SLEEP: &str = "sleeping";
 
+/// The words a day plan's stroke starting at `minute` opens with, before the agent's name
+/// ("At lunchtime, "): told only "12:00", a small model put lunch in the evening and dinner
+/// at noon. Nothing before nine (the stroke at waking).
+pub fn time_of_day(minute: u16) -> &'static str {
+    match minute / 60 {
+        0..=8 => "",
+        9..=11 => "In the morning, ",
+        12..=13 => "At lunchtime, ",
+        14..=16 => "In the afternoon, ",
+        17..=18 => "In the early evening, ",
+        19..=20 => "In the evening, ",
+        _ => "Late in the evening, ",
+    }
+}
+
 /// The start times of a day plan for an agent who wakes at `wake_minute`: the waking time,
 /// then each of [`DAY_TIMES`] at least half an hour later.
 pub fn day_times(wake_minute: u16) -> Vec<u16> {
@@ -228,7 +277,8 @@ pub async fn plan_day(
     vars.insert("date", date.to_owned());
     vars.insert("wake", clock(u64::from(wake_minute)));
     vars.insert("times", times.join(", "));
-    let shape = Shape::Schedule { starts, until: BEDTIME_MINUTE, lead: format!("{name} ") };
+    let leads = starts.iter().map(|m| format!("{}{name} ", time_of_day(*m))).collect();
+    let shape = Shape::Schedule { starts, until: BEDTIME_MINUTE, leads, icons: Vec::new() };
     let mut call = template("day_plan")?.call(&vars, style, shape)?;
     call.agent = Some(agent);
     // Each stroke is about 20 tokens of JSON around a few words.
@@ -333,10 +383,16 @@ pub async fn decompose(
         starts.iter().map(|m| clock(u64::from(*m))).collect::<Vec<_>>().join(", "),
     );
     let steps = starts.len() as u32;
-    let shape = Shape::Schedule { starts, until, lead: format!("{} ", who.name) };
+    // Actions carry an icon each (the model's pick from ACTION_ICONS); parts of the day do not.
+    let icons: Vec<String> = match level {
+        PlanLevel::Action => ACTION_ICONS.iter().map(|i| (*i).to_owned()).collect(),
+        _ => Vec::new(),
+    };
+    let per_step = if icons.is_empty() { 40 } else { 52 };
+    let shape = Shape::Schedule { starts, until, leads: vec![format!("{} ", who.name)], icons };
     let mut call = template(name_of_template)?.call(&vars, style, shape)?;
     call.agent = Some(agent);
-    call.max_tokens = Some(40 * steps + 16);
+    call.max_tokens = Some(per_step * steps + 16);
     let because: Vec<Cause> = of.iter().map(|r| Cause::Logged(r.plan)).collect();
     let (answered, asked) = ask(gateway, call, &because, now, pending).await?;
     let day_start = item.start_secs - item.start_secs % 86_400;
@@ -396,12 +452,21 @@ pub async fn choose_place(
     who: &Who<'_>,
     known: &SpatialMemory,
     here: (&str, &str),
+    home: Option<&str>,
     activity: &str,
     now: u64,
     pending: &mut Pending,
 ) -> Result<(String, Option<PendingId>), ThinkError> {
     let mut last: Option<PendingId> = None;
     let mut chosen: Vec<String> = Vec::new();
+    // What is done at home is done at home: only the object there is asked.
+    if let Some((sector, arena)) =
+        home.filter(|_| at_home(activity)).and_then(|h| h.split_once(':'))
+    {
+        if known.known.get(sector).is_some_and(|a| a.contains_key(arena)) {
+            chosen = vec![sector.to_owned(), arena.to_owned()];
+        }
+    }
     let here_text = format!("{}, {}", here.0, here.1);
     let first = |names: Vec<&String>, prefer: &str| -> Vec<String> {
         let mut v: Vec<String> = names.into_iter().cloned().collect();
@@ -431,7 +496,7 @@ pub async fn choose_place(
                 .unwrap_or_default(),
         }
     };
-    for _level in 0..3 {
+    while chosen.len() < 3 {
         let options = level_options(&chosen);
         match options.len() {
             0 => break,
@@ -488,6 +553,37 @@ mod tests {
     }
 
     #[test]
+    fn what_is_done_at_home_is_known_by_its_words() {
+        for home in ["wakes up", "Brushes her teeth", "takes a shower", "gets dressed", SLEEP] {
+            assert!(at_home(home), "{home}");
+        }
+        for out in ["goes to work at the café", "opens the bedroom window shop", "reads"] {
+            assert!(!at_home(out), "{out}");
+        }
+    }
+
+    #[test]
+    fn an_action_keeps_its_icon_in_front_of_its_words() {
+        let steps = [
+            PlanStep {
+                start_minute: 420,
+                activity: "makes coffee at 07:00".into(),
+                minutes: 15,
+                emoji: Some("☕".into()),
+            },
+            PlanStep { start_minute: 435, activity: "reads".into(), minutes: 15, emoji: None },
+        ];
+        let planned = items(&steps, 0);
+        assert_eq!(planned[0].description, "☕ makes coffee");
+        assert_eq!(icon_of(&planned[0].description), ("☕", "makes coffee"));
+        assert_eq!(icon_of(&planned[1].description), ("", "reads"));
+        assert_eq!(icon_of("I paint"), ("", "I paint"), "a word is not an icon");
+        for icon in ACTION_ICONS {
+            assert_eq!(icon.chars().count(), 1, "{icon} is one code point");
+        }
+    }
+
+    #[test]
     fn plans_are_asked_for_given_times_that_cover_the_day() {
         // The day: waking, then the fixed times; none too close after waking.
         assert_eq!(day_times(7 * 60), [420, 540, 720, 840, 1020, 1140, 1260]);
@@ -497,6 +593,9 @@ mod tests {
         assert_eq!(step_times(7 * 60 + 55, 10 * 60, 60), [475, 540], "08:00 is too close");
         assert_eq!(step_times(7 * 60 + 3, 8 * 60, 15), [423, 435, 450, 465]);
         assert_eq!(step_times(600, 610, 15), [600], "a short stretch is one step");
+        let leads: Vec<&str> = day_times(7 * 60).into_iter().map(time_of_day).collect();
+        assert_eq!(leads[..3], ["", "In the morning, ", "At lunchtime, "]);
+        assert_eq!(leads.last(), Some(&"Late in the evening, "));
     }
 
     #[test]
@@ -505,6 +604,7 @@ mod tests {
             start_minute,
             activity: activity.to_owned(),
             minutes,
+            emoji: None,
         };
         let made = items(
             &[

@@ -221,6 +221,7 @@ impl Template {
             temperature: None,
             items: Vec::new(),
             scored: None,
+            avoid: Vec::new(),
         })
     }
 

@@ -144,7 +144,8 @@ pub fn repeats(earlier: &str, line: &str) -> bool {
 
 /// One line of a conversation: the speaker recalls what it remembers of the other (and of
 /// the last thing said), then speaks. Adds the `DialogueTurn` (caused by the answer and the
-/// retrieval) to the batch; silence from a fallback ends the conversation.
+/// retrieval) to the batch; silence from a fallback ends the conversation, and so does a
+/// line that repeats an earlier one (it is recorded as silence, see [`Spoken::echo`]).
 #[allow(clippy::too_many_arguments)]
 pub async fn speak(
     gateway: &Gateway,
@@ -157,7 +158,7 @@ pub async fn speak(
     now: u64,
     retrieval: &RetrievalSettings,
     pending: &mut Pending,
-) -> Result<(Turn, PendingId), ThinkError> {
+) -> Result<(Spoken, PendingId), ThinkError> {
     let last_said = dialogue.last().map_or_else(String::new, |(_, text)| text.clone());
     let query = format!("{other} {last_said}");
     let (recalled, at) =
@@ -178,11 +179,9 @@ pub async fn speak(
         (
             "cue",
             match dialogue.last() {
-                Some((speaker, text)) => format!(
-                    "{speaker} has just said \"{}\". What does {} say back?",
-                    text.trim(),
-                    who.name
-                ),
+                Some((speaker, _)) => {
+                    format!("What new thing does {} say back to {speaker}?", who.name)
+                }
                 None => format!("{0} speaks first. What does {0} say to {other}?", who.name),
             },
         ),
@@ -191,13 +190,23 @@ pub async fn speak(
     call.agent = Some(who.agent);
     call.temperature = Some(TURN_TEMPERATURE);
     call.max_tokens = Some(120);
+    // What was already said weighs less in the answer: a small model otherwise copies the
+    // last line nearly word for word.
+    call.avoid = dialogue.iter().map(|(_, text)| text.clone()).collect();
     let (answered, asked) =
         ask(gateway, call, &[Cause::Logged(conversation), Cause::Pending(at)], now, pending)
             .await?;
-    let turn = match answered.answer {
+    let mut turn = match answered.answer {
         Answer::Turn(t) => t,
         _ => Turn { say: String::new(), end: true },
     };
+    turn.say = without_speaker(&turn.say, who.name).to_owned();
+    // A line that says again what was already said is not said: the speaker has nothing new
+    // and the conversation ends there (the model's words stay in its recorded answer).
+    let echo = dialogue.iter().any(|(_, earlier)| repeats(earlier, &turn.say));
+    if echo {
+        turn = Turn { say: String::new(), end: true };
+    }
     let mut causes = vec![Cause::Logged(conversation), Cause::Pending(at)];
     causes.extend(asked.map(Cause::Pending));
     let body = Body::DialogueTurn(DialogueTurn {
@@ -207,7 +216,40 @@ pub async fn speak(
         ends: turn.end || turn.say.is_empty(),
     });
     let at = pending.push(now, body, &causes);
-    Ok((turn, at))
+    Ok((Spoken { turn, echo }, at))
+}
+
+/// What one call to [`speak`] made of the model's answer.
+#[derive(Clone, Debug)]
+pub struct Spoken {
+    /// The line as said (empty: silent) and whether it ends the conversation.
+    pub turn: Turn,
+    /// The answer said again what was already said, so nothing was said.
+    pub echo: bool,
+}
+
+/// A line without the speaker's own name in front ("Sefa: Hello" → "Hello"): small models
+/// copy the transcript's layout into the line. The first name counts too; quotes around
+/// the rest go as well.
+pub fn without_speaker<'a>(line: &'a str, speaker: &str) -> &'a str {
+    let line = line.trim();
+    let first = speaker.split_whitespace().next().unwrap_or(speaker);
+    let rest = [speaker, first]
+        .iter()
+        .filter(|name| !name.is_empty())
+        .find_map(|name| {
+            let head = line.get(..name.len())?;
+            let tail = line.get(name.len()..)?.trim_start().strip_prefix(':')?;
+            head.eq_ignore_ascii_case(name).then_some(tail)
+        })
+        .unwrap_or(line)
+        .trim();
+    let unquoted = rest
+        .strip_prefix('"')
+        .and_then(|r| r.strip_suffix('"'))
+        .filter(|inner| !inner.contains('"'))
+        .unwrap_or(rest);
+    unquoted.trim()
 }
 
 /// Answers an interviewer's question (the `Intervened` event `question`) from memory. The
@@ -305,4 +347,29 @@ pub async fn hear_inner_voice(
     )
     .await?;
     Ok(intention)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_line_loses_its_speakers_name_and_quotes() {
+        let sefa = "Sefa Okafor";
+        assert_eq!(without_speaker("Sefa: Good morning!", sefa), "Good morning!");
+        assert_eq!(without_speaker("sefa okafor : \"Good morning!\"", sefa), "Good morning!");
+        assert_eq!(without_speaker("\"Good morning!\"", sefa), "Good morning!");
+        // Another name, a name inside the line, or quotes inside stay.
+        assert_eq!(without_speaker("Nnamdi: hi", sefa), "Nnamdi: hi");
+        assert_eq!(without_speaker("Sefant is here", sefa), "Sefant is here");
+        assert_eq!(without_speaker("\"A\" and \"B\"", sefa), "\"A\" and \"B\"");
+        assert_eq!(without_speaker("Séfa: x", "Séfa"), "x");
+        assert_eq!(without_speaker("", sefa), "");
+    }
+
+    #[test]
+    fn a_line_repeats_when_most_words_are_shared() {
+        assert!(repeats("Are you coming tonight?", "Tamsin, are you coming tonight?"));
+        assert!(!repeats("Are you coming tonight?", "Yes, I will bring a cake."));
+    }
 }

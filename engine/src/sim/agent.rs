@@ -11,7 +11,7 @@ use hamlet_log::Body;
 
 use crate::describe::sim_time;
 use crate::economy;
-use crate::mind::plan::{choose_place, decompose, plan_day, plan_steps, summarise};
+use crate::mind::plan::{choose_place, decompose, icon_of, plan_day, plan_steps, summarise};
 use crate::mind::respond::{should_attend, should_react, Situation};
 use crate::mind::schedule::Need;
 use crate::mind::think::{recall, reflect, reflection_due, remember, Who};
@@ -395,6 +395,7 @@ impl<S: Storage> Sim<S> {
                 let address = match doing {
                     Some(a) => a.address.clone(),
                     None => {
+                        let (icon, words) = icon_of(&what.description);
                         let (address, chose) = if what.address.is_empty() {
                             let here = self.town.address_of(me.tile).unwrap_or_default();
                             let mut parts = here.splitn(3, ':');
@@ -406,7 +407,8 @@ impl<S: Storage> Sim<S> {
                                 &who,
                                 &known,
                                 here,
-                                &what.description,
+                                self.home_of(&me.name),
+                                words,
                                 now,
                                 pending,
                             )
@@ -417,8 +419,8 @@ impl<S: Storage> Sim<S> {
                         let end = what.start_secs + u64::from(what.duration_secs);
                         let start = actions::Start {
                             agent,
-                            description: &what.description,
-                            emoji: "",
+                            description: words,
+                            emoji: icon,
                             address: &address,
                             duration_secs: u32::try_from(end.saturating_sub(now))
                                 .unwrap_or(u32::MAX),
@@ -517,6 +519,11 @@ impl<S: Storage> Sim<S> {
 
     /// Where `agent` does `activity`, chosen down its spatial tree (see [`choose_place`]),
     /// and the position of the last choice's event.
+    /// The home (`sector:arena`) of the persona named `name`.
+    fn home_of(&self, name: &str) -> Option<&str> {
+        self.town.personas.iter().find(|p| p.name == name).map(|p| p.home.as_str())
+    }
+
     async fn place_for(
         &self,
         agent: AgentId,
@@ -539,6 +546,7 @@ impl<S: Storage> Sim<S> {
             &Who { agent, name: &me.name, summary: &summary },
             &known,
             here,
+            self.home_of(&me.name),
             activity,
             now,
             pending,

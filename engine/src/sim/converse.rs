@@ -9,7 +9,7 @@ use hamlet_log::event::{ConversationEnded, MemoryKind};
 use hamlet_log::{Body, EventId};
 
 use crate::describe::sim_time;
-use crate::mind::respond::{repeats, speak, Situation};
+use crate::mind::respond::{speak, Situation};
 use crate::mind::think::{remember, Who};
 use crate::pending::{Cause, Pending};
 use crate::store::Storage;
@@ -90,7 +90,7 @@ impl<S: Storage> Sim<S> {
                 status: &status,
                 stream: self.folds.minds.stream(speaker),
             };
-            let (turn, at) = speak(
+            let (spoken, at) = speak(
                 &self.gateway,
                 style,
                 &who,
@@ -104,20 +104,20 @@ impl<S: Storage> Sim<S> {
             )
             .await?;
             last = Some(at);
+            let turn = spoken.turn;
+            // A line that would say again what was already said is not said and ends it:
+            // small models otherwise echo each other to the turn limit.
+            if spoken.echo {
+                reason = format!("{} had nothing new to say", names[i]);
+                break;
+            }
             if turn.say.is_empty() {
                 reason = format!("{} fell silent", names[i]);
                 break;
             }
-            // A line that says again what was already said ends it: small models otherwise
-            // echo each other to the turn limit.
-            let echo = dialogue.iter().any(|(_, earlier)| repeats(earlier, &turn.say));
             dialogue.push((names[i].clone(), turn.say));
             if turn.end {
                 reason = format!("{} ended it", names[i]);
-                break;
-            }
-            if echo {
-                reason = format!("{} said again what was already said", names[i]);
                 break;
             }
         }

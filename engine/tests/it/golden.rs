@@ -52,6 +52,11 @@ const PINNED: &[(&str, &str, &str)] = &[
         "main",
         "st_ddfbb4a857c09bad7bc048e1681105d0599b3e3dd626ce9be8dbe45ddc25fc48",
     ),
+    (
+        "llm-schema-v4.hamlet",
+        "main",
+        "st_48a3bb132b99a7eeac1a38691a2417c4b9cb9c811e5695b883525927c537a708",
+    ),
 ];
 
 #[test]
@@ -115,7 +120,11 @@ fn schema_1_model_calls_upcast_to_the_forms_their_writers_used() {
 
 #[test]
 fn schema_2_model_calls_upcast_to_no_items_and_the_v3_sample_carries_its_distribution() {
-    for (file, scored) in [("llm-schema-v2.hamlet", false), ("llm-schema-v3.hamlet", true)] {
+    for (file, scored) in [
+        ("llm-schema-v2.hamlet", false),
+        ("llm-schema-v3.hamlet", true),
+        ("llm-schema-v4.hamlet", true),
+    ] {
         let bytes = std::fs::read(corpus_dir().join(file)).unwrap();
         let rec = Recording::open(&bytes).unwrap();
         let main = rec.find_branch("main").unwrap().id;
@@ -125,6 +134,9 @@ fn schema_2_model_calls_upcast_to_no_items_and_the_v3_sample_carries_its_distrib
                 hamlet_log::Body::LlmRequested(r) => {
                     requests += 1;
                     assert_eq!(r.items.is_empty(), !scored, "{file}");
+                    // Texts to avoid came with schema 4; older calls upcast to none.
+                    let v4 = file.contains("v4");
+                    assert_eq!(r.avoid.is_empty(), !v4, "{file}");
                     let probabilities = hamlet_log::event::StructuredForm::Probabilities;
                     assert_eq!(r.structured == probabilities, scored, "{file}");
                 }
@@ -147,7 +159,7 @@ fn schema_2_model_calls_upcast_to_no_items_and_the_v3_sample_carries_its_distrib
 fn write_missing_corpus() {
     let dir = corpus_dir();
     std::fs::create_dir_all(&dir).unwrap();
-    let files: [(&str, Vec<u8>); 5] = [
+    let files: [(&str, Vec<u8>); 6] = [
         ("schema-v1.hamlet", hamlet_log::samples::small_recording()),
         // EmbeddingRequested schema 2 (purpose, agent, server).
         ("embedding-requested-v2.hamlet", hamlet_log::samples::small_recording()),
@@ -157,6 +169,8 @@ fn write_missing_corpus() {
         // LlmRequested at schema 3 (items) and LlmResponded at schema 2 (probabilities): a
         // rating read from the model's probabilities.
         ("llm-schema-v3.hamlet", hamlet_log::samples::small_recording()),
+        // LlmRequested at schema 4 (texts to avoid).
+        ("llm-schema-v4.hamlet", hamlet_log::samples::small_recording()),
         (
             "schema-v1-town.hamlet",
             hamlet_engine::synth::write_recording(

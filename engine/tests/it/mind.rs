@@ -431,6 +431,7 @@ fn a_place_is_chosen_down_the_spatial_tree_preferring_where_the_agent_is() {
             &Who { agent: mei, name: "Mei Lin", summary: "Mei Lin is an art student." },
             &known,
             ("Marigold café", "counter"),
+            Some("Lin house:bedroom"),
             "paint",
             0,
             &mut pending,
@@ -473,12 +474,32 @@ fn a_place_is_chosen_down_the_spatial_tree_preferring_where_the_agent_is() {
             &Who { agent: mei, name: "Mei Lin", summary: "Mei Lin is an art student." },
             &known,
             ("Marigold café", "counter"),
+            Some("Lin house:bedroom"),
             "coffee",
             0,
             &mut pending,
         ))
         .unwrap();
     assert_eq!(address, "Marigold café:counter:coffee machine");
+    // Waking is done at home: only the object there is asked.
+    let gateway = scripted_gateway(vec![r#"{"choice": "bed"}"#]);
+    let mut pending = Pending::new();
+    let (address, _) = rt
+        .block_on(choose_place(
+            &gateway,
+            Style::Chat,
+            &Who { agent: mei, name: "Mei Lin", summary: "Mei Lin is an art student." },
+            &known,
+            ("Marigold café", "counter"),
+            Some("Lin house:bedroom"),
+            "wakes up",
+            0,
+            &mut pending,
+        ))
+        .unwrap();
+    assert_eq!(address, "Lin house:bedroom:bed");
+    let asked = pending.events().iter().filter(|e| matches!(e.body, Body::LlmRequested(_))).count();
+    assert_eq!(asked, 1, "no sector or arena asked");
 }
 
 #[test]
@@ -488,14 +509,15 @@ fn reacting_speaking_interviews_and_the_inner_voice_are_events_with_causes() {
     };
     let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
     let gateway = scripted_gateway(vec![
-        r#"{"rating": 7}"#,                                            // seed memory
-        r#"{"answer": "yes"}"#,                                        // react?
-        r#"{"say": "Tamsin! Are you coming tonight?", "end": false}"#, // a line
-        "I am going to Delphine's party at the café.",                 // interview, not remembered
-        "Yes, the party at six.",                                      // interview, remembered
-        r#"{"rating": 4}"#,                                            // ... its rating
-        "go and buy paint at the Thistle supply store",                // inner voice
-        r#"{"rating": 5}"#,                                            // ... its rating
+        r#"{"rating": 7}"#,                                                 // seed memory
+        r#"{"answer": "yes"}"#,                                             // react?
+        r#"{"say": "Tamsin! Are you coming tonight?", "end": false}"#,      // a line
+        r#"{"say": "Mei: Tamsin, are you coming tonight?", "end": false}"#, // its echo
+        "I am going to Delphine's party at the café.", // interview, not remembered
+        "Yes, the party at six.",                      // interview, remembered
+        r#"{"rating": 4}"#,                            // ... its rating
+        "go and buy paint at the Thistle supply store", // inner voice
+        r#"{"rating": 5}"#,                            // ... its rating
     ]);
     let mei = AgentId(0);
     let mut minds = Minds::default();
@@ -568,10 +590,35 @@ fn reacting_speaking_interviews_and_the_inner_voice_are_events_with_causes() {
             &mut pending,
         ))
         .unwrap();
-    assert_eq!(turn.say, "Tamsin! Are you coming tonight?");
+    assert_eq!(turn.turn.say, "Tamsin! Are you coming tonight?");
+    assert!(!turn.echo);
     let said =
         pending.events().iter().rev().find(|e| matches!(e.body, Body::DialogueTurn(_))).unwrap();
     assert!(said.causes.contains(&conversation), "a line names its conversation");
+
+    // The same words again, after they were said: nothing is said, and the talk ends.
+    let so_far = [("Tamsin Hale".to_owned(), "Are you coming tonight, Tamsin?".to_owned())];
+    let (again, _) = rt
+        .block_on(speak(
+            &gateway,
+            Style::Chat,
+            &who,
+            "Tamsin Hale",
+            "Millbrook park",
+            conversation,
+            &so_far,
+            60,
+            &RetrievalSettings::default(),
+            &mut pending,
+        ))
+        .unwrap();
+    assert!(again.echo && again.turn.end && again.turn.say.is_empty(), "{again:?}");
+    let Some(Body::DialogueTurn(silent)) =
+        pending.events().iter().rev().map(|e| &e.body).find(|b| matches!(b, Body::DialogueTurn(_)))
+    else {
+        unreachable!()
+    };
+    assert!(silent.text.is_empty() && silent.ends, "{silent:?}");
 
     let asked = EventId([8; 32]);
     let (answer, _) = rt

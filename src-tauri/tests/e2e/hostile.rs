@@ -94,6 +94,7 @@ pub fn write(out: &Path) {
             attempt: 1,
             structured: StructuredForm::None,
             items: Vec::new(),
+            avoid: Vec::new(),
         }),
     );
     let answered = append(
