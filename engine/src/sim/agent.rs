@@ -11,7 +11,9 @@ use hamlet_log::Body;
 
 use crate::describe::sim_time;
 use crate::economy;
-use crate::mind::plan::{choose_place, decompose, icon_of, plan_day, plan_steps, summarise};
+use crate::mind::plan::{
+    at_home, choose_place, decompose, icon_of, plan_day, plan_steps, summarise,
+};
 use crate::mind::respond::{should_attend, should_react, Situation};
 use crate::mind::schedule::Need;
 use crate::mind::think::{recall, reflect, reflection_due, remember, Who};
@@ -396,7 +398,13 @@ impl<S: Storage> Sim<S> {
                     Some(a) => a.address.clone(),
                     None => {
                         let (icon, words) = icon_of(&what.description);
-                        let (address, chose) = if what.address.is_empty() {
+                        // An action done at home goes home even when its hour was placed
+                        // elsewhere ("wakes up" in an hour that ends at work).
+                        let home = self.home_of(&me.name);
+                        let away = |h: &str| !what.address.starts_with(&format!("{h}:"));
+                        let (address, chose) = if what.address.is_empty()
+                            || (at_home(words) && home.is_some_and(away))
+                        {
                             let here = self.town.address_of(me.tile).unwrap_or_default();
                             let mut parts = here.splitn(3, ':');
                             let here = (parts.next().unwrap_or(""), parts.next().unwrap_or(""));
@@ -407,7 +415,7 @@ impl<S: Storage> Sim<S> {
                                 &who,
                                 &known,
                                 here,
-                                self.home_of(&me.name),
+                                home,
                                 words,
                                 now,
                                 pending,
@@ -546,7 +554,9 @@ impl<S: Storage> Sim<S> {
             &Who { agent, name: &me.name, summary: &summary },
             &known,
             here,
-            self.home_of(&me.name),
+            // An hour part is placed by the model ("wakes up and goes to work" is not an
+            // hour in bed); its actions done at home go home (`act`).
+            None,
             activity,
             now,
             pending,
