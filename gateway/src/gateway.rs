@@ -167,6 +167,9 @@ pub struct InFlight {
 struct Learned {
     /// The structured form that works (or was set).
     form: Option<StructuredForm>,
+    /// The backend refused ratings read from probabilities (a server without `logprobs`):
+    /// ratings are generated from then on.
+    no_probabilities: bool,
     /// The longest answer so far, in milliseconds.
     longest_ms: u32,
     /// The length of the embedding vectors so far.
@@ -283,9 +286,11 @@ impl Gateway {
         let offered = self.llm.structured_forms();
         // A rating asked item by item, where the backend reads ratings from probabilities;
         // if that try fails, the same question is generated in the backend's usual form.
+        let refused = self.learned.lock().is_ok_and(|l| l.no_probabilities);
         let scored = call.scored.is_some()
             && offered.contains(&StructuredForm::Probabilities)
-            && self.structured.is_none();
+            && self.structured.is_none()
+            && !refused;
         if let Some(form) = self.structured {
             return vec![form];
         }
@@ -451,9 +456,16 @@ impl Gateway {
             }));
             // A rating the backend could not read from probabilities is generated instead.
             let scoring_failed = form == StructuredForm::Probabilities && !failure.is_transient();
+            if scoring_failed && failure.kind != FailureKind::BadAnswer {
+                self.refuse_probabilities();
+            }
             if failure.kind == FailureKind::FormRefused || scoring_failed {
                 // Not a failed try: the same call at once in the next form, if there is one.
-                match forms.iter().position(|f| *f == form).map(|i| i + 1) {
+                // (A recording's forms leave out `Probabilities`: what follows it is the
+                // first of them.)
+                let after = forms.iter().position(|f| *f == form).map(|i| i + 1);
+                let after = after.or((form == StructuredForm::Probabilities).then_some(0));
+                match after {
                     Some(next) if next < forms.len() => {
                         form_at = next;
                         self.learn_form(forms[next]);
@@ -518,6 +530,56 @@ impl Gateway {
             tokens_cached: 0,
         }));
         Ok(out)
+    }
+
+    /// Asks ratings by generating them from now on: the backend refused to read them from
+    /// probabilities (a server that gives no `logprobs`). Not for a recording, whose tries
+    /// say their own forms.
+    fn refuse_probabilities(&self) {
+        if self.llm.is_recorded() {
+            return;
+        }
+        if let Ok(mut learned) = self.learned.lock() {
+            learned.no_probabilities = true;
+        }
+    }
+
+    /// Learns from tries already made — a resumed run's branch — what this gateway would
+    /// have learned making them: the structured form that answered (down the list only),
+    /// the longest answer's latency, and whether ratings read from probabilities were
+    /// refused. A run resumed so asks as the run before it would have gone on asking.
+    pub fn learn_from<'a>(&self, events: impl IntoIterator<Item = &'a Body>) {
+        let mut asked: BTreeMap<[u8; 32], StructuredForm> = BTreeMap::new();
+        for body in events {
+            match body {
+                Body::LlmRequested(r) => {
+                    asked.insert(r.request_hash, r.structured);
+                }
+                Body::LlmResponded(r) if !r.fallback && r.parsed.is_some() => {
+                    self.note_latency(r.latency_ms);
+                    if let Some(form) = asked.get(&r.request_hash) {
+                        self.learn_form(*form);
+                    }
+                }
+                Body::LlmFailed(f) => {
+                    let transient = matches!(
+                        f.kind,
+                        FailureKind::Timeout
+                            | FailureKind::RateLimited
+                            | FailureKind::ServerError
+                            | FailureKind::Connection
+                    );
+                    let form = asked.get(&f.request_hash).copied();
+                    if form == Some(StructuredForm::Probabilities)
+                        && !transient
+                        && f.kind != FailureKind::BadAnswer
+                    {
+                        self.refuse_probabilities();
+                    }
+                }
+                _ => {}
+            }
+        }
     }
 
     /// Keeps `form` as the one that works, unless the user set one.

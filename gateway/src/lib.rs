@@ -21,6 +21,7 @@ pub mod gateway;
 pub mod local;
 pub mod models;
 pub mod openai;
+pub mod rating;
 pub mod replay;
 pub mod request;
 mod stopwatch;

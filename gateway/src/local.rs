@@ -56,6 +56,7 @@ use hamlet_log::event::StructuredForm;
 
 use crate::answer::Shape;
 use crate::backend::{Attempt, BackendError, BoxFuture, Completion, LlmBackend};
+use crate::rating::expected_rating;
 
 /// Tokens a free slot must share with a prompt to be reused for it rather than an empty or
 /// least recently used one: more than the chat template's opening and a few words.
@@ -942,15 +943,6 @@ fn answer_probabilities(
         return None;
     }
     Some(out.into_iter().map(|p| p / total).collect())
-}
-
-/// The rating (the expected value over answers 1, 2, …, rounded) and the shares in
-/// ten-thousandths.
-fn expected_rating(p: &[f64]) -> (u8, Vec<u16>) {
-    let expected: f64 = p.iter().enumerate().map(|(i, q)| (i + 1) as f64 * q).sum();
-    let rating = expected.round().clamp(1.0, p.len().max(1) as f64) as u8;
-    let shares = p.iter().map(|q| (q * 10_000.0).round().clamp(0.0, 10_000.0) as u16).collect();
-    (rating, shares)
 }
 
 /// The next token: greedy at temperature 0 (the grammar consulted for the greedy token

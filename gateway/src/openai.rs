@@ -20,9 +20,11 @@ use async_openai::Client;
 use hamlet_log::event::{FailureKind, Prompt, StructuredForm};
 use serde_json::{json, Value};
 
+use crate::answer::Shape;
 use crate::backend::{
     Attempt, BackendError, BoxFuture, Completion, EmbedBackend, LlmBackend, Vectors,
 };
+use crate::rating::{self, TokenChoice};
 use crate::request::EmbedCall;
 
 /// Where and how to reach an OpenAI-compatible server. The key is held here only: it is
@@ -130,6 +132,24 @@ impl OpenAi {
         attempt: Attempt<'_>,
         messages: &[hamlet_log::event::ChatMessage],
     ) -> Result<Completion, BackendError> {
+        let response = self.ask_chat(&attempt, messages, |_| ()).await?;
+        let choice = first_choice(&response)?;
+        let text = match &choice["message"]["content"] {
+            Value::String(text) => text.clone(),
+            Value::Null => String::new(),
+            other => other.to_string(),
+        };
+        Ok(completion(&response, choice, text))
+    }
+
+    /// Sends `messages` as a chat completion, `more` adding to the request, and returns the
+    /// answer as the server gave it.
+    async fn ask_chat(
+        &self,
+        attempt: &Attempt<'_>,
+        messages: &[hamlet_log::event::ChatMessage],
+        more: impl FnOnce(&mut Value),
+    ) -> Result<Value, BackendError> {
         let messages: Vec<Value> = messages
             .iter()
             .map(|m| {
@@ -140,34 +160,182 @@ impl OpenAi {
                 json!({ "role": role, "content": m.content })
             })
             .collect();
-        let request = self.body(&attempt, json!({ "messages": messages }));
-        let response: Value = self
-            .client
-            .chat()
-            .create_byot(request)
-            .await
-            .map_err(|e| failure(e, attempt.structured))?;
-        let choice = first_choice(&response)?;
-        let text = match &choice["message"]["content"] {
-            Value::String(text) => text.clone(),
-            Value::Null => String::new(),
-            other => other.to_string(),
-        };
-        Ok(completion(&response, choice, text))
+        let mut request = self.body(attempt, json!({ "messages": messages }));
+        more(&mut request);
+        self.client.chat().create_byot(request).await.map_err(|e| failure(e, attempt.structured))
     }
 
     async fn text(&self, attempt: Attempt<'_>, prompt: &str) -> Result<Completion, BackendError> {
-        let request = self.body(&attempt, json!({ "prompt": prompt }));
-        let response: Value = self
-            .client
-            .completions()
-            .create_byot(request)
-            .await
-            .map_err(|e| failure(e, attempt.structured))?;
+        let response = self.ask_text(&attempt, prompt, |_| ()).await?;
         let choice = first_choice(&response)?;
         let text = choice["text"].as_str().unwrap_or_default().to_owned();
         Ok(completion(&response, choice, text))
     }
+
+    /// Sends `prompt` as a plain completion, `more` adding to the request.
+    async fn ask_text(
+        &self,
+        attempt: &Attempt<'_>,
+        prompt: &str,
+        more: impl FnOnce(&mut Value),
+    ) -> Result<Value, BackendError> {
+        let mut request = self.body(attempt, json!({ "prompt": prompt }));
+        more(&mut request);
+        self.client
+            .completions()
+            .create_byot(request)
+            .await
+            .map_err(|e| failure(e, attempt.structured))
+    }
+
+    /// A rating asked item by item (`StructuredForm::Probabilities`): each item's prompt
+    /// is sent on its own, one after another, with `logprobs` asked, and its rating is the
+    /// expected value of the probabilities the server gives the answers 1 to 10 where its
+    /// answer's number begins ([`rating::from_logprobs`]). A server that gives no
+    /// `logprobs` fails the try as refused; the gateway then generates the rating, and
+    /// every rating after it.
+    async fn score(&self, attempt: &Attempt<'_>) -> Result<Completion, BackendError> {
+        let call = attempt.call;
+        let many = match call.shape {
+            Shape::Importance if call.items.len() == 1 => false,
+            Shape::Ratings { count } if usize::from(count) == call.items.len() => true,
+            _ => {
+                return Err(BackendError::new(
+                    FailureKind::Refused,
+                    format!(
+                        "only ratings are read from probabilities, one per item: a `{}` answer \
+                         with {} items",
+                        call.shape.name(),
+                        call.items.len()
+                    ),
+                ))
+            }
+        };
+        let mut out = Completion {
+            text: String::new(),
+            tokens_prompt: 0,
+            tokens_completion: 0,
+            finish_reason: "probabilities".into(),
+            response_model: String::new(),
+            response_id: String::new(),
+            probabilities: Vec::with_capacity(call.items.len()),
+            tokens_cached: 0,
+        };
+        let mut ratings = Vec::with_capacity(call.items.len());
+        for i in 0..call.items.len() {
+            let Some(prompt) = call.item_prompt(i) else { break };
+            // Enough tokens for `{"rating": 10}` and no more.
+            let response = match &prompt {
+                Prompt::Chat(messages) => {
+                    self.ask_chat(attempt, messages, |r| {
+                        r["max_tokens"] = json!(RATING_TOKENS);
+                        r["logprobs"] = json!(true);
+                        r["top_logprobs"] = json!(20);
+                    })
+                    .await?
+                }
+                Prompt::Text(text) => {
+                    self.ask_text(attempt, text, |r| {
+                        r["max_tokens"] = json!(RATING_TOKENS);
+                        // The completions API lists at most five.
+                        r["logprobs"] = json!(5);
+                    })
+                    .await?
+                }
+            };
+            let choice = first_choice(&response)?;
+            let done = completion(&response, choice, String::new());
+            let Some(tokens) = token_choices(choice) else {
+                return Err(BackendError::new(
+                    FailureKind::Refused,
+                    "the server gave no `logprobs` with its answer: ratings are generated instead",
+                ));
+            };
+            let Some(p) = rating::from_logprobs(&tokens) else {
+                return Err(BackendError::new(
+                    FailureKind::BadAnswer,
+                    format!(
+                        "no rating 1 to 10 among the answer's likely tokens: {}",
+                        cut(&tokens.iter().map(|t| t.token.as_str()).collect::<String>(), 80)
+                    ),
+                ));
+            };
+            let (rating, shares) = rating::expected_rating(&p);
+            ratings.push(rating);
+            out.probabilities.push(shares);
+            out.tokens_prompt = out.tokens_prompt.saturating_add(done.tokens_prompt);
+            out.tokens_completion = out.tokens_completion.saturating_add(done.tokens_completion);
+            out.tokens_cached = out.tokens_cached.saturating_add(done.tokens_cached);
+            if out.response_id.is_empty() {
+                out.response_model = done.response_model;
+                out.response_id = done.response_id;
+            }
+        }
+        out.text = if many {
+            let listed: Vec<String> = ratings.iter().map(u8::to_string).collect();
+            format!("{{\"ratings\": [{}]}}", listed.join(", "))
+        } else {
+            format!("{{\"rating\": {}}}", ratings.first().copied().unwrap_or(5))
+        };
+        Ok(out)
+    }
+}
+
+/// Most tokens a rating asked for `logprobs` may take: `{"rating": 10}` and a little more.
+const RATING_TOKENS: u32 = 12;
+
+/// The generated tokens of a choice with their listed alternatives: the chat form
+/// (`logprobs.content[].top_logprobs[]`) or the completions form (`logprobs.tokens`,
+/// `token_logprobs`, `top_logprobs[]` as maps). `None` when there are none.
+fn token_choices(choice: &Value) -> Option<Vec<TokenChoice>> {
+    let logprobs = choice.get("logprobs")?;
+    if let Some(content) = logprobs.get("content").and_then(Value::as_array) {
+        let tokens: Vec<TokenChoice> = content
+            .iter()
+            .filter_map(|t| {
+                let top = t
+                    .get("top_logprobs")
+                    .and_then(Value::as_array)
+                    .map(|top| {
+                        top.iter()
+                            .filter_map(|a| {
+                                Some((
+                                    a.get("token")?.as_str()?.to_owned(),
+                                    a.get("logprob")?.as_f64()?,
+                                ))
+                            })
+                            .collect()
+                    })
+                    .unwrap_or_default();
+                Some(TokenChoice {
+                    token: t.get("token")?.as_str()?.to_owned(),
+                    logprob: t.get("logprob")?.as_f64()?,
+                    top,
+                })
+            })
+            .collect();
+        return (!tokens.is_empty()).then_some(tokens);
+    }
+    let tokens = logprobs.get("tokens")?.as_array()?;
+    let chosen = logprobs.get("token_logprobs").and_then(Value::as_array);
+    let tops = logprobs.get("top_logprobs").and_then(Value::as_array);
+    let out: Vec<TokenChoice> = tokens
+        .iter()
+        .enumerate()
+        .filter_map(|(i, t)| {
+            let top = tops
+                .and_then(|tops| tops.get(i))
+                .and_then(Value::as_object)
+                .map(|m| m.iter().filter_map(|(k, v)| Some((k.clone(), v.as_f64()?))).collect())
+                .unwrap_or_default();
+            Some(TokenChoice {
+                token: t.as_str()?.to_owned(),
+                logprob: chosen.and_then(|c| c.get(i)).and_then(Value::as_f64).unwrap_or(0.0),
+                top,
+            })
+        })
+        .collect();
+    (!out.is_empty()).then_some(out)
 }
 
 /// The answer's first choice, or why there is none.
@@ -220,11 +388,26 @@ impl LlmBackend for OpenAi {
         self.endpoint.model.clone()
     }
 
+    /// A server's forms, and ratings read from `logprobs` (last: only ratings asked item by
+    /// item are asked so, until the server shows it gives none).
+    fn structured_forms(&self) -> &[StructuredForm] {
+        &[
+            StructuredForm::JsonSchema,
+            StructuredForm::JsonObjectSchema,
+            StructuredForm::JsonObject,
+            StructuredForm::Prompt,
+            StructuredForm::Probabilities,
+        ]
+    }
+
     fn complete<'a>(
         &'a self,
         attempt: Attempt<'a>,
     ) -> BoxFuture<'a, Result<Completion, BackendError>> {
         Box::pin(async move {
+            if attempt.structured == StructuredForm::Probabilities {
+                return self.score(&attempt).await;
+            }
             match &attempt.call.prompt {
                 Prompt::Chat(messages) => self.chat(attempt.clone(), messages.as_slice()).await,
                 Prompt::Text(text) => self.text(attempt.clone(), text.as_str()).await,

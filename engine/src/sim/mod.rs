@@ -167,6 +167,8 @@ impl<S: Storage> Sim<S> {
             .ok_or_else(|| SimError::Resume(format!("branch {branch} holds no town to resume")))?;
         let town = Definition::parse("the recorded town", &source)
             .map_err(|e| SimError::Resume(format!("the recorded town does not load: {e}")))?;
+        // Asked as the run before would have gone on asking (the forms its server took).
+        gateway.learn_from(events.iter().map(|e| &e.body));
         let mut sim = Sim::new(store, branch, town, gateway, settings);
         sim.refold()?;
         sim.remember_seeds().await?;

@@ -17,6 +17,8 @@ pub enum Reply {
     Chat(String),
     /// 200 with these embedding vectors.
     Embed(Vec<Vec<f32>>),
+    /// 200 with this body as it is.
+    Json(String),
     /// A status, an optional `Retry-After` in seconds, and a body.
     Status(u16, Option<u32>, String),
     /// Wait, then give the reply.
@@ -147,6 +149,7 @@ fn respond(
         let (status, extra, body) = match reply {
             Reply::Chat(content) => (200, String::new(), chat_body(&content)),
             Reply::Embed(vectors) => (200, String::new(), embed_body(&vectors)),
+            Reply::Json(body) => (200, String::new(), body),
             Reply::Status(code, retry, body) => {
                 (code, retry.map(|s| format!("Retry-After: {s}\r\n")).unwrap_or_default(), body)
             }

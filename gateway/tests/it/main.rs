@@ -1,6 +1,7 @@
 //! The gateway's tests over real transports: HTTP on loopback, the embedded model, replay.
 
 mod http;
+mod logprobs;
 pub mod loopback;
 mod model;
 mod replay;
