@@ -116,6 +116,11 @@ impl Schedule {
         Some((PlanRef { plan: *parts_id, item: index }, item.clone()))
     }
 
+    /// The plan that breaks `item` down, if it has been.
+    pub fn parts_of(&self, item: PlanRef) -> Option<&PlanMade> {
+        self.parts.get(&item).map(|(_, p)| p)
+    }
+
     /// The day plan, if any.
     pub fn day(&self) -> Option<&PlanMade> {
         self.day.as_ref().map(|(_, p)| p)

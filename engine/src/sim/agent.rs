@@ -500,12 +500,17 @@ impl<S: Storage> Sim<S> {
         if hour_end < resume_at + 5 * 60 {
             return Ok(None);
         }
-        // The hour's place is where its actions were (chosen once for the hour).
-        let place = self.folds.state.agents.get(&agent).and_then(|a| a.action.as_ref());
-        let place = place.filter(|a| a.plan_item.is_some()).map(|a| a.address.clone());
+        // The hour's place is where its actions were planned (chosen once for the hour),
+        // not where the agent is: an action done at home went home from an hour placed
+        // elsewhere, and the rest of the hour goes on there.
+        let schedule = self.folds.schedules.of(agent);
+        let planned = schedule.parts_of(hour).and_then(|p| p.items.first());
+        let planned = planned.map(|i| i.address.clone()).filter(|a| !a.is_empty());
+        let doing = self.folds.state.agents.get(&agent).and_then(|a| a.action.as_ref());
+        let doing = doing.filter(|a| a.plan_item.is_some()).map(|a| a.address.clone());
         let rest = PlanItem {
             description: format!("{} ({why})", what.description),
-            address: place.unwrap_or_else(|| what.address.clone()),
+            address: planned.or(doing).unwrap_or_else(|| what.address.clone()),
             start_secs: resume_at,
             duration_secs: (hour_end - resume_at) as u32,
         };

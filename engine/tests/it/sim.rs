@@ -190,6 +190,21 @@ fn agents_who_meet_react_talk_in_turn_remember_it_and_replan() {
             if acting {
                 assert!(replan.is_some(), "{agent:?} re-plans after talking");
                 replans += 1;
+                // At the hour's place, as its actions were planned (not wherever the agent
+                // went for an action done at home).
+                let Some(Body::PlanMade(again)) = replan.map(|e| &e.body) else { unreachable!() };
+                let before = log.iter().rev().find_map(|e| match &e.body {
+                    Body::PlanMade(p)
+                        if e.header.seq < event.header.seq
+                            && p.agent == *agent
+                            && p.decomposes == again.decomposes =>
+                    {
+                        Some(p)
+                    }
+                    _ => None,
+                });
+                let before = before.expect("the hour's actions were planned before the talk");
+                assert_eq!(again.items[0].address, before.items[0].address);
             }
         }
     }
