@@ -11,7 +11,10 @@
 //! an empty one while there are any (so an agent's importance, location and plan calls each
 //! keep their own cached prefix, preamble and instructions, instead of cutting one another's
 //! back to the preamble), else the slot sharing the longest prefix, else the least recently
-//! used, so one agent's calls do not evict another's preamble ([`pick`]).
+//! used, so one agent's calls do not evict another's preamble ([`pick`]). A slot so taken
+//! is first given the cache of another slot, free or busy, that shares at least
+//! [`MIN_SHARED`] more of the prompt ([`copy_source`]): llama.cpp copies that slot's KV
+//! buffer into it, which costs milliseconds where reading the shared tokens costs seconds.
 //!
 //! Ratings asked item by item (`StructuredForm::Probabilities`) generate nothing: each item's
 //! prompt is read, the answer's opening (`{"rating": `) added, and the rating is the expected
@@ -98,6 +101,21 @@ fn pick(slots: &[SlotView], len: usize) -> Option<usize> {
         .or_else(|| free().min_by_key(|(i, s)| (s.used, *i)).map(|(i, _)| i))
 }
 
+/// The slot whose cache is copied into `chosen` (picked by [`pick`]) before a prompt is read
+/// there: another slot, free or busy, that shares at least [`MIN_SHARED`] more of the prompt
+/// (the one sharing most; the lowest index on a tie). So a call keeps to its own slot and
+/// still reads only what no slot holds: an agent's first hour plan starts from the preamble
+/// its importance ratings left in another slot.
+fn copy_source(slots: &[SlotView], chosen: usize) -> Option<usize> {
+    let have = slots.get(chosen)?.common;
+    slots
+        .iter()
+        .enumerate()
+        .filter(|(j, s)| *j != chosen && s.common >= have + MIN_SHARED)
+        .max_by(|a, b| a.1.common.cmp(&b.1.common).then(b.0.cmp(&a.0)))
+        .map(|(j, _)| j)
+}
+
 /// What the model is given to say before a rating is read from its probabilities.
 const RATING_LEAD: &str = "{\"rating\": ";
 
@@ -149,6 +167,8 @@ pub struct LocalStats {
     pub prompt_ms: u64,
     /// Wall-clock milliseconds spent generating (decoding and sampling).
     pub generate_ms: u64,
+    /// Slots given another slot's cache before reading a prompt ([`copy_source`]).
+    pub copies: u64,
 }
 
 struct Job {
@@ -571,11 +591,9 @@ impl Server<'_> {
             },
             None => None,
         };
-        let Some((index, common)) = self.pick_slot(&tokens, &job.affinity) else {
-            return Err((
-                job,
-                other("no free slot (a bug: jobs are admitted only when one is free)"),
-            ));
+        let (index, common) = match self.take_slot(&tokens, &job.affinity) {
+            Ok(taken) => taken,
+            Err(e) => return Err((job, e)),
         };
         // At least one token must be evaluated to get logits for the first answer token.
         let keep = common.min(tokens.len() - 1);
@@ -620,10 +638,16 @@ impl Server<'_> {
         Ok(())
     }
 
-    /// The free slot for a prompt, and how many of its tokens it holds: the one sharing the
-    /// longest prefix if that is at least [`MIN_SHARED`] tokens (or the whole prompt), else
-    /// an empty slot, else the least recently used.
-    fn pick_slot(&self, tokens: &[LlamaToken], affinity: &str) -> Option<(usize, usize)> {
+    /// Takes the free slot for a prompt ([`pick`]) and says how many of the prompt's tokens
+    /// its cache holds. When another slot shares at least [`MIN_SHARED`] more of them
+    /// ([`copy_source`]), that slot's cache is copied into the one taken: llama.cpp copies
+    /// the per-slot KV buffer (some tens of megabytes) before the next decode, which costs
+    /// milliseconds where reading the tokens again costs seconds.
+    fn take_slot(
+        &mut self,
+        tokens: &[LlamaToken],
+        affinity: &str,
+    ) -> Result<(usize, usize), BackendError> {
         let views: Vec<SlotView> = self
             .slots
             .iter()
@@ -635,8 +659,20 @@ impl Server<'_> {
                 used: s.used,
             })
             .collect();
-        let i = pick(&views, tokens.len())?;
-        Some((i, views[i].common))
+        let Some(i) = pick(&views, tokens.len()) else {
+            return Err(other("no free slot (a bug: jobs are taken only when one is free)"));
+        };
+        let Some(from) = copy_source(&views, i) else { return Ok((i, views[i].common)) };
+        let shared = views[from].common;
+        // One whole buffer to another (llama.cpp copies streams whole); what the slot taken
+        // does not share is trimmed by the caller.
+        self.ctx
+            .copy_kv_cache_seq(from as i32, i as i32, None, None)
+            .map_err(|e| other(format!("cannot copy the cache: {e}")))?;
+        let prefix = self.slots[from].cached.get(..shared).unwrap_or_default().to_vec();
+        self.slots[i].cached = prefix;
+        self.stats.copies += 1;
+        Ok((i, shared))
     }
 
     /// Answers a rating job from the model's probabilities, item by item.
@@ -680,9 +716,7 @@ impl Server<'_> {
             }
             let answers: Vec<Vec<LlamaToken>> =
                 whole.iter().map(|w| w[shared..].to_vec()).collect();
-            let Some((index, common)) = self.pick_slot(&prompt, &job.affinity) else {
-                return Err(other("no free slot (a bug: jobs are taken only when one is free)"));
-            };
+            let (index, common) = self.take_slot(&prompt, &job.affinity)?;
             let seq = index as i32;
             let keep = common.min(prompt.len() - 1);
             let trim = |ctx: &mut LlamaContext<'_>, at: usize| {
@@ -1120,6 +1154,22 @@ mod tests {
         let busy = SlotView { free: false, ..view(true, 300, 1) };
         assert_eq!(pick(&[busy, empty], 400), Some(1));
         assert_eq!(pick(&[busy], 400), None);
+    }
+
+    #[test]
+    fn a_slot_taken_is_given_the_cache_of_one_that_shares_more() {
+        let view = |free: bool, common: usize| SlotView { free, common, ..SlotView::default() };
+        // The empty slot taken gets the preamble another slot (even a busy one) holds.
+        let slots = [view(true, 0), view(false, 300), view(true, 120)];
+        assert_eq!(copy_source(&slots, 0), Some(1));
+        // Its own slot shares nearly as much: nothing to copy.
+        let slots = [view(true, 280), view(false, 300)];
+        assert_eq!(copy_source(&slots, 0), None);
+        // At least MIN_SHARED more; the most; the lowest index on a tie.
+        let slots = [view(true, 10), view(true, 10 + MIN_SHARED), view(true, 10 + MIN_SHARED)];
+        assert_eq!(copy_source(&slots, 0), Some(1));
+        assert_eq!(copy_source(&slots, 5), None, "no such slot");
+        assert_eq!(copy_source(&[view(true, 50)], 0), None, "no other slot");
     }
 
     #[test]

@@ -146,3 +146,50 @@ fn the_small_model_cites_only_the_statements_it_was_given() {
     assert_eq!(insights.len(), 5);
     assert!(insights.iter().flat_map(|i| &i.evidence).all(|n| (1..=9).contains(n)));
 }
+
+#[test]
+fn a_slot_given_another_slots_cache_answers_as_if_it_had_read_the_prompt() {
+    if skip() {
+        return;
+    }
+    installed(ModelChoice::Small);
+    let gateway = || {
+        let settings = config::resolve(
+            &FileSettings::default(),
+            &Env::default(),
+            &Flags { model: Some("small".into()), slots: Some(3), ..Flags::default() },
+        )
+        .unwrap();
+        let llm = config::llm_backend(&settings).unwrap();
+        let embed = config::embed_backend(&settings).unwrap();
+        config::gateway(&settings, llm, embed)
+    };
+    // A long shared opening (an agent's preamble), then two questions of different kinds for
+    // different agents: the second takes an empty slot of its own, given the first's cache.
+    let preamble = "Willowmere is a small town by a river. Delphine Ashcombe runs the Marigold \
+                    café; she is warm, busy and remembers every regular's order. Her husband \
+                    Tobias teaches at the college and their son Rowan studies there and lives \
+                    in the Reedbank dorm. Nnamdi Okafor keeps the Crooked Lamp bar, Ilona Varga \
+                    the Thistle supply store, Oskar Lindqvist works at the Fernside market, and \
+                    Juniper Quill paints in a flat on Brindle Row. Wendell Penhallow is running \
+                    for the town council and talks about it to anyone who will listen.";
+    let ask = |gateway: &hamlet_gateway::Gateway, agent: u32, question: &str| {
+        let mut call = Call::chat("text", preamble, question, Shape::Text).template(question, 1);
+        call.agent = Some(hamlet_log::event::AgentId(agent));
+        call.max_tokens = Some(24);
+        let runtime = tokio::runtime::Runtime::new().unwrap();
+        let answered = runtime.block_on(gateway.ask(&call)).unwrap();
+        match answered.events.last() {
+            Some(hamlet_log::Body::LlmResponded(r)) => (r.text.clone(), r.tokens_cached),
+            other => panic!("{other:?}"),
+        }
+    };
+    let shared = gateway();
+    let (_, cold) = ask(&shared, 1, "Who runs the café?");
+    assert_eq!(cold, 0, "nothing cached yet");
+    let (copied, reused) = ask(&shared, 2, "Where does Rowan live?");
+    assert!(reused >= 100, "the preamble came from the other slot: {reused} tokens reused");
+    let (fresh, none) = ask(&gateway(), 2, "Where does Rowan live?");
+    assert_eq!(none, 0);
+    assert_eq!(copied, fresh, "the copied cache answers as the prompt read afresh");
+}
