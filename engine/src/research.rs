@@ -6,7 +6,7 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use hamlet_log::event::AgentId;
+use hamlet_log::event::{AgentId, Tile};
 use hamlet_log::{Body, Event};
 use serde::{Deserialize, Serialize};
 
@@ -226,6 +226,109 @@ pub fn csv_field(text: &str) -> String {
     }
 }
 
+/// One agent's time at a place within a window.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Attendee {
+    /// Who.
+    pub agent: String,
+    /// When they were first there in the window (simulated seconds).
+    pub first_secs: u64,
+    /// Seconds of the window they spent there.
+    pub secs: u64,
+}
+
+/// Who was at a place during a window, from where each agent stood: `positions` are
+/// (simulated seconds, agent, tile) in log order — where each agent joined, then every
+/// move — and `inside` says whether a tile is in the place. Each agent who stood inside
+/// for any part of `[from, until)`, with when they first were and for how long, in order
+/// of arrival (then name).
+pub fn presence(
+    positions: impl IntoIterator<Item = (u64, String, Tile)>,
+    inside: impl Fn(Tile) -> bool,
+    from: u64,
+    until: u64,
+) -> Vec<Attendee> {
+    let mut at: BTreeMap<String, (u64, Tile)> = BTreeMap::new();
+    let mut seen: BTreeMap<String, (u64, u64)> = BTreeMap::new();
+    let mut stay = |who: &str, since: u64, to: u64, tile: Tile| {
+        let (start, end) = (since.max(from), to.min(until));
+        if start < end && inside(tile) {
+            let entry = seen.entry(who.to_owned()).or_insert((start, 0));
+            entry.0 = entry.0.min(start);
+            entry.1 += end - start;
+        }
+    };
+    for (secs, who, tile) in positions {
+        if secs >= until {
+            break;
+        }
+        if let Some((since, was)) = at.insert(who.clone(), (secs, tile)) {
+            stay(&who, since, secs, was);
+        }
+    }
+    for (who, (since, tile)) in &at {
+        stay(who, *since, until, *tile);
+    }
+    let mut out: Vec<Attendee> = seen
+        .into_iter()
+        .map(|(agent, (first_secs, secs))| Attendee { agent, first_secs, secs })
+        .collect();
+    out.sort_by(|a, b| a.first_secs.cmp(&b.first_secs).then(a.agent.cmp(&b.agent)));
+    out
+}
+
+/// [`presence`] over a recording's events: `place` is a sector (`Marigold café`) or an
+/// arena (`Marigold café:counter`), any case, of the town the recording loaded.
+pub fn attendance(
+    events: &[Event],
+    place: &str,
+    from: u64,
+    until: u64,
+) -> Result<Vec<Attendee>, String> {
+    let source = events
+        .iter()
+        .find_map(|e| match &e.body {
+            Body::TownLoaded(t) => Some(t.source.as_str()),
+            _ => None,
+        })
+        .ok_or("the recording holds no town")?;
+    let town = crate::town::Definition::parse("the recorded town", source)
+        .map_err(|e| format!("the recorded town does not load: {e}"))?;
+    let want = place.trim().to_lowercase();
+    let inside = |tile: Tile| {
+        town.address_of(tile).is_some_and(|a| {
+            let a = a.to_lowercase();
+            a == want || a.starts_with(&format!("{want}:"))
+        })
+    };
+    let known = town.sectors.iter().any(|s| {
+        s.arenas.iter().any(|a| {
+            let a = format!("{}:{}", s.name, a.name).to_lowercase();
+            a == want || a.starts_with(&format!("{want}:"))
+        })
+    });
+    if !known {
+        let sectors: Vec<&str> = town.sectors.iter().map(|s| s.name.as_str()).collect();
+        return Err(format!("the town has no place `{place}`; its places: {}", sectors.join(", ")));
+    }
+    let mut names: BTreeMap<AgentId, String> = BTreeMap::new();
+    let mut positions = Vec::new();
+    for e in events {
+        match &e.body {
+            Body::AgentJoined(j) => {
+                names.insert(j.agent, j.name.clone());
+                positions.push((e.sim_time_secs(), j.name.clone(), j.tile));
+            }
+            Body::Moved(m) => {
+                let name = names.get(&m.agent).cloned().unwrap_or_else(|| m.agent.0.to_string());
+                positions.push((e.sim_time_secs(), name, m.to));
+            }
+            _ => {}
+        }
+    }
+    Ok(presence(positions, inside, from, until))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -249,6 +352,30 @@ mod tests {
             assert_eq!(questions.iter().filter(|(k, _)| *k == c).count(), 2, "{c}");
         }
         assert!(questions.iter().any(|(_, q)| q.contains("Ben")));
+    }
+
+    #[test]
+    fn presence_counts_the_time_each_agent_stood_inside_the_window() {
+        let tile = |x: u16| Tile { x, y: 0 };
+        // Inside is x >= 10. The window is 100..200.
+        let positions = vec![
+            (0, "Ann".to_owned(), tile(10)),  // inside from the start
+            (0, "Ben".to_owned(), tile(1)),   // comes in at 150, leaves at 170
+            (0, "Cy".to_owned(), tile(1)),    // never comes
+            (120, "Ann".to_owned(), tile(2)), // leaves at 120
+            (150, "Ben".to_owned(), tile(11)),
+            (170, "Ben".to_owned(), tile(3)),
+            (190, "Ann".to_owned(), tile(12)), // back for the last 10
+            (250, "Cy".to_owned(), tile(10)),  // after the window
+        ];
+        let rows = presence(positions, |t| t.x >= 10, 100, 200);
+        assert_eq!(
+            rows,
+            vec![
+                Attendee { agent: "Ann".into(), first_secs: 100, secs: 30 },
+                Attendee { agent: "Ben".into(), first_secs: 150, secs: 20 },
+            ]
+        );
     }
 
     #[test]

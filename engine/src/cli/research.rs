@@ -10,7 +10,9 @@ use anyhow::Context;
 use clap::{Args, Subcommand, ValueEnum};
 use hamlet_engine::describe::{printable, sim_time};
 use hamlet_engine::history::Moment;
-use hamlet_engine::research::{battery, csv_field, dialogue, diffusion, network_density};
+use hamlet_engine::research::{
+    attendance, battery, csv_field, dialogue, diffusion, network_density,
+};
 use hamlet_engine::sim::{Sim, SimSettings};
 use hamlet_engine::store::Store;
 use hamlet_gateway::config;
@@ -41,6 +43,13 @@ pub enum ResearchCommand {
     /// common), and why they ended (no model)
     #[command(after_help = "Example:\n  hamlet research dialogue run.hamlet")]
     Dialogue(DialogueArgs),
+    /// Who was at a place during a window of time (the party at the café): each agent who
+    /// stood there, when they first were, and for how long (no model)
+    #[command(
+        after_help = "Example:\n  hamlet research attendance run.hamlet --place 'Marigold café' \
+--from 'day0 17:00' --until 'day0 19:00'"
+    )]
+    Attendance(AttendanceArgs),
     /// Ask every agent one question at a moment, from memory, on a scratch fork (e.g. "Do
     /// you know about a party?"); answers beginning with "yes" are counted
     #[command(after_help = "Example:\n  hamlet research ask --store run/ --at 'day1 12:00' \
@@ -86,6 +95,33 @@ pub struct DialogueArgs {
     /// Output format (table or JSON)
     #[arg(long, value_enum, default_value = "table")]
     format: TableFormat,
+}
+
+/// `hamlet research attendance`.
+#[derive(Debug, Args)]
+pub struct AttendanceArgs {
+    #[command(flatten)]
+    source: Source,
+    /// The place: a sector (`Marigold café`) or an arena (`Marigold café:counter`), any case
+    #[arg(long)]
+    place: String,
+    /// The window's start (`day<N> <HH:MM>`, `<HH:MM>` on day 0)
+    #[arg(long, value_parser = parse_time)]
+    from: u64,
+    /// The window's end
+    #[arg(long, value_parser = parse_time)]
+    until: u64,
+    /// Output format
+    #[arg(long, value_enum, default_value = "table")]
+    format: TableFormat,
+}
+
+/// A moment given as a simulated time (`day1 17:00`, `17:00`, `3600s`), in seconds.
+fn parse_time(text: &str) -> Result<u64, String> {
+    match parse_moment(text)? {
+        Moment::Time(secs) => Ok(secs),
+        _ => Err(format!("`{text}` is not a time of day; write e.g. `day0 17:00`")),
+    }
 }
 
 /// `hamlet research diffusion`.
@@ -222,6 +258,35 @@ pub fn research(c: ResearchCommand) -> anyhow::Result<Outcome> {
             );
             for (why, n) in &stats.endings {
                 println!("ended: {why}: {n}");
+            }
+        }
+        ResearchCommand::Attendance(a) => {
+            if a.until <= a.from {
+                anyhow::bail!(
+                    "--until ({}) is not after --from ({})",
+                    sim_time(a.until),
+                    sim_time(a.from)
+                );
+            }
+            let events = source_events(&a.source)?;
+            let rows =
+                attendance(&events, &a.place, a.from, a.until).map_err(anyhow::Error::msg)?;
+            write_rows(a.format, &["agent", "first_there", "minutes"], &rows, |r| {
+                vec![
+                    r.agent.clone(),
+                    sim_time(r.first_secs),
+                    format!("{:.0}", r.secs as f64 / 60.0),
+                ]
+            })?;
+            if a.format == TableFormat::Table {
+                println!(
+                    "\n{} agent{} at {} between {} and {}",
+                    rows.len(),
+                    if rows.len() == 1 { "" } else { "s" },
+                    a.place,
+                    sim_time(a.from),
+                    sim_time(a.until)
+                );
             }
         }
         ResearchCommand::Network(a) => {

@@ -541,4 +541,44 @@ fn the_shipped_recording_is_sound_and_answers_every_query() {
     assert!(agent.contains("memory stream"), "{agent}");
     let why = run(&["why", file, "--agent", "Delphine Ashcombe", "--at", "day0 08:45"]);
     assert!(why.contains("LlmRequested") && why.contains("recalled"), "{why}");
+
+    // Who was at the Ashcombes' house that morning: the two who live there, all morning.
+    let at_home = |place: &str| {
+        let csv = run(&[
+            "research",
+            "attendance",
+            file,
+            "--place",
+            place,
+            "--from",
+            "day0 07:00",
+            "--until",
+            "day0 09:00",
+            "--format",
+            "csv",
+        ]);
+        csv.lines()
+            .skip(1)
+            .map(|l| l.split(',').map(str::to_owned).collect())
+            .collect::<Vec<Vec<String>>>()
+    };
+    let rows = at_home("ashcombe house");
+    let names: Vec<&str> = rows.iter().map(|r| r[0].as_str()).collect();
+    assert_eq!(names, ["Delphine Ashcombe", "Tobias Ashcombe"], "{rows:?}");
+    assert!(rows.iter().all(|r| r[1] == "day 0 07:00:00"), "{rows:?}");
+    assert_eq!(at_home("Ashcombe house:bedroom").len(), 2, "an arena too");
+    let out = command(&[
+        "research".into(),
+        "attendance".into(),
+        file.into(),
+        "--place".into(),
+        "Nowhere".into(),
+        "--from".into(),
+        "7:00".into(),
+        "--until".into(),
+        "9:00".into(),
+    ])
+    .output()
+    .unwrap();
+    assert!(!out.status.success() && text(&out).contains("Marigold café"), "{}", text(&out));
 }
