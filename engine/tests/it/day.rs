@@ -1,0 +1,139 @@
+//! The shipped day (`recordings/willowmere-day.hamlet`), made by the embedded model: what
+//! the issue behind it promised a real run shows, checked over the real thing — the whole
+//! town through a waking day, plans of plausible lengths naming the real date, objects that
+//! change state with the actions at them, money that moves in the loop, actions with icons,
+//! dialogue that does not say the same line twice. What the model chose to do is reported
+//! in `recordings/README.md`, not asserted here.
+
+use std::collections::BTreeSet;
+use std::path::PathBuf;
+
+use hamlet_engine::mind::plan::everyday_limit;
+use hamlet_log::event::Account;
+use hamlet_log::{Body, Event, Recording};
+
+/// The recording, from `HAMLET_DAY` if set (to check a day being made), else the shipped one.
+fn day() -> (PathBuf, Vec<Event>) {
+    let path = std::env::var_os("HAMLET_DAY").map(PathBuf::from).unwrap_or_else(|| {
+        PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../recordings/willowmere-day.hamlet")
+    });
+    let bytes = std::fs::read(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    let (rec, report) = Recording::open_verified(&bytes).unwrap();
+    assert!(report.problems.is_empty(), "{:?}", report.problems);
+    let root = rec.root().unwrap().id;
+    let events = rec.events(root, 0).unwrap().map(Result::unwrap).collect();
+    (path, events)
+}
+
+#[test]
+fn the_shipped_day_is_the_whole_town_through_a_waking_day_by_the_embedded_model() {
+    let (path, events) = day();
+    let joined: Vec<&str> = events
+        .iter()
+        .filter_map(|e| match &e.body {
+            Body::AgentJoined(j) => Some(j.name.as_str()),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(joined.len(), 10, "all ten personas: {joined:?}");
+    let (first, last) = (events.first().unwrap(), events.last().unwrap());
+    let hours = (last.sim_time_secs() - 7 * 3600) as f64 / 3600.0;
+    assert!(hours >= 15.9, "{}: 07:00 to {} ({hours:.1} h)", path.display(), last.sim_time_secs());
+    assert_eq!(first.sim_time_secs(), 0);
+    let models: BTreeSet<&str> = events
+        .iter()
+        .filter_map(|e| match &e.body {
+            Body::LlmRequested(r) => Some(r.model.as_str()),
+            _ => None,
+        })
+        .collect();
+    assert!(
+        !models.is_empty() && models.iter().all(|m| m.starts_with("qwen2.5-coder-1.5b")),
+        "the default embedded model made every call: {models:?}"
+    );
+}
+
+#[test]
+fn the_shipped_day_plans_everyday_activities_for_plausible_lengths_on_the_real_date() {
+    let (_, events) = day();
+    let mut checked = 0;
+    for e in &events {
+        match &e.body {
+            Body::PlanMade(p) => {
+                for item in &p.items {
+                    if let Some(limit) = everyday_limit(&item.description) {
+                        checked += 1;
+                        assert!(
+                            item.duration_secs <= limit * 60,
+                            "{:?} planned for {} min (at most {limit})",
+                            item.description,
+                            item.duration_secs / 60
+                        );
+                    }
+                }
+            }
+            Body::ActionStarted(a) => {
+                if let Some(limit) = everyday_limit(&a.description) {
+                    assert!(a.duration_secs <= limit * 60, "{a:?}");
+                }
+            }
+            _ => {}
+        }
+    }
+    assert!(checked > 0, "the day has everyday activities to check");
+    // Day plans are asked for the day the town is on, by name and date.
+    let day_plans: Vec<String> = events
+        .iter()
+        .filter_map(|e| match &e.body {
+            Body::LlmRequested(r) if r.purpose == "day_plan" => Some(format!("{:?}", r.prompt)),
+            _ => None,
+        })
+        .collect();
+    assert!(!day_plans.is_empty());
+    let weekdays = ["Monday", "Tuesday", "Wednesday", "Thursday", "Friday", "Saturday", "Sunday"];
+    for prompt in &day_plans {
+        let today = prompt.split("Today is ").nth(1).unwrap_or_default();
+        assert!(
+            weekdays.iter().any(|d| today.starts_with(d)),
+            "the day is named, not numbered: {prompt}"
+        );
+    }
+}
+
+#[test]
+fn in_the_shipped_day_objects_change_with_actions_money_moves_and_actions_carry_icons() {
+    let (_, events) = day();
+    let by_action = events
+        .iter()
+        .filter(|e| matches!(&e.body, Body::ObjectStateChanged(o) if o.by.is_some()))
+        .count();
+    assert!(by_action > 0, "an action at an object sets its state");
+    let (mut wages, mut purchases) = (0, 0);
+    for e in &events {
+        if let Body::CashMoved(c) = &e.body {
+            match (&c.from, &c.to) {
+                (Account::World | Account::Shop(_), Account::Agent(_)) => wages += 1,
+                (Account::Agent(_), Account::Shop(_)) => purchases += 1,
+                _ => {}
+            }
+        }
+    }
+    assert!(wages > 0 && purchases > 0, "wages {wages}, purchases {purchases}");
+    let actions: Vec<&str> = events
+        .iter()
+        .filter_map(|e| match &e.body {
+            Body::ActionStarted(a) => Some(a.emoji.as_str()),
+            _ => None,
+        })
+        .collect();
+    let with_icon = actions.iter().filter(|e| !e.is_empty()).count();
+    assert!(with_icon * 2 > actions.len(), "{with_icon} of {} actions have icons", actions.len());
+}
+
+#[test]
+fn in_the_shipped_day_no_line_repeats_an_earlier_line_of_its_conversation() {
+    let (_, events) = day();
+    let stats = hamlet_engine::research::dialogue(&events);
+    assert!(stats.conversations > 0, "the town talked");
+    assert_eq!(stats.repeated, 0, "{stats:?}");
+}
