@@ -40,6 +40,8 @@ pub struct Tally {
     pub fallbacks: u64,
     /// Prompt tokens.
     pub prompt_tokens: u64,
+    /// Of those, the tokens the backend reused from its cache instead of reading them.
+    pub cached_tokens: u64,
     /// Completion tokens.
     pub completion_tokens: u64,
     /// Embedding calls.
@@ -57,6 +59,7 @@ impl Tally {
         self.failures += other.failures;
         self.fallbacks += other.fallbacks;
         self.prompt_tokens += other.prompt_tokens;
+        self.cached_tokens += other.cached_tokens;
         self.completion_tokens += other.completion_tokens;
         self.embeddings += other.embeddings;
         self.embedding_tokens += other.embedding_tokens;
@@ -114,6 +117,7 @@ pub fn report<'a>(
             Body::LlmResponded(r) => {
                 let Some(who) = calls.get(&r.request_hash).cloned() else { continue };
                 row.prompt_tokens = u64::from(r.tokens_prompt);
+                row.cached_tokens = u64::from(r.tokens_cached.min(r.tokens_prompt));
                 row.completion_tokens = u64::from(r.tokens_completion);
                 row.fallbacks = u64::from(r.fallback);
                 who
@@ -199,6 +203,10 @@ mod tests {
     }
 
     fn answer(hash: u8, p: u32, c: u32) -> Body {
+        answer_cached(hash, p, c, 0)
+    }
+
+    fn answer_cached(hash: u8, p: u32, c: u32, cached: u32) -> Body {
         Body::LlmResponded(LlmResponded {
             request_hash: [hash; 32],
             text: "t".into(),
@@ -211,8 +219,22 @@ mod tests {
             response_model: "m".into(),
             response_id: String::new(),
             probabilities: Vec::new(),
-            tokens_cached: 0,
+            tokens_cached: cached,
         })
+    }
+
+    #[test]
+    fn cached_tokens_add_up_and_never_exceed_the_prompt() {
+        let events = [
+            (0, request(1, 0, "plan", 1)),
+            (0, answer_cached(1, 1000, 10, 600)),
+            (0, request(2, 0, "turn", 1)),
+            // A server that says it cached more than the prompt: counted as the prompt.
+            (0, answer_cached(2, 100, 10, 400)),
+        ];
+        let r = report(events.iter().map(|(t, b)| (*t, b)), &BTreeMap::new());
+        assert_eq!((r.total.prompt_tokens, r.total.cached_tokens), (1100, 700));
+        assert_eq!(r.by_purpose["plan"].cached_tokens, 600);
     }
 
     #[test]

@@ -427,6 +427,15 @@ fn embed(a: EmbedArgs) -> anyhow::Result<Outcome> {
     Ok(Outcome::Done)
 }
 
+/// `part` of `whole` as a whole percentage ("57%"), or "-" when there is no whole.
+fn percent(part: u64, whole: u64) -> String {
+    if whole == 0 {
+        "-".into()
+    } else {
+        format!("{:.0}%", 100.0 * part as f64 / whole as f64)
+    }
+}
+
 pub fn cost(a: CostArgs) -> anyhow::Result<Outcome> {
     let env = Env::from_process();
     let prices: BTreeMap<String, Price> = ConfigFile::discover(a.config.as_deref(), &env)?.prices;
@@ -444,19 +453,29 @@ pub fn cost(a: CostArgs) -> anyhow::Result<Outcome> {
         .collect();
     let mut out = std::io::stdout().lock();
     let header = format!(
-        "{:<28} {:>7} {:>7} {:>6} {:>6} {:>11} {:>11} {:>9} {:>10}",
-        "", "calls", "tries", "failed", "fallbk", "prompt tok", "compl tok", "embed tok", "cost"
+        "{:<28} {:>7} {:>7} {:>6} {:>6} {:>11} {:>7} {:>11} {:>9} {:>10}",
+        "",
+        "calls",
+        "tries",
+        "failed",
+        "fallbk",
+        "prompt tok",
+        "cached",
+        "compl tok",
+        "embed tok",
+        "cost"
     );
     let row = |out: &mut dyn Write, name: &str, t: &Tally| {
         writeln!(
             out,
-            "{:<28} {:>7} {:>7} {:>6} {:>6} {:>11} {:>11} {:>9} {:>10.4}",
+            "{:<28} {:>7} {:>7} {:>6} {:>6} {:>11} {:>7} {:>11} {:>9} {:>10.4}",
             name.chars().take(28).collect::<String>(),
             t.calls,
             t.tries,
             t.failures,
             t.fallbacks,
             t.prompt_tokens,
+            percent(t.cached_tokens, t.prompt_tokens),
             t.completion_tokens,
             t.embedding_tokens,
             t.money

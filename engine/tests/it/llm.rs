@@ -110,8 +110,9 @@ async fn a_recorded_call_keeps_no_secret_and_is_costed() {
     let cost = String::from_utf8_lossy(&cost.stdout);
     let total = cost.lines().find(|l| l.starts_with("total")).unwrap_or_else(|| panic!("{cost}"));
     let numbers: Vec<&str> = total.split_whitespace().collect();
-    // total, calls, tries, failed, fallbacks, prompt, completion, embedding tokens, cost
-    assert_eq!(&numbers[1..8], ["1", "2", "1", "0", "21", "4", "0"], "{cost}");
+    // total, calls, tries, failed, fallbacks, prompt, cached share, completion, embedding
+    // tokens, cost (the loopback server says nothing of a cache)
+    assert_eq!(&numbers[1..9], ["1", "2", "1", "0", "21", "0%", "4", "0"], "{cost}");
     assert!(
         cost.contains("unpriced (add them to [prices] in the config file): loopback-model"),
         "{cost}"
