@@ -5,7 +5,8 @@
 //! events (a decomposition names the item it decomposes) and enter the memory stream.
 //!
 //! At every level the times are given and the model says what happens at each
-//! ([`Shape::Schedule`]): the day at waking and at [`DAY_TIMES`], a stroke's parts on the
+//! ([`Shape::Schedule`]): the day from an hour after waking (the first hour is [`MORNING`],
+//! as the paper's plans begin) and at [`DAY_TIMES`], a stroke's parts on the
 //! hour, a part's actions on the quarter hour; each item lasts until the next, and the day
 //! ends in [`SLEEP`] at [`BEDTIME_MINUTE`]. A 1.5B model asked for its own times and lengths
 //! planned the morning in half hours and stopped at lunch, and spent most of its tokens on
@@ -208,7 +209,16 @@ pub async fn summarise(
     Ok((text, at))
 }
 
-/// The times of day a day plan has a stroke for (after the waking time, which always has
+/// Every day plan's first stroke, from waking for [`MORNING_MINUTES`], not asked of the
+/// model: the paper's plans begin the same way ("wake up and complete the morning
+/// routine"), and asked for it, the 1.5B model planned "wakes up and goes to bed" and slept
+/// through the morning.
+pub const MORNING: &str = "wakes up and gets ready for the day";
+
+/// How long [`MORNING`] lasts.
+pub const MORNING_MINUTES: u16 = 60;
+
+/// The times of day a day plan has a stroke for (after the morning, whose end always has
 /// one), minutes after midnight: the model says what happens at each, and each stroke lasts
 /// until the next. A small model asked for its own times plans the morning in half hours and
 /// stops at lunch; given the times, its day reaches the evening.
@@ -238,19 +248,21 @@ pub fn time_of_day(minute: u16) -> &'static str {
     }
 }
 
-/// The start times of a day plan for an agent who wakes at `wake_minute`: the waking time,
-/// then each of [`DAY_TIMES`] at least half an hour later.
+/// The start times the model plans a day at, for an agent who wakes at `wake_minute`: the
+/// end of [`MORNING`], then each of [`DAY_TIMES`] at least half an hour later.
 pub fn day_times(wake_minute: u16) -> Vec<u16> {
-    std::iter::once(wake_minute)
-        .chain(DAY_TIMES.iter().copied().filter(|t| *t >= wake_minute + 30))
+    let first = wake_minute + MORNING_MINUTES;
+    std::iter::once(first)
+        .chain(DAY_TIMES.iter().copied().filter(|t| *t >= first + 30))
         .filter(|t| *t < BEDTIME_MINUTE)
         .collect()
 }
 
 /// Plans `agent`'s day starting at `day_start_secs` (midnight of that day) from its summary,
 /// yesterday's plan and what it remembers of today (`today`; the request is caused by
-/// `because`: the summary's answer and that retrieval), one stroke at
-/// each of [`day_times`], then [`SLEEP`] from bedtime; adds the call's events, the
+/// `because`: the summary's answer and that retrieval): [`MORNING`] from waking, then one
+/// stroke at each of [`day_times`] (a stroke a server put before the morning's end is left
+/// out), then [`SLEEP`] from bedtime; adds the call's events, the
 /// `PlanMade` and the plan as a memory to the batch. An empty plan (the documented fallback)
 /// is recorded and not remembered.
 #[allow(clippy::too_many_arguments)]
@@ -276,6 +288,7 @@ pub async fn plan_day(
     vars.insert("today", today.to_owned());
     vars.insert("date", date.to_owned());
     vars.insert("wake", clock(u64::from(wake_minute)));
+    vars.insert("ready", clock(u64::from(wake_minute + MORNING_MINUTES)));
     vars.insert("times", times.join(", "));
     let leads = starts.iter().map(|m| format!("{}{name} ", time_of_day(*m))).collect();
     let shape = Shape::Schedule { starts, until: BEDTIME_MINUTE, leads, icons: Vec::new() };
@@ -288,8 +301,21 @@ pub async fn plan_day(
         Answer::Plan(steps) => steps.clone(),
         _ => Vec::new(),
     };
-    let mut items = items(&steps, day_start_secs);
+    let first = u64::from(wake_minute + MORNING_MINUTES) * 60;
+    let mut items: Vec<PlanItem> = items(&steps, day_start_secs)
+        .into_iter()
+        .filter(|i| i.start_secs >= day_start_secs + first)
+        .collect();
     if !items.is_empty() {
+        items.insert(
+            0,
+            PlanItem {
+                description: MORNING.to_owned(),
+                address: String::new(),
+                start_secs: day_start_secs + u64::from(wake_minute) * 60,
+                duration_secs: u32::from(MORNING_MINUTES) * 60,
+            },
+        );
         let bedtime = u64::from(BEDTIME_MINUTE) * 60;
         items.push(PlanItem {
             description: SLEEP.to_owned(),
@@ -585,9 +611,9 @@ mod tests {
 
     #[test]
     fn plans_are_asked_for_given_times_that_cover_the_day() {
-        // The day: waking, then the fixed times; none too close after waking.
-        assert_eq!(day_times(7 * 60), [420, 540, 720, 840, 1020, 1140, 1260]);
-        assert_eq!(day_times(8 * 60 + 45), [525, 720, 840, 1020, 1140, 1260], "09:00 is too close");
+        // The day: an hour after waking, then the fixed times; none too close after it.
+        assert_eq!(day_times(7 * 60), [480, 540, 720, 840, 1020, 1140, 1260]);
+        assert_eq!(day_times(7 * 60 + 45), [525, 720, 840, 1020, 1140, 1260], "09:00 is too close");
         // Hour parts on the hour, actions on the quarter hour, from the item's own start.
         assert_eq!(step_times(9 * 60, 12 * 60, 60), [540, 600, 660]);
         assert_eq!(step_times(7 * 60 + 55, 10 * 60, 60), [475, 540], "08:00 is too close");
@@ -595,6 +621,7 @@ mod tests {
         assert_eq!(step_times(600, 610, 15), [600], "a short stretch is one step");
         let leads: Vec<&str> = day_times(7 * 60).into_iter().map(time_of_day).collect();
         assert_eq!(leads[..3], ["", "In the morning, ", "At lunchtime, "]);
+        assert_eq!(day_times(6 * 60)[..2], [420, 540], "an early riser plans from 07:00");
         assert_eq!(leads.last(), Some(&"Late in the evening, "));
     }
 

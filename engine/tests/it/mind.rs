@@ -297,9 +297,11 @@ fn a_day_is_planned_remembered_and_decomposed_to_cover_its_stroke() {
     use hamlet_engine::mind::plan::{decompose, plan_day};
     use hamlet_log::event::{PlanLevel, PlanRef};
     let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
-    // At the times asked (07:00, 09:00, 12:00, 14:00, 17:00, 19:00, 21:00), each activity
-    // opening with her name, as the grammar writes it.
-    let plan = r#"{"steps":[{"start":"07:00","activity":"Mei Lin wakes up and has breakfast"},
+    // At the times asked (08:00, 09:00, 12:00, 14:00, 17:00, 19:00, 21:00: the hour after
+    // waking is the morning's, not asked), each activity opening with her name, as the
+    // grammar writes it; and a server's stroke before 08:00, which is left out.
+    let plan = r#"{"steps":[{"start":"07:30","activity":"Mei Lin sleeps in"},
+        {"start":"08:00","activity":"Mei Lin has breakfast"},
         {"start":"09:00","activity":"Mei Lin goes to drawing class at the college"},
         {"start":"12:00","activity":"Mei Lin has lunch with Tamsin"},
         {"start":"14:00","activity":"Mei Lin paints at Millbrook park"},
@@ -331,13 +333,15 @@ fn a_day_is_planned_remembered_and_decomposed_to_cover_its_stroke() {
         ))
         .unwrap();
     assert_eq!(made.level, PlanLevel::Day);
-    // Seven strokes, each until the next, the last until bedtime; then sleep.
+    // The morning, then seven strokes, each until the next, the last until bedtime; then
+    // sleep.
     let spans: Vec<(u64, u32)> =
         made.items.iter().map(|i| ((i.start_secs - day1) / 60, i.duration_secs / 60)).collect();
     assert_eq!(
         spans,
         [
-            (420, 120),
+            (420, 60),
+            (480, 60),
             (540, 180),
             (720, 120),
             (840, 180),
@@ -347,8 +351,9 @@ fn a_day_is_planned_remembered_and_decomposed_to_cover_its_stroke() {
             (1350, 90)
         ]
     );
-    assert_eq!(made.items[4].description, "goes to the party at the café", "the lead is off");
-    assert_eq!(made.items[7].description, hamlet_engine::mind::plan::SLEEP);
+    assert_eq!(made.items[0].description, hamlet_engine::mind::plan::MORNING);
+    assert_eq!(made.items[5].description, "goes to the party at the café", "the lead is off");
+    assert_eq!(made.items[8].description, hamlet_engine::mind::plan::SLEEP);
     let tmp = tempfile::tempdir().unwrap();
     let mut store = Store::open(tmp.path()).unwrap();
     let branch = store.create_root("main").unwrap();
@@ -364,7 +369,7 @@ fn a_day_is_planned_remembered_and_decomposed_to_cover_its_stroke() {
     assert!(
         memory
             .description
-            .starts_with("Mei Lin plans: 07:00 wakes up and has breakfast (120 min); 09:00"),
+            .starts_with("Mei Lin plans: 07:00 wakes up and gets ready for the day (60 min); 08:00 has breakfast (60 min); 09:00"),
         "{}",
         memory.description
     );
@@ -391,10 +396,10 @@ fn a_day_is_planned_remembered_and_decomposed_to_cover_its_stroke() {
     // The action outside the stroke is dropped; brushing teeth until 07:50 is cut to ten
     // minutes and dressing starts sooner.
     assert_eq!(starts, [420, 425, 435]);
-    // The stroke is covered: a part lasts until the next begins, the last until the stroke
-    // ends at 09:00.
+    // The stroke is covered: a part lasts until the next begins, the last until the
+    // morning ends at 08:00.
     let lasts: Vec<u32> = actions.items.iter().map(|i| i.duration_secs / 60).collect();
-    assert_eq!(lasts, [5, 10, 105]);
+    assert_eq!(lasts, [5, 10, 45]);
 }
 
 #[test]

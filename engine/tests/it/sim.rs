@@ -480,7 +480,12 @@ fn after_midnight_nobody_acts_until_waking_then_the_summary_comes_before_the_day
         let Body::LlmRequested(r) = &request.body else { unreachable!() };
         let prompt = format!("{:?}", r.prompt);
         assert!(prompt.contains("keeps the café"), "from the summary: {prompt}");
-        assert!(prompt.contains("planned: 07:00 get ready for the day"), "and yesterday: {prompt}");
+        assert!(
+            prompt.contains(
+                "planned: 07:00 wakes up and gets ready for the day (60 min); 08:00 work"
+            ),
+            "and yesterday: {prompt}"
+        );
         let cause = request.header.causes.first().map(|c| &by_id[c].body);
         assert!(
             matches!(cause, Some(Body::LlmResponded(_))),
