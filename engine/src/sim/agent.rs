@@ -9,7 +9,6 @@ use std::collections::BTreeSet;
 use hamlet_log::event::{AgentId, MemoryKind, Perceived, PlanItem, PlanLevel};
 use hamlet_log::Body;
 
-use crate::describe::sim_time;
 use crate::economy;
 use crate::mind::plan::{
     at_home, choose_place, decompose, icon_of, plan_day, plan_steps, summarise,
@@ -181,7 +180,7 @@ impl<S: Storage> Sim<S> {
         // Yes re-plans the rest of the hour around it.
         if let Some(observation) = unusual.first() {
             if planned(agent) && !self.busy(agent, now) && !self.asleep(agent, now) {
-                let time = sim_time(now);
+                let time = self.town.moment_words(now);
                 let status = self.status(agent, now);
                 let who = Situation {
                     agent,
@@ -234,7 +233,7 @@ impl<S: Storage> Sim<S> {
                         .then(|| (other, o.name.clone(), perception::observation(p)))
                 });
             if let Some((other, other_name, observation)) = candidate {
-                let time = sim_time(now);
+                let time = self.town.moment_words(now);
                 let status = self.status(agent, now);
                 let who = Situation {
                     agent,

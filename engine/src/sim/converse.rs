@@ -8,7 +8,6 @@
 use hamlet_log::event::{ConversationEnded, MemoryKind};
 use hamlet_log::{Body, EventId};
 
-use crate::describe::sim_time;
 use crate::mind::respond::{speak, Situation};
 use crate::mind::think::{remember, Who};
 use crate::pending::{Cause, Pending};
@@ -66,7 +65,7 @@ impl<S: Storage> Sim<S> {
             .map(|a| self.folds.state.agents.get(a).map_or_else(String::new, |x| x.name.clone()))
             .collect();
         let place = address.replace(':', ", ");
-        let time = sim_time(now);
+        let time = self.town.moment_words(now);
         let mut dialogue: Vec<(String, String)> = said
             .iter()
             .map(|(speaker, text)| {

@@ -11,7 +11,6 @@ use hamlet_log::event::{
 };
 use hamlet_log::{Body, EventId};
 
-use crate::describe::sim_time;
 use crate::mind::memory::seed_statements;
 use crate::mind::plan::{decompose, summarise};
 use crate::mind::respond::{answer_interview, hear_inner_voice, Situation};
@@ -40,7 +39,7 @@ impl<S: Storage> Sim<S> {
         let mut pending = Pending::new();
         let result = {
             let (summary, time, status) =
-                (self.summary(agent), sim_time(now), self.status(agent, now));
+                (self.summary(agent), self.town.moment_words(now), self.status(agent, now));
             let name = self.folds.state.agents.get(&agent).map_or("", |a| a.name.as_str());
             let who = Situation {
                 agent,
@@ -85,7 +84,7 @@ impl<S: Storage> Sim<S> {
         let mut pending = Pending::new();
         let result = async {
             let (summary, time, status) =
-                (self.summary(agent), sim_time(now), self.status(agent, now));
+                (self.summary(agent), self.town.moment_words(now), self.status(agent, now));
             let name = self.folds.state.agents.get(&agent).map_or("", |a| a.name.as_str());
             let who = Situation {
                 agent,

@@ -828,6 +828,13 @@ impl Definition {
         let weekday = WEEKDAYS[days.rem_euclid(7) as usize];
         format!("{weekday} {d} {} {y}", MONTHS[(m - 1) as usize])
     }
+
+    /// A moment of the run in words, for prompts: "Friday 13 February 2026, 07:01" (a
+    /// model told "day 0 07:01:10" is told nothing of the weekday).
+    pub fn moment_words(&self, secs: u64) -> String {
+        let day = self.day_words(secs / 86_400);
+        format!("{day}, {:02}:{:02}", secs / 3600 % 24, secs / 60 % 60)
+    }
 }
 
 #[cfg(test)]
@@ -851,7 +858,9 @@ mod tests {
         assert_eq!(town.day_words(0), "Friday 13 February 2026");
         assert_eq!(town.day_words(3), "Monday 16 February 2026");
         assert_eq!(town.day_words(17), "Monday 2 March 2026");
+        assert_eq!(town.moment_words(86_400 + 7 * 3600 + 70), "Saturday 14 February 2026, 07:01");
         let undated = Definition { date: None, ..town };
         assert_eq!(undated.day_words(2), "day 2");
+        assert_eq!(undated.moment_words(3600 * 23 + 59 * 60 + 59), "day 0, 23:59");
     }
 }
