@@ -181,6 +181,9 @@ pub fn summary(body: &Body, name: &dyn Fn(AgentId) -> String) -> String {
             }
             Intervention::SetObjectState { address, state } => format!("{address} set to {state}"),
             Intervention::AddAgent { name: n, .. } => format!("agent {n} added"),
+            Intervention::Happening { place, text, until_secs } => {
+                format!("at {place} until {}: {}", clock(*until_secs), clip(text, 80))
+            }
         },
         Body::InterviewAnswered(a) => {
             format!("{} answers: \"{}\"", name(a.agent), clip(&a.answer, 90))

@@ -41,6 +41,21 @@ pub struct TownView {
     pub objects: BTreeMap<String, String>,
     /// Conversations under way, in the order they started.
     pub conversations: Vec<ConversationView>,
+    /// What is going on at places (the user's happenings not yet over), in the order they
+    /// began.
+    #[serde(default)]
+    pub happenings: Vec<HappeningView>,
+}
+
+/// Something going on at a place.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct HappeningView {
+    /// Where: a sector, or a `sector:arena`.
+    pub place: String,
+    /// What, in words.
+    pub text: String,
+    /// When it ends.
+    pub until_secs: u64,
 }
 
 /// An agent as the map shows it.
@@ -498,6 +513,15 @@ impl<'a> Past<'a> {
             agents,
             objects: t.objects.clone(),
             conversations,
+            happenings: t
+                .happenings
+                .iter()
+                .map(|h| HappeningView {
+                    place: h.place.clone(),
+                    text: h.text.clone(),
+                    until_secs: h.until_secs,
+                })
+                .collect(),
         }
     }
 

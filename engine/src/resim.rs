@@ -213,6 +213,9 @@ pub async fn resimulate(
                 Intervention::SetObjectState { address, state } => {
                     sim.set_object(address, state).map(|_| ())
                 }
+                Intervention::Happening { place, text, until_secs } => {
+                    sim.happen(place, text, *until_secs).map(|_| ())
+                }
                 Intervention::EditPersona { agent, persona } => {
                     sim.edit_persona(*agent, persona).await.map(|_| ())
                 }

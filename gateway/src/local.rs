@@ -553,9 +553,7 @@ impl Server<'_> {
             for token in vocab.tokenize(text.as_bytes(), false, false) {
                 piece.clear();
                 vocab.token_to_piece_into(token, &mut piece, false, None);
-                let letters =
-                    piece.iter().filter(|b| b.is_ascii_alphabetic() || **b >= 0x80).count();
-                if letters >= REPEAT_MIN_LETTERS {
+                if is_word(&piece) {
                     words.insert(token.0);
                 }
             }
@@ -833,11 +831,7 @@ impl Server<'_> {
                     if (0..n_vocab).contains(&token.0) {
                         let from = active.bytes.len();
                         vocab.token_to_piece_into(token, &mut active.bytes, false, None);
-                        let letters = active.bytes[from..]
-                            .iter()
-                            .filter(|b| b.is_ascii_alphabetic() || **b >= 0x80)
-                            .count();
-                        if letters >= REPEAT_MIN_LETTERS {
+                        if is_word(&active.bytes[from..]) {
                             active.said.insert(token.0);
                         }
                     }
@@ -1072,6 +1066,12 @@ const REPEAT_PENALTY: f32 = 1.3;
 /// The fewest letters a token needs to count as a word for [`REPEAT_PENALTY`].
 const REPEAT_MIN_LETTERS: usize = 4;
 
+/// Whether a token's text counts as a word for [`REPEAT_PENALTY`]: at least
+/// [`REPEAT_MIN_LETTERS`] letters (any byte of a multi-byte character counts as one).
+fn is_word(piece: &[u8]) -> bool {
+    piece.iter().filter(|b| b.is_ascii_alphabetic() || **b >= 0x80).count() >= REPEAT_MIN_LETTERS
+}
+
 fn argmax(logits: &[f32]) -> Option<LlamaToken> {
     let mut best: Option<(usize, f32)> = None;
     for (i, &l) in logits.iter().enumerate() {
@@ -1123,6 +1123,12 @@ fn sample(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_repetition_penalty_counts_tokens_of_four_letters_or_more() {
+        assert!(is_word(b" Marigold") && is_word(b"work") && is_word("caf\u{e9}".as_bytes()));
+        assert!(!is_word(b" the") && !is_word(b"\"}, ") && !is_word(b"2026") && !is_word(b""));
+    }
 
     #[test]
     fn a_call_keeps_to_its_own_kinds_slot_then_an_empty_one() {

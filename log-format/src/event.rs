@@ -41,6 +41,9 @@ pub const fn schema_version(kind: u16) -> u16 {
         13 => 2,
         // EmbeddingReturned v2 added whether the vectors were pooled from per-token ones.
         14 => 2,
+        // Intervened v2: the same shape, and a new intervention (`Happening`) that a
+        // schema-1 reader would not know.
+        23 => 2,
         _ => 1,
     }
 }
@@ -507,7 +510,9 @@ pub struct Moved {
 /// One thing noticed.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Percept {
-    /// An agent's name or an object's address.
+    /// An agent's name, an object's address (`sector:arena:object`), or, for a happening,
+    /// its place with the object left empty (`sector:arena:`, or `sector::` for a whole
+    /// sector).
     pub subject: String,
     /// What it is doing or its state, in words.
     pub description: String,
@@ -1245,6 +1250,16 @@ pub enum Intervention {
         name: String,
         /// The seed paragraph.
         persona: String,
+    },
+    /// Something going on at a place for a while (a fire alarm ringing, a street musician
+    /// playing): whoever is there notices it. Since `Intervened` schema 2.
+    Happening {
+        /// Where: a sector, or a `sector:arena`.
+        place: String,
+        /// What, in words ("a fire alarm is ringing").
+        text: String,
+        /// When it ends, in simulated seconds since midnight of day 0.
+        until_secs: u64,
     },
 }
 

@@ -183,9 +183,10 @@ pub fn one_body_per_kind() -> Vec<Body> {
             reason: "coffee".into(),
         }),
         Body::Intervened(Intervened {
-            intervention: Intervention::InnerVoice {
-                agent: klaus,
-                text: "You want to ask Isabella about the party".into(),
+            intervention: Intervention::Happening {
+                place: "café:counter".into(),
+                text: "a fire alarm is ringing".into(),
+                until_secs: 3_600,
             },
         }),
         Body::InterviewAnswered(InterviewAnswered {

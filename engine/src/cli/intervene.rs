@@ -1,4 +1,5 @@
-//! `hamlet set-object`, `hamlet edit-persona`, `hamlet add-agent`, `hamlet add-building`:
+//! `hamlet set-object`, `hamlet happen`, `hamlet edit-persona`, `hamlet add-agent`,
+//! `hamlet add-building`:
 //! the user changes the town on a branch — usually a fork (`hamlet fork`), so the run it
 //! came from stays as it was — and `hamlet run --resume --branch` goes on from the change.
 
@@ -29,6 +30,24 @@ pub struct SetObjectArgs {
     address: String,
     /// Its new state, in words ("out of order", "brewing coffee")
     state: String,
+    #[command(flatten)]
+    target: Target,
+    #[command(flatten)]
+    llm: LlmArgs,
+}
+
+/// `hamlet happen`.
+#[derive(Debug, Args)]
+pub struct HappenArgs {
+    /// What is going on, in words ("a fire alarm is ringing")
+    text: String,
+    /// Where: a sector ("Marigold café") or a `sector:arena` (`hamlet town show` lists them)
+    #[arg(long)]
+    place: String,
+    /// For how long from the branch's head: 90s, 30m, 2h
+    #[arg(long = "for", value_name = "DURATION", default_value = "1h",
+          value_parser = super::research::parse_duration)]
+    lasts: u64,
     #[command(flatten)]
     target: Target,
     #[command(flatten)]
@@ -115,6 +134,27 @@ pub fn set_object(a: SetObjectArgs) -> anyhow::Result<Outcome> {
     finish_step(&mut sim, &rt)?;
     sim.set_object(&a.address, &a.state)?;
     println!("{} is now {}", a.address, a.state);
+    go_on(&a.target, &branch);
+    Ok(Outcome::Done)
+}
+
+pub fn happen(a: HappenArgs) -> anyhow::Result<Outcome> {
+    let rt = runtime()?;
+    let (mut sim, branch, _) = open(&a.target.store, &a.target.branch, None, false, &a.llm, &rt)?;
+    let until =
+        |sim: &hamlet_engine::sim::Sim<_>| sim.state().sim_time_secs.saturating_add(a.lasts);
+    sim.check_happen(&a.place, &a.text, until(&sim))?;
+    finish_step(&mut sim, &rt)?;
+    let (from, until) = (sim.state().sim_time_secs, until(&sim));
+    sim.happen(&a.place, &a.text, until)?;
+    println!(
+        "from {} to {}, at {}: {}",
+        hamlet_engine::describe::sim_time(from),
+        hamlet_engine::describe::sim_time(until),
+        a.place,
+        a.text.trim()
+    );
+    println!("whoever is there notices it when the run goes on");
     go_on(&a.target, &branch);
     Ok(Outcome::Done)
 }

@@ -199,6 +199,18 @@ Example:\n  hamlet inner-voice --store run/ --agent 'Delphine Ashcombe' 'You wan
 hamlet set-object --store run/ --branch broken 'Marigold café:counter:coffee machine' 'out of order'"
     )]
     SetObject(intervene::SetObjectArgs),
+    /// Make something go on at a place for a while: whoever is there notices it and may stop
+    /// to deal with it
+    #[command(
+        after_help = "The happening is an `Intervened` event on the branch; agents in the place (a \
+sector, or one `sector:arena` of it) perceive it as out of the ordinary, remember it, and are \
+asked whether they stop to deal with it (yes re-plans the rest of their hour). It ends by \
+itself after --for.\n\n\
+Example:\n  hamlet fork --store run/ --at 'day0 17:30' --name alarm\n  \
+hamlet happen --store run/ --branch alarm --place 'Marigold café' --for 20m 'a fire alarm is ringing'\n  \
+hamlet run --resume --store run/ --branch alarm --hours 1"
+    )]
+    Happen(intervene::HappenArgs),
     /// Rewrite an agent's seed paragraph: new statements become seed memories and the agent
     /// describes itself afresh
     #[command(
@@ -279,6 +291,7 @@ pub fn run(cli: Cli) -> anyhow::Result<Outcome> {
         Command::Interview(a) => voice::interview(a),
         Command::InnerVoice(a) => voice::inner_voice(a),
         Command::SetObject(a) => intervene::set_object(a),
+        Command::Happen(a) => intervene::happen(a),
         Command::EditPersona(a) => intervene::edit_persona(a),
         Command::AddAgent(a) => intervene::add_agent(a),
         Command::AddBuilding(a) => intervene::add_building(a),

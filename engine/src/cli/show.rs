@@ -200,6 +200,13 @@ pub fn town_text(t: &TownView) -> String {
             let _ = writeln!(out, "  {}: {}", printable(address), printable(state));
         }
     }
+    if !t.happenings.is_empty() {
+        let _ = writeln!(out, "\ngoing on:");
+        for h in &t.happenings {
+            let (place, text) = (printable(&h.place), printable(&h.text));
+            let _ = writeln!(out, "  at {place} until {}: {text}", clock(h.until_secs));
+        }
+    }
     if !t.conversations.is_empty() {
         let _ = writeln!(out, "\nconversations under way:");
         for c in &t.conversations {

@@ -6,7 +6,8 @@
 //! sequential, so a view decodes just that prefix — a `MemoryAdded` never touches its
 //! embedding, a `Perceived` reads only how many percepts it holds, and strings the fold
 //! skips are borrowed as bytes, neither copied nor validated. This is what makes seeking
-//! fast. Views exist for schema 1; other schemas go through [`from_body`] after upcasting.
+//! fast. Views exist for schema 1, and read later schemas that only added what they skip;
+//! other schemas go through [`from_body`] after upcasting.
 
 use hamlet_log::event::{
     Account, AgentId, Body, Intervention, MemoryKind, PlanLevel, PlanRef, Tile,
@@ -188,6 +189,8 @@ pub enum Change<'a> {
     EditPersona { agent: AgentId, persona: &'a str },
     /// The user sets an object's state.
     SetObject { address: &'a str, state: &'a str },
+    /// Something goes on at a place until a moment.
+    Happening { place: &'a str, text: &'a str, until_secs: u64 },
     /// Another intervention.
     Intervened,
     /// Nothing the fold keeps.
@@ -261,6 +264,9 @@ pub fn from_body(body: &Body) -> Change<'_> {
                 Change::EditPersona { agent: *agent, persona }
             }
             Intervention::SetObjectState { address, state } => Change::SetObject { address, state },
+            Intervention::Happening { place, text, until_secs } => {
+                Change::Happening { place, text, until_secs: *until_secs }
+            }
             _ => Change::Intervened,
         },
         Body::EmbeddingReturned(_) | Body::InterviewAnswered(_) | Body::SeedDrawn(_) => {
@@ -382,6 +388,7 @@ mod v1 {
         AddBuilding { _template: &'a [u8], _name: &'a [u8], _origin: Tile },
         SetObjectState { address: &'a str, state: &'a str },
         AddAgent { _name: &'a [u8], _persona: &'a [u8] },
+        Happening { place: &'a str, text: &'a str, until_secs: u64 },
     }
 }
 
@@ -396,7 +403,8 @@ pub fn from_stored(kind: u16, schema: u16, body: &[u8]) -> Option<Change<'_>> {
     // their views read none), so they read the same way.
     let same_view = match kind {
         10 => schema <= 4,
-        11..=14 => schema <= 2,
+        // Intervened 2 added a variant at the end of `Intervention`.
+        11..=14 | 23 => schema <= 2,
         _ => schema == 1,
     };
     if !same_view {
@@ -477,6 +485,9 @@ pub fn from_stored(kind: u16, schema: u16, body: &[u8]) -> Option<Change<'_>> {
             }
             v1::Intervention::SetObjectState { address, state } => {
                 Change::SetObject { address, state }
+            }
+            v1::Intervention::Happening { place, text, until_secs } => {
+                Change::Happening { place, text, until_secs }
             }
             _ => Change::Intervened,
         },
@@ -589,6 +600,7 @@ mod tests {
             },
             Intervention::SetObjectState { address: "a".into(), state: "s".into() },
             Intervention::AddAgent { name: "n".into(), persona: "p".into() },
+            Intervention::Happening { place: "p".into(), text: "t".into(), until_secs: 9 },
         ];
         for intervention in interventions {
             let body = Body::Intervened(Intervened { intervention });

@@ -77,6 +77,24 @@ pub struct Town {
     pub n_anomalies: u64,
     /// User interventions.
     pub n_interventions: u64,
+    /// What is going on at places now (happenings the user set, not yet over), in the order
+    /// they began. Encoded after every other field, and only when there is one (see
+    /// [`Town::encode`]).
+    #[serde(skip)]
+    pub happenings: Vec<Happening>,
+}
+
+/// Something going on at a place for a while (an `Intervention::Happening`).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Happening {
+    /// The `Intervened` event that set it.
+    pub event: EventId,
+    /// Where: a sector, or a `sector:arena`.
+    pub place: String,
+    /// What, in words.
+    pub text: String,
+    /// When it ends.
+    pub until_secs: u64,
 }
 
 /// One agent.
@@ -258,6 +276,10 @@ impl Town {
             }
             Change::Step { step } => {
                 self.step = step;
+                if !self.happenings.is_empty() {
+                    let now = self.sim_time_secs;
+                    self.happenings.retain(|h| h.until_secs > now);
+                }
                 true
             }
             Change::Moved { agent, to } => self.agent(agent).map(|a| a.tile = to).is_some(),
@@ -391,6 +413,14 @@ impl Town {
                 self.objects.insert(address.to_owned(), state.to_owned());
                 true
             }
+            Change::Happening { place, text, until_secs } => {
+                self.n_interventions = self.n_interventions.saturating_add(1);
+                if until_secs > self.sim_time_secs {
+                    let (place, text) = (place.to_owned(), text.to_owned());
+                    self.happenings.push(Happening { event: id, place, text, until_secs });
+                }
+                true
+            }
             Change::Intervened => {
                 self.n_interventions = self.n_interventions.saturating_add(1);
                 true
@@ -442,9 +472,17 @@ impl Town {
         true
     }
 
-    /// The canonical encoding (also the checkpoint body).
+    /// The canonical encoding (also the checkpoint body): the fields in order, then, only
+    /// when something is going on, the happenings — so a town with none encodes, and
+    /// hashes, as towns did before happenings existed (the golden corpus's pinned states).
     pub fn encode(&self) -> Vec<u8> {
-        postcard::to_allocvec(self).unwrap_or_else(|e| panic!("a town always encodes: {e}"))
+        let mut out =
+            postcard::to_allocvec(self).unwrap_or_else(|e| panic!("a town always encodes: {e}"));
+        if !self.happenings.is_empty() {
+            out = postcard::to_extend(&self.happenings, out)
+                .unwrap_or_else(|e| panic!("happenings always encode: {e}"));
+        }
+        out
     }
 
     /// The blake3 hash of the canonical encoding.
@@ -468,7 +506,11 @@ impl Town {
         if version != CHECKPOINT_VERSION.to_le_bytes() {
             return None;
         }
-        postcard::from_bytes(body).ok()
+        let (mut town, rest): (Town, &[u8]) = postcard::take_from_bytes(body).ok()?;
+        if !rest.is_empty() {
+            town.happenings = postcard::from_bytes(rest).ok()?;
+        }
+        Some(town)
     }
 
     /// Money held inside the town (agents and shops), in cents.

@@ -98,8 +98,9 @@ impl<S: Storage> Sim<S> {
             return Ok(None);
         }
         let name = me.name.as_str();
-        // What it has just noticed that is out of the ordinary: an object in a state it
-        // does not declare (out of order, on fire), set by an event from outside.
+        // What it has just noticed that is out of the ordinary: something going on where it
+        // is (a happening), or an object in a state it does not declare (out of order, on
+        // fire) — both set by the user.
         let mut unusual: Vec<String> = Vec::new();
         // Perceive, and remember what is new.
         let seen = self.folds.last_seen.get(&agent).cloned().unwrap_or_default();
@@ -125,9 +126,11 @@ impl<S: Storage> Sim<S> {
                 .filter(|o| !known.contains(o.as_str()))
                 .collect();
             for p in &percepts {
-                let Some(object) = objects::object(&self.town, &p.subject) else { continue };
                 let words = perception::observation(p);
-                if !object.states.contains(&p.description) && observations.contains(&words) {
+                let odd = perception::is_happening(p)
+                    || objects::object(&self.town, &p.subject)
+                        .is_some_and(|object| !object.states.contains(&p.description));
+                if odd && observations.contains(&words) {
                     unusual.push(words);
                 }
             }

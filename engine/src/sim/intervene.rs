@@ -1,5 +1,5 @@
 //! Changes from outside the town: the user's voice (`interview`, `inner_voice`) and the
-//! user's edits (`set_object`, `edit_persona`, `add_agent`, `add_building`), each written
+//! user's edits (`set_object`, `happen`, `edit_persona`, `add_agent`, `add_building`), each written
 //! as an `Intervened` event and what follows from it, and each `check_*` that refuses one
 //! before anything is written. Must not: write anything for a refused change, or change a
 //! fold except by committing events.
@@ -11,12 +11,14 @@ use hamlet_log::event::{
 };
 use hamlet_log::{Body, EventId};
 
+use crate::describe::sim_time;
 use crate::mind::memory::seed_statements;
 use crate::mind::plan::{decompose, summarise};
 use crate::mind::respond::{answer_interview, hear_inner_voice, Situation};
 use crate::mind::think::{remember, Who};
 use crate::pending::{Cause, Pending};
 use crate::store::Storage;
+use crate::town::find_arena;
 
 use super::state::Strategy;
 use super::{Sim, SimError};
@@ -153,6 +155,49 @@ impl<S: Storage> Sim<S> {
         self.check_set_object(address, state)?;
         let set = Intervention::SetObjectState { address: address.into(), state: state.into() };
         self.intervene(set)
+    }
+
+    /// The user makes something go on at a place until `until_secs` (a fire alarm ringing
+    /// at the café, a street musician in the square): whoever is there, or comes, notices it
+    /// as out of the ordinary, may stop to deal with it, and remembers it. `place` is a
+    /// sector or a `sector:arena`. Refused, writing nothing, when the town has no such
+    /// place, the text is empty, or the moment has passed.
+    pub fn happen(
+        &mut self,
+        place: &str,
+        text: &str,
+        until_secs: u64,
+    ) -> Result<EventId, SimError> {
+        self.check_happen(place, text, until_secs)?;
+        let happening =
+            Intervention::Happening { place: place.into(), text: text.trim().into(), until_secs };
+        self.intervene(happening)
+    }
+
+    /// Whether [`Sim::happen`] would be refused, and why.
+    pub fn check_happen(&self, place: &str, text: &str, until_secs: u64) -> Result<(), SimError> {
+        let known = match place.split_once(':') {
+            Some(_) => find_arena(&self.town.sectors, place).is_some(),
+            None => self.town.sectors.iter().any(|s| s.name == place),
+        };
+        if !known {
+            return Err(SimError::Refused(format!(
+                "no place `{place}` in the town (a place is a sector or `sector:arena`; \
+                 `hamlet town show` lists them)"
+            )));
+        }
+        if text.trim().is_empty() {
+            return Err(SimError::Refused("say what is happening: the text is empty".into()));
+        }
+        let now = self.folds.state.sim_time_secs;
+        if until_secs <= now {
+            return Err(SimError::Refused(format!(
+                "a happening must last past now ({}); it would end at {}",
+                sim_time(now),
+                sim_time(until_secs)
+            )));
+        }
+        Ok(())
     }
 
     /// Whether [`Sim::set_object`] would be refused, and why.

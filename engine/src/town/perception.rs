@@ -1,7 +1,8 @@
-//! What an agent perceives in a step: the agents and objects within its vision radius and
-//! in sight (its own room, or from the open ground the open ground: walls stop sight),
-//! nearest first, at most its attention bandwidth of them, leaving out what it perceived
-//! within the retention window. A pure function of the definition and the folded town; the
+//! What an agent perceives in a step: what is going on where it stands (a happening at its
+//! room or its building), then the agents and objects within its vision radius and in sight
+//! (its own room, or from the open ground the open ground: walls stop sight), nearest
+//! first, at most its attention bandwidth of them, leaving out what it perceived within the
+//! retention window. A pure function of the definition and the folded town; the
 //! engine records its result as a `Perceived` event.
 
 use std::collections::BTreeMap;
@@ -43,6 +44,23 @@ pub fn perceive(
     let here = town.grid.arena_at(me.tile);
     let in_sight = |tile: Tile| town.grid.arena_at(tile) == here;
     let mut seen: Vec<(u32, Percept)> = Vec::new();
+    // What is going on here, as near as can be: its subject is its place with the object
+    // left empty (`sector:arena:`, or `sector::` for a whole building).
+    if let Some(address) = town.address_of(me.tile).filter(|_| !state.happenings.is_empty()) {
+        let sector = address.split(':').next().unwrap_or_default();
+        for h in &state.happenings {
+            let subject = if h.place == address {
+                format!("{address}:")
+            } else if h.place == sector {
+                format!("{sector}::")
+            } else {
+                continue;
+            };
+            if fresh(&subject) {
+                seen.push((0, Percept { subject, description: h.text.clone(), tile: me.tile }));
+            }
+        }
+    }
     for (id, other) in &state.agents {
         if *id == agent
             || distance_sq(me.tile, other.tile) > radius * radius
@@ -84,27 +102,41 @@ pub fn perceive(
             }
         }
     }
-    seen.sort_by(|a, b| (a.0, &a.1.subject).cmp(&(b.0, &b.1.subject)));
+    // What is going on here first, whatever stands at the agent's feet.
+    let key = |(distance, p): &(u32, Percept)| (!is_happening(p), *distance, p.subject.clone());
+    seen.sort_by_cached_key(key);
     seen.truncate(usize::from(town.perception.attention_bandwidth));
     seen.into_iter().map(|(_, p)| p).collect()
 }
 
 /// A percept as the observation an agent remembers, in words: "Tobias Ashcombe is busy: Eat
 /// breakfast", "Tobias Ashcombe is idle", "the stove in the kitchen of Ashcombe house is
-/// idle". An object's subject is its address (`sector:arena:object`); anything else is an
-/// agent's name. Action descriptions are written by the model in the imperative ("Eat
+/// idle", "in the café of Marigold café: a fire alarm is ringing". An object's subject is
+/// its address (`sector:arena:object`), a happening's its place with no object (see
+/// [`is_happening`]); anything else is an agent's name. Action descriptions are written by
+/// the model in the imperative ("Eat
 /// breakfast"), so they follow a colon rather than "is", as written.
 pub fn observation(percept: &Percept) -> String {
     let state = percept.description.as_str();
     let mut parts = percept.subject.splitn(3, ':');
     if let (Some(sector), Some(arena), Some(object)) = (parts.next(), parts.next(), parts.next()) {
-        return format!("the {object} in the {arena} of {sector} is {state}");
+        return match (arena, object) {
+            ("", "") => format!("at {sector}: {state}"),
+            (_, "") => format!("in the {arena} of {sector}: {state}"),
+            _ => format!("the {object} in the {arena} of {sector} is {state}"),
+        };
     }
     let name = percept.subject.as_str();
     if state == IDLE {
         return format!("{name} is idle");
     }
     format!("{name} is busy: {state}")
+}
+
+/// Whether a percept is of something going on at the agent's place (a happening): its
+/// subject is a place with the object left empty.
+pub fn is_happening(percept: &Percept) -> bool {
+    percept.subject.ends_with(':') && percept.subject.matches(':').count() == 2
 }
 
 #[cfg(test)]
@@ -130,5 +162,12 @@ mod tests {
             observation(&percept("Ashcombe house:kitchen:stove", "cooking")),
             "the stove in the kitchen of Ashcombe house is cooking"
         );
+        let here = percept("Marigold café:café:", "a fire alarm is ringing");
+        assert_eq!(observation(&here), "in the café of Marigold café: a fire alarm is ringing");
+        let building = percept("Marigold café::", "a fire alarm is ringing");
+        assert_eq!(observation(&building), "at Marigold café: a fire alarm is ringing");
+        assert!(is_happening(&here) && is_happening(&building));
+        assert!(!is_happening(&percept("Ashcombe house:kitchen:stove", "idle")));
+        assert!(!is_happening(&percept("Tobias Ashcombe", "idle")));
     }
 }

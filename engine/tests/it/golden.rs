@@ -57,6 +57,11 @@ const PINNED: &[(&str, &str, &str)] = &[
         "main",
         "st_48a3bb132b99a7eeac1a38691a2417c4b9cb9c811e5695b883525927c537a708",
     ),
+    (
+        "intervened-v2.hamlet",
+        "main",
+        "st_012968b9cc69c21b584af3703111122f87ed10563a4b51e6bbff6aceb85ad1f4",
+    ),
 ];
 
 #[test]
@@ -159,7 +164,7 @@ fn schema_2_model_calls_upcast_to_no_items_and_the_v3_sample_carries_its_distrib
 fn write_missing_corpus() {
     let dir = corpus_dir();
     std::fs::create_dir_all(&dir).unwrap();
-    let files: [(&str, Vec<u8>); 6] = [
+    let files: [(&str, Vec<u8>); 7] = [
         ("schema-v1.hamlet", hamlet_log::samples::small_recording()),
         // EmbeddingRequested schema 2 (purpose, agent, server).
         ("embedding-requested-v2.hamlet", hamlet_log::samples::small_recording()),
@@ -171,6 +176,8 @@ fn write_missing_corpus() {
         ("llm-schema-v3.hamlet", hamlet_log::samples::small_recording()),
         // LlmRequested at schema 4 (texts to avoid).
         ("llm-schema-v4.hamlet", hamlet_log::samples::small_recording()),
+        // Intervened at schema 2 (a happening).
+        ("intervened-v2.hamlet", hamlet_log::samples::small_recording()),
         (
             "schema-v1-town.hamlet",
             hamlet_engine::synth::write_recording(
@@ -187,4 +194,27 @@ fn write_missing_corpus() {
             std::fs::write(&path, bytes).unwrap();
         }
     }
+}
+
+#[test]
+fn an_intervention_of_schema_2_can_be_a_happening_and_the_fold_keeps_it() {
+    let intervention = |file: &str| {
+        let bytes = std::fs::read(corpus_dir().join(file)).unwrap();
+        let rec = Recording::open(&bytes).unwrap();
+        let main = rec.find_branch("main").unwrap().id;
+        let found = rec.events(main, 0).unwrap().find_map(|e| match e.unwrap().body {
+            hamlet_log::Body::Intervened(i) => Some(i.intervention),
+            _ => None,
+        });
+        let town = state_at_recording(&rec, main, Moment::End).unwrap();
+        (found.expect("the sample holds an intervention"), town)
+    };
+    use hamlet_log::event::Intervention;
+    let (v1, town) = intervention("schema-v1.hamlet");
+    assert!(matches!(v1, Intervention::InnerVoice { .. }), "{v1:?}");
+    assert!(town.happenings.is_empty());
+    let (v2, town) = intervention("intervened-v2.hamlet");
+    assert!(matches!(&v2, Intervention::Happening { place, .. } if place == "café:counter"));
+    assert_eq!(town.happenings.len(), 1, "still going on at the sample's end");
+    assert_eq!(town.happenings[0].text, "a fire alarm is ringing");
 }

@@ -276,3 +276,94 @@ fn an_object_out_of_order_is_noticed_and_can_replan_the_hour() {
     let Body::PlanMade(plan) = &replanned.body else { unreachable!() };
     assert!(plan.decomposes.is_some(), "a re-plan of the hour under way");
 }
+
+/// Goal: agents react to an event, not only to people and objects. Method: the user makes
+/// the Ashcombes' smoke alarm beep for two steps (a happening in the whole house); Delphine,
+/// at home, perceives it where she stands, remembers it, is asked whether she stops to deal
+/// with it (the rule-based double says yes) and re-plans the rest of her hour from that
+/// answer; nobody in another house perceives it; it ends by itself; refused happenings
+/// write nothing; the run re-simulates identically; a checkpoint keeps it.
+#[test]
+fn a_happening_is_noticed_where_it_goes_on_replans_the_hour_and_ends() {
+    use hamlet_engine::fold::Town;
+    let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+    let tmp = tempfile::tempdir().unwrap();
+    let store = Store::open(tmp.path()).unwrap();
+    let alarm = "the smoke alarm is beeping";
+    let log = rt.block_on(async {
+        let mut sim =
+            Sim::start(store, "main", town(), 7, rules(), SimSettings::default()).await.unwrap();
+        for _ in 0..3 {
+            sim.step().await.unwrap();
+        }
+        let head = |sim: &Sim<_>| sim.store().branch(sim.branch()).unwrap().head_seq;
+        let (before, now) = (head(&sim), sim.state().sim_time_secs);
+        let step = u64::from(sim.state().seconds_per_step);
+        let refused = |r: Result<_, SimError>| matches!(r, Err(SimError::Refused(_)));
+        assert!(refused(sim.happen("Nowhere", alarm, now + 60)));
+        assert!(refused(sim.happen("Ashcombe house:attic", alarm, now + 60)));
+        assert!(refused(sim.happen("Ashcombe house", "  ", now + 60)));
+        assert!(refused(sim.happen("Ashcombe house", alarm, now)));
+        assert_eq!(head(&sim), before, "a refused happening writes nothing");
+
+        sim.happen("Ashcombe house", alarm, now + 2 * step).unwrap();
+        assert_eq!(sim.state().happenings.len(), 1);
+        let kept = Town::from_checkpoint(&sim.state().to_checkpoint()).unwrap();
+        assert_eq!(&kept, sim.state(), "a checkpoint keeps what is going on");
+        let mut quiet = sim.state().clone();
+        quiet.happenings.clear();
+        assert_ne!(quiet.state_hash(), sim.state().state_hash());
+        for _ in 0..6 {
+            sim.step().await.unwrap();
+        }
+        assert!(sim.state().happenings.is_empty(), "it ended by itself");
+        sim.store().events(sim.branch(), 0, head(&sim)).unwrap()
+    });
+    let agent = |name: &str| {
+        log.iter()
+            .find_map(|e| match &e.body {
+                Body::AgentJoined(j) if j.name == name => Some(j.agent),
+                _ => None,
+            })
+            .unwrap()
+    };
+    let (delphine, nnamdi) = (agent("Delphine Ashcombe"), agent("Nnamdi Okafor"));
+    let perceived = |who: AgentId| {
+        log.iter().any(|e| {
+            matches!(&e.body, Body::Perceived(p) if p.agent == who
+                && p.percepts.iter().any(|x| x.subject == "Ashcombe house::" && x.description == alarm))
+        })
+    };
+    assert!(perceived(delphine), "perceived where it goes on");
+    assert!(!perceived(nnamdi), "not in another house");
+    let remembered = log.iter().any(|e| {
+        matches!(&e.body, Body::MemoryAdded(m) if m.agent == delphine
+            && m.description == format!("at Ashcombe house: {alarm}"))
+    });
+    assert!(remembered, "remembered as an observation");
+    let asked: Vec<&Event> = log
+        .iter()
+        .filter(|e| {
+            matches!(&e.body, Body::LlmRequested(r) if r.template == "attend"
+                && r.agent == Some(delphine) && r.attempt == 1)
+        })
+        .collect();
+    assert_eq!(asked.len(), 1, "asked once, when first noticed");
+    let Body::LlmRequested(r) = &asked[0].body else { unreachable!() };
+    assert!(format!("{:?}", r.prompt).contains(alarm));
+    let answer = log
+        .iter()
+        .find(|e| matches!(&e.body, Body::LlmResponded(a) if a.request_hash == r.request_hash))
+        .unwrap();
+    assert!(
+        log.iter().any(|e| matches!(&e.body, Body::PlanMade(p) if p.agent == delphine)
+            && e.header.causes.contains(&answer.id)),
+        "the rest of the hour is planned again, caused by the yes"
+    );
+    intervened(&log, |i| matches!(i, Intervention::Happening { .. }));
+    let scratch = tempfile::tempdir().unwrap();
+    match rt.block_on(resimulate(&log, scratch.path(), |_, _| {})).unwrap() {
+        Verdict::Identical { events } => assert_eq!(events, log.len()),
+        Verdict::Diverged(d) => panic!("{d:?}"),
+    }
+}

@@ -331,6 +331,17 @@ async fn a_fork_is_changed_and_queried_at_the_command_line_while_its_parent_stay
     let out = with_model(&["set-object", "Nowhere:x:y", "on", "--branch", "changed"]);
     assert_eq!(out.status.code(), Some(2), "{}", text(&out));
     assert!(text(&out).contains("no object `Nowhere:x:y`"), "{}", text(&out));
+    let alarm = "a fire alarm is ringing";
+    let cafe = ["--place", "Marigold café", "--branch", "changed"];
+    let out = with_model(&[&["happen", alarm, "--for", "2h"][..], &cafe].concat());
+    assert!(out.status.success(), "{}", text(&out));
+    assert!(text(&out).contains("at Marigold café: a fire alarm is ringing"), "{}", text(&out));
+    let out = with_model(&[&["happen", alarm, "--for", "2 weeks"][..], &cafe].concat());
+    assert_eq!(out.status.code(), Some(2), "{}", text(&out));
+    assert!(text(&out).contains("is not a duration"), "{}", text(&out));
+    let out = with_model(&["happen", alarm, "--place", "Nowhere", "--branch", "changed"]);
+    assert_eq!(out.status.code(), Some(2), "{}", text(&out));
+    assert!(text(&out).contains("no place `Nowhere`"), "{}", text(&out));
     let out = with_model(&[
         "add-building",
         "--template",
@@ -368,9 +379,14 @@ async fn a_fork_is_changed_and_queried_at_the_command_line_while_its_parent_stay
     assert!(!parent.objects.contains_key(machine));
     assert!(changed.agents.iter().any(|a| a.name == "Ada Brook"));
     assert_eq!(changed.agents.len(), parent.agents.len() + 1);
+    assert_eq!(changed.happenings.len(), 1);
+    assert_eq!(changed.happenings[0].text, alarm);
+    assert!(parent.happenings.is_empty());
     let out = plain(&["show", "--branch", "changed"]);
     assert!(
-        text(&out).contains("out of order") && text(&out).contains("Ada Brook"),
+        text(&out).contains("out of order")
+            && text(&out).contains("Ada Brook")
+            && text(&out).contains("going on:\n  at Marigold café until"),
         "{}",
         text(&out)
     );
