@@ -424,7 +424,10 @@ impl<S: Storage> Sim<S> {
                             )
                             .await?
                         } else {
-                            (what.address.clone(), None)
+                            // Within its hour's building, at what it is done at (breakfast
+                            // at the kitchen table, not in bed).
+                            let fitting = objects::object_for(&self.town, &what.address, words);
+                            (fitting.unwrap_or_else(|| what.address.clone()), None)
                         };
                         let end = what.start_secs + u64::from(what.duration_secs);
                         let start = actions::Start {
@@ -532,13 +535,13 @@ impl<S: Storage> Sim<S> {
         Ok(Some(planned))
     }
 
-    /// Where `agent` does `activity`, chosen down its spatial tree (see [`choose_place`]),
-    /// and the position of the last choice's event.
     /// The home (`sector:arena`) of the persona named `name`.
     fn home_of(&self, name: &str) -> Option<&str> {
         self.town.personas.iter().find(|p| p.name == name).map(|p| p.home.as_str())
     }
 
+    /// Where `agent` does `activity`, chosen down its spatial tree (see [`choose_place`]),
+    /// and the position of the last choice's event.
     async fn place_for(
         &self,
         agent: AgentId,
