@@ -4,7 +4,7 @@ import { app, emit, on, agentInFrame } from './state.js';
 import { call, latest } from './ipc.js';
 import { seekBusy, record } from './seek.js';
 import {
-  el, button, untrusted, notice, setChildren, fmtTime, fmtClock, fmtDuration, fmtMoney,
+  el, button, untrusted, atPlace, notice, setChildren, fmtTime, fmtClock, fmtDuration, fmtMoney,
   fmtCount, fmtScore, VirtualList, hueOf,
 } from './dom.js';
 
@@ -247,7 +247,7 @@ function renderHead(a) {
   if (act) doing.querySelector('.agent-action').title = String(act.description ?? '');
   const where = act
     ? el('div', { class: 'agent-where', title: String(act.address ?? '') },
-      el('span', { class: 'dim', text: 'at ' }), untrusted(act.address, 'where-addr'),
+      atPlace(act.address, 'where-addr'),
       el('span', { class: 'dim', text: ` · since ${fmtClock(act.started_secs)} for ${fmtDuration(act.duration_secs)}` }))
     : el('div', { class: 'agent-where dim', text: '\u00a0' });
   setChildren(head,
@@ -597,7 +597,7 @@ function renderTalks(a) {
         untrusted(arr(c.agents).join(' & '), 'talk-who'),
         el('span', { class: 'dim', text: ` · ${fmtTime(c.started_secs)} · ${arr(c.lines).length} lines` })),
       el('div', { class: 'talk-meta dim' },
-        el('span', { text: 'at ' }), untrusted(c.address), el('span', { text: ' · ' }), untrusted(ended),
+        atPlace(c.address, '', ''), el('span', { text: ' · ' }), untrusted(ended),
         el('span', { class: 'spacer' }),
         c.id ? whyButton({ event: c.id }, 'this conversation') : null,
         Number.isFinite(c.seq) ? el('button', { type: 'button', class: 'btn btn-small', text: `go to #${c.seq}`, title: 'Show the town when it started', on: { click: () => emit('seek-seq', c.seq) } }) : null),

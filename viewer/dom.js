@@ -76,6 +76,17 @@ export function untrusted(text, cls = '') {
   return el('span', { class: ['u', cls].filter(Boolean).join(' '), text: text ?? '', attrs: { dir: 'auto' } });
 }
 
+/**
+ * Where something is: "at ADDRESS", or "outdoors" for the open ground (an empty address), as
+ * the engine words it. `dim` is the class of the words around the address.
+ */
+export function atPlace(address, cls = '', dim = 'dim') {
+  const text = String(address ?? '');
+  return text.trim() === ''
+    ? el('span', { class: dim, text: 'outdoors' })
+    : [el('span', { class: dim, text: 'at ' }), untrusted(text, cls)];
+}
+
 export const $ = (sel, root = document) => root.querySelector(sel);
 
 // ---------------------------------------------------------------- icons

@@ -2,7 +2,7 @@
 
 import { app, emit, on } from './state.js';
 import { addPainter, wake } from './seek.js';
-import { el, hueOf, truncate, setChildren, untrusted, notice, clear } from './dom.js';
+import { el, hueOf, truncate, setChildren, untrusted, atPlace, notice, clear } from './dom.js';
 
 const WALL = '#394050';
 const GROUND = '#ebe6d8';
@@ -755,7 +755,7 @@ function fillTooltip(h) {
     const a = h.agent;
     const lines = [el('div', { class: 'tt-title' }, untrusted(a.name))];
     lines.push(el('div', { class: 'tt-line' }, a.emoji ? untrusted(a.emoji, 'tt-emoji') : null, untrusted(a.action || 'idle')));
-    if (a.address) lines.push(el('div', { class: 'tt-line tt-dim' }, el('span', { class: 'tt-key', text: 'at ' }), untrusted(a.address)));
+    if (a.action) lines.push(el('div', { class: 'tt-line tt-dim' }, atPlace(a.address, '', 'tt-key')));
     if (Array.isArray(a.talking_with) && a.talking_with.length) {
       lines.push(el('div', { class: 'tt-line' }, el('span', { class: 'tt-key', text: 'talking with ' }), untrusted(a.talking_with.join(', '))));
     }

@@ -142,7 +142,13 @@ pub fn summary(body: &Body, name: &dyn Fn(AgentId) -> String) -> String {
             clip(&p.items.first().map(|i| i.description.clone()).unwrap_or_default(), 60)
         ),
         Body::ActionStarted(a) => {
-            format!("{} {} {} at {}", name(a.agent), a.emoji, clip(&a.description, 60), a.address)
+            format!(
+                "{} {} {} {}",
+                name(a.agent),
+                a.emoji,
+                clip(&a.description, 60),
+                crate::town::at_place(&a.address)
+            )
         }
         Body::ConversationStarted(c) => format!(
             "conversation: {}",

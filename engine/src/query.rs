@@ -850,7 +850,7 @@ impl ConversationView {
             "## {}\n\n*{}, {}*\n\n",
             self.agents.join(" and "),
             sim_time(self.started_secs),
-            self.address,
+            crate::town::place_words(&self.address),
         );
         for line in &self.lines {
             let words = line.text.trim();

@@ -41,9 +41,12 @@ use crate::openai::{Endpoint, OpenAi, OpenAiEmbed};
 use crate::request::Params;
 use hamlet_log::event::StructuredForm;
 
-/// Sequence slots of the embedded model unless set: one per agent of the shipped town and
-/// two to spare.
-pub const DEFAULT_SLOTS: u32 = 12;
+/// Sequence slots of the embedded model unless set: over two per agent of the shipped town,
+/// so an agent's frequent kinds of call keep their cached prefixes. Replaying a real morning
+/// of the whole town through the slot policy reuses 64% of prompt tokens with 12 slots, 66%
+/// with 24 and 72% with 40; each slot of 4,096 tokens holds 112 MiB of cache with the default
+/// model.
+pub const DEFAULT_SLOTS: u32 = 24;
 
 /// OpenAI's own API.
 pub const OPENAI_BASE: &str = "https://api.openai.com/v1";

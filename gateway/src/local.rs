@@ -139,7 +139,8 @@ pub struct LocalConfig {
 
 impl LocalConfig {
     /// Defaults for a model file: every core, [`DEFAULT_SLOTS`](crate::config::DEFAULT_SLOTS)
-    /// slots of 2,048 tokens.
+    /// slots of 4,096 tokens (a reflection lists up to a hundred recent memories: about
+    /// 2,000 to 3,700 tokens with its template and answer).
     pub fn new(model_path: &Path, model_name: &str) -> LocalConfig {
         let threads = std::thread::available_parallelism().map_or(2, |n| n.get() as u32);
         LocalConfig {
@@ -147,7 +148,7 @@ impl LocalConfig {
             model_name: model_name.to_owned(),
             threads,
             slots: crate::config::DEFAULT_SLOTS,
-            context_per_slot: 2048,
+            context_per_slot: 4096,
         }
     }
 }
@@ -866,11 +867,10 @@ impl Server<'_> {
                 probabilities: Vec::new(),
                 tokens_cached: active.prompt_cached,
             });
-            if reply.is_err() {
-                // The cache holds whatever was decoded: keep only what we know is there.
-                let cached = self.ctx.kv_cache_seq_pos_max(index as i32) + 1;
-                slot.cached.truncate(cached.max(0) as usize);
-            }
+            // The cache holds what was decoded: a token sampled last (the answer ended at a
+            // stop string or at its length) never was, nor what an error cut short.
+            let cached = self.ctx.kv_cache_seq_pos_max(index as i32) + 1;
+            slot.cached.truncate(cached.max(0) as usize);
             let _ = active.job.reply.send(reply);
         }
     }

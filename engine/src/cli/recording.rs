@@ -377,7 +377,10 @@ fn print_town(town: &Town) -> anyhow::Result<()> {
     for (id, agent) in &town.agents {
         let doing = agent.action.as_ref().map_or_else(
             || "idle".to_owned(),
-            |a| printable(&format!("{} {} at {}", a.emoji, a.description, a.address)),
+            |a| {
+                let at = hamlet_engine::town::at_place(&a.address);
+                printable(&format!("{} {} {at}", a.emoji, a.description))
+            },
         );
         writeln!(
             out,

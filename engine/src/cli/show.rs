@@ -9,6 +9,7 @@ use clap::{Args, ValueEnum};
 use hamlet_engine::describe::{cents, clock, printable, sim_time};
 use hamlet_engine::history::Moment;
 use hamlet_engine::query::{ActionView, AgentView, CallView, Past, TownView};
+use hamlet_engine::town::at_place;
 use hamlet_log::Event;
 
 use super::recording::source_events;
@@ -172,11 +173,11 @@ pub fn town_text(t: &TownView) -> String {
     for a in &t.agents {
         let doing = match &a.action {
             Some(x) => format!(
-                "{} {} ({}) at {}",
+                "{} {} ({}) {}",
                 printable(&x.emoji),
                 printable(&x.description),
                 when(x, t.sim_time_secs),
-                printable(&x.address)
+                at_place(&printable(&x.address))
             ),
             None => "nothing yet".into(),
         };
@@ -212,9 +213,9 @@ pub fn town_text(t: &TownView) -> String {
         for c in &t.conversations {
             let _ = writeln!(
                 out,
-                "  {} at {}, since {}, {} lines so far",
+                "  {} {}, since {}, {} lines so far",
                 c.agents.join(" and "),
-                printable(&c.address),
+                at_place(&printable(&c.address)),
                 clock(c.started_secs),
                 c.lines.len()
             );
@@ -245,10 +246,10 @@ pub fn agent_text(v: &AgentView, town: &TownView, memories: usize) -> String {
         Some(x) => {
             let _ = writeln!(
                 out,
-                "doing: {} {} at {} ({})",
+                "doing: {} {} {} ({})",
                 printable(&x.emoji),
                 printable(&x.description),
-                printable(&x.address),
+                at_place(&printable(&x.address)),
                 when(x, town.sim_time_secs)
             );
         }

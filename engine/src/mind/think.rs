@@ -10,7 +10,7 @@ use hamlet_gateway::{Answered, Call, EmbedCall, Embedded, Gateway, GatewayError}
 use hamlet_log::event::{AgentId, MemoryAdded, MemoryKind, Retrieved};
 use hamlet_log::{Body, EventId};
 
-use super::memory::MemoryStream;
+use super::memory::{Memory, MemoryStream};
 use super::prompt::{template, PromptError, Style};
 use super::retrieval::{retrieve, RetrievalSettings};
 use crate::pending::{Cause, Pending, PendingId};
@@ -237,6 +237,10 @@ pub struct ReflectionSettings {
     pub threshold: u32,
     /// How many recent memories the questions are drawn from.
     pub recent: usize,
+    /// The most characters those memories may take in the prompt: the oldest are left out
+    /// beyond it, so that a stream of long memories (a conversation is remembered whole)
+    /// still fits the model's context.
+    pub recent_chars: usize,
     /// How many questions.
     pub questions: usize,
     /// How many insights.
@@ -250,11 +254,34 @@ impl Default for ReflectionSettings {
         ReflectionSettings {
             threshold: 150,
             recent: 100,
+            recent_chars: RECENT_CHARS,
             questions: 3,
             insights: 5,
             statements: 24,
         }
     }
+}
+
+/// [`ReflectionSettings::recent_chars`] by default: 11,000 characters are at most about 3,700
+/// tokens at three characters a token, which with the template and the answer fits a slot of
+/// the embedded model (4,096 tokens), and is more than a hundred everyday memories take.
+pub const RECENT_CHARS: usize = 11_000;
+
+/// The lines listing `memories` (oldest first) for the reflection prompt: the newest whose
+/// lines add up to at most `chars` characters, oldest first.
+pub fn recent_lines(memories: &[Memory], chars: usize) -> Vec<String> {
+    let mut total = 0;
+    let mut lines: Vec<String> = memories
+        .iter()
+        .rev()
+        .map(|m| format!("- {}", m.description))
+        .take_while(|line| {
+            total += line.len() + 1;
+            total <= chars
+        })
+        .collect();
+    lines.reverse();
+    lines
 }
 
 /// The summed importance since `since_secs` if it reaches the threshold.
@@ -300,8 +327,7 @@ pub async fn reflect(
     pending: &mut Pending,
 ) -> Result<Vec<PendingId>, ThinkError> {
     let agent = who.agent;
-    let listed: Vec<String> =
-        stream.recent(settings.recent).iter().map(|m| format!("- {}", m.description)).collect();
+    let listed = recent_lines(stream.recent(settings.recent), settings.recent_chars);
     let mut vars = who.vars();
     vars.insert("memories", listed.join("\n"));
     let mut call = template("reflection_questions")?.call(&vars, style, Shape::Text)?;
@@ -384,4 +410,37 @@ pub async fn reflect(
         pending,
     )
     .await
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn memory(i: u8, description: &str) -> Memory {
+        Memory {
+            id: EventId([i; 32]),
+            kind: MemoryKind::Observation,
+            description: description.to_owned(),
+            created_secs: u64::from(i),
+            last_access_secs: u64::from(i),
+            importance: 2,
+            embedding: Vec::new(),
+            evidence: Vec::new(),
+        }
+    }
+
+    #[test]
+    fn the_reflection_lists_the_newest_memories_that_fit() {
+        let stream: Vec<Memory> = (0..5).map(|i| memory(i, &format!("memory {i}"))).collect();
+        let all = recent_lines(&stream, RECENT_CHARS);
+        assert_eq!(all, ["- memory 0", "- memory 1", "- memory 2", "- memory 3", "- memory 4"]);
+        // Each line is 10 characters and a newline: 33 characters hold the newest three.
+        assert_eq!(recent_lines(&stream, 33), ["- memory 2", "- memory 3", "- memory 4"]);
+        assert_eq!(recent_lines(&stream, 32), ["- memory 3", "- memory 4"]);
+        assert!(recent_lines(&stream, 5).is_empty());
+        // A long memory (a conversation remembered whole) leaves the older ones out.
+        let mut long = stream.clone();
+        long.push(memory(9, &"x".repeat(RECENT_CHARS - 10)));
+        assert_eq!(recent_lines(&long, RECENT_CHARS).len(), 1);
+    }
 }

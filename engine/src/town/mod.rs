@@ -734,6 +734,25 @@ pub fn find_arena(sectors: &[Sector], address: &str) -> Option<(usize, usize)> {
     Some((si, ai))
 }
 
+/// Where an address is, in words for people: the address, or "outdoors" for the open
+/// ground (which has none), as `show`, `transcript`, the timeline and the viewer word it.
+pub fn place_words(address: &str) -> &str {
+    if address.trim().is_empty() {
+        "outdoors"
+    } else {
+        address
+    }
+}
+
+/// "at ADDRESS", or "outdoors" for the open ground (see [`place_words`]).
+pub fn at_place(address: &str) -> String {
+    if address.trim().is_empty() {
+        "outdoors".to_owned()
+    } else {
+        format!("at {address}")
+    }
+}
+
 fn parse_start(text: &str) -> Option<u64> {
     let rest = text.trim().strip_prefix("day")?.trim_start();
     let (day, clock) = rest.split_once(char::is_whitespace)?;
@@ -840,6 +859,14 @@ impl Definition {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_open_ground_is_worded_outdoors() {
+        assert_eq!(place_words(""), "outdoors");
+        assert_eq!(at_place(" "), "outdoors");
+        assert_eq!(place_words("Marigold café:counter"), "Marigold café:counter");
+        assert_eq!(at_place("Marigold café:counter"), "at Marigold café:counter");
+    }
 
     #[test]
     fn dates_are_checked_and_days_are_named() {

@@ -2,9 +2,10 @@
 //! `add_building`): each is one `Intervened` event and what follows from it; one that
 //! cannot be made writes nothing; a run with all of them re-simulates identically.
 
+use hamlet_engine::fold::Town;
 use hamlet_engine::resim::{resimulate, Verdict};
 use hamlet_engine::sim::{Sim, SimError, SimSettings};
-use hamlet_engine::store::Store;
+use hamlet_engine::store::{FsStorage, Store};
 use hamlet_engine::town::build::recorded_town;
 use hamlet_engine::town::find_arena;
 use hamlet_log::event::{AgentId, Intervention, MemoryKind, Tile};
@@ -202,6 +203,72 @@ fn a_diff_finds_where_branches_part_and_who_lives_differently() {
     assert!(same.agents.iter().all(|a| a.same()));
 }
 
+/// Runs the test town three steps, lets `change` act on it (its checks inside), runs six
+/// steps more and returns the log and the town at its end.
+fn run_changed(change: impl FnOnce(&mut Sim<FsStorage>)) -> (Vec<Event>, Town) {
+    let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+    let tmp = tempfile::tempdir().unwrap();
+    let store = Store::open(tmp.path()).unwrap();
+    rt.block_on(async {
+        let mut sim =
+            Sim::start(store, "main", town(), 7, rules(), SimSettings::default()).await.unwrap();
+        for _ in 0..3 {
+            sim.step().await.unwrap();
+        }
+        change(&mut sim);
+        for _ in 0..6 {
+            sim.step().await.unwrap();
+        }
+        let head = sim.store().branch(sim.branch()).unwrap().head_seq;
+        (sim.store().events(sim.branch(), 0, head).unwrap(), sim.state().clone())
+    })
+}
+
+fn agent_named(log: &[Event], name: &str) -> AgentId {
+    log.iter()
+        .find_map(|e| match &e.body {
+            Body::AgentJoined(j) if j.name == name => Some(j.agent),
+            _ => None,
+        })
+        .unwrap_or_else(|| panic!("{name} joined"))
+}
+
+/// `agent` was asked once (`attend`, with a prompt naming each of `words`) whether to stop
+/// for what they noticed, and the rest of their hour was planned again, caused by the
+/// answer (the rule-based double says yes). `seen` is shown if the check fails.
+fn asked_once_and_replanned(
+    log: &[Event],
+    agent: AgentId,
+    words: &[&str],
+    seen: &dyn Fn() -> String,
+) {
+    let asked: Vec<&Event> = log
+        .iter()
+        .filter(|e| {
+            matches!(&e.body, Body::LlmRequested(r) if r.template == "attend"
+                && r.agent == Some(agent) && r.attempt == 1)
+        })
+        .collect();
+    assert_eq!(asked.len(), 1, "asked once, when first noticed: {}", seen());
+    let Body::LlmRequested(r) = &asked[0].body else { unreachable!() };
+    let prompt = format!("{:?}", r.prompt);
+    assert!(words.iter().all(|w| prompt.contains(w)), "{words:?} in {prompt}");
+    let answer = log
+        .iter()
+        .find(|e| {
+            e.seq() > asked[0].seq()
+                && matches!(&e.body, Body::LlmResponded(a) if a.request_hash == r.request_hash)
+        })
+        .expect("the question is answered");
+    let replanned = log.iter().find(|e| {
+        matches!(&e.body, Body::PlanMade(p) if p.agent == agent)
+            && e.header.causes.contains(&answer.id)
+    });
+    let replanned = replanned.expect("the rest of the hour is planned again, caused by the yes");
+    let Body::PlanMade(plan) = &replanned.body else { unreachable!() };
+    assert!(plan.decomposes.is_some(), "a re-plan of the hour under way");
+}
+
 /// Goal: agents react to what they perceive, not only to people. Method: the wardrobe in
 /// the Ashcombes' bedroom breaks (a state it does not declare); Delphine, in that room,
 /// notices it, is asked whether she stops to deal with it (the rule-based double says yes),
@@ -209,72 +276,32 @@ fn a_diff_finds_where_branches_part_and_who_lives_differently() {
 /// once, not every step.
 #[test]
 fn an_object_out_of_order_is_noticed_and_can_replan_the_hour() {
-    let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
-    let tmp = tempfile::tempdir().unwrap();
-    let store = Store::open(tmp.path()).unwrap();
     let wardrobe = "Ashcombe house:bedroom:wardrobe";
-    let log = rt.block_on(async {
-        let mut sim =
-            Sim::start(store, "main", town(), 7, rules(), SimSettings::default()).await.unwrap();
-        for _ in 0..3 {
-            sim.step().await.unwrap();
-        }
+    let (log, _) = run_changed(|sim| {
         sim.set_object(wardrobe, "broken, its door hanging off").unwrap();
-        for _ in 0..6 {
-            sim.step().await.unwrap();
-        }
-        let head = sim.store().branch(sim.branch()).unwrap().head_seq;
-        sim.store().events(sim.branch(), 0, head).unwrap()
     });
-    let delphine = log
-        .iter()
-        .find_map(|e| match &e.body {
-            Body::AgentJoined(j) if j.name == "Delphine Ashcombe" => Some(j.agent),
-            _ => None,
-        })
-        .unwrap();
-    let asked: Vec<&Event> = log
-        .iter()
-        .filter(|e| {
-            matches!(&e.body, Body::LlmRequested(r) if r.template == "attend"
-                && r.agent == Some(delphine) && r.attempt == 1)
-        })
-        .collect();
-    let seen: Vec<String> = log
-        .iter()
-        .filter_map(|e| match &e.body {
-            Body::Perceived(p) if p.agent == delphine => Some(format!(
-                "{} {:?}",
-                e.sim_time_secs(),
-                p.percepts
-                    .iter()
-                    .map(|x| format!("{}={}", x.subject, x.description))
-                    .collect::<Vec<_>>()
-            )),
-            Body::ActionStarted(a) if a.agent == delphine => {
-                Some(format!("{} action {} at {}", e.sim_time_secs(), a.description, a.address))
-            }
-            _ => None,
-        })
-        .collect();
-    assert_eq!(asked.len(), 1, "asked once, when first noticed: {seen:#?}");
-    let Body::LlmRequested(r) = &asked[0].body else { unreachable!() };
-    let prompt = format!("{:?}", r.prompt);
-    assert!(prompt.contains("wardrobe") && prompt.contains("broken"), "{prompt}");
-    let answer = log
-        .iter()
-        .find(|e| {
-            e.seq() > asked[0].seq()
-                && matches!(&e.body, Body::LlmResponded(a) if a.request_hash == r.request_hash)
-        })
-        .unwrap();
-    let replanned = log.iter().find(|e| {
-        matches!(&e.body, Body::PlanMade(p) if p.agent == delphine)
-            && e.header.causes.contains(&answer.id)
-    });
-    let replanned = replanned.expect("the rest of the hour is planned again, caused by the yes");
-    let Body::PlanMade(plan) = &replanned.body else { unreachable!() };
-    assert!(plan.decomposes.is_some(), "a re-plan of the hour under way");
+    let delphine = agent_named(&log, "Delphine Ashcombe");
+    let seen = || {
+        let seen: Vec<String> = log
+            .iter()
+            .filter_map(|e| match &e.body {
+                Body::Perceived(p) if p.agent == delphine => Some(format!(
+                    "{} {:?}",
+                    e.sim_time_secs(),
+                    p.percepts
+                        .iter()
+                        .map(|x| format!("{}={}", x.subject, x.description))
+                        .collect::<Vec<_>>()
+                )),
+                Body::ActionStarted(a) if a.agent == delphine => {
+                    Some(format!("{} action {} at {}", e.sim_time_secs(), a.description, a.address))
+                }
+                _ => None,
+            })
+            .collect();
+        format!("{seen:#?}")
+    };
+    asked_once_and_replanned(&log, delphine, &["wardrobe", "broken"], &seen);
 }
 
 /// Goal: agents react to an event, not only to people and objects. Method: the user makes
@@ -285,26 +312,17 @@ fn an_object_out_of_order_is_noticed_and_can_replan_the_hour() {
 /// write nothing; the run re-simulates identically; a checkpoint keeps it.
 #[test]
 fn a_happening_is_noticed_where_it_goes_on_replans_the_hour_and_ends() {
-    use hamlet_engine::fold::Town;
-    let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
-    let tmp = tempfile::tempdir().unwrap();
-    let store = Store::open(tmp.path()).unwrap();
     let alarm = "the smoke alarm is beeping";
-    let log = rt.block_on(async {
-        let mut sim =
-            Sim::start(store, "main", town(), 7, rules(), SimSettings::default()).await.unwrap();
-        for _ in 0..3 {
-            sim.step().await.unwrap();
-        }
+    let (log, end) = run_changed(|sim| {
         let head = |sim: &Sim<_>| sim.store().branch(sim.branch()).unwrap().head_seq;
-        let (before, now) = (head(&sim), sim.state().sim_time_secs);
+        let (before, now) = (head(sim), sim.state().sim_time_secs);
         let step = u64::from(sim.state().seconds_per_step);
         let refused = |r: Result<_, SimError>| matches!(r, Err(SimError::Refused(_)));
         assert!(refused(sim.happen("Nowhere", alarm, now + 60)));
         assert!(refused(sim.happen("Ashcombe house:attic", alarm, now + 60)));
         assert!(refused(sim.happen("Ashcombe house", "  ", now + 60)));
         assert!(refused(sim.happen("Ashcombe house", alarm, now)));
-        assert_eq!(head(&sim), before, "a refused happening writes nothing");
+        assert_eq!(head(sim), before, "a refused happening writes nothing");
 
         sim.happen("Ashcombe house", alarm, now + 2 * step).unwrap();
         assert_eq!(sim.state().happenings.len(), 1);
@@ -313,21 +331,10 @@ fn a_happening_is_noticed_where_it_goes_on_replans_the_hour_and_ends() {
         let mut quiet = sim.state().clone();
         quiet.happenings.clear();
         assert_ne!(quiet.state_hash(), sim.state().state_hash());
-        for _ in 0..6 {
-            sim.step().await.unwrap();
-        }
-        assert!(sim.state().happenings.is_empty(), "it ended by itself");
-        sim.store().events(sim.branch(), 0, head(&sim)).unwrap()
     });
-    let agent = |name: &str| {
-        log.iter()
-            .find_map(|e| match &e.body {
-                Body::AgentJoined(j) if j.name == name => Some(j.agent),
-                _ => None,
-            })
-            .unwrap()
-    };
-    let (delphine, nnamdi) = (agent("Delphine Ashcombe"), agent("Nnamdi Okafor"));
+    assert!(end.happenings.is_empty(), "it ended by itself");
+    let (delphine, nnamdi) =
+        (agent_named(&log, "Delphine Ashcombe"), agent_named(&log, "Nnamdi Okafor"));
     let perceived = |who: AgentId| {
         log.iter().any(|e| {
             matches!(&e.body, Body::Perceived(p) if p.agent == who
@@ -341,27 +348,10 @@ fn a_happening_is_noticed_where_it_goes_on_replans_the_hour_and_ends() {
             && m.description == format!("at Ashcombe house: {alarm}"))
     });
     assert!(remembered, "remembered as an observation");
-    let asked: Vec<&Event> = log
-        .iter()
-        .filter(|e| {
-            matches!(&e.body, Body::LlmRequested(r) if r.template == "attend"
-                && r.agent == Some(delphine) && r.attempt == 1)
-        })
-        .collect();
-    assert_eq!(asked.len(), 1, "asked once, when first noticed");
-    let Body::LlmRequested(r) = &asked[0].body else { unreachable!() };
-    assert!(format!("{:?}", r.prompt).contains(alarm));
-    let answer = log
-        .iter()
-        .find(|e| matches!(&e.body, Body::LlmResponded(a) if a.request_hash == r.request_hash))
-        .unwrap();
-    assert!(
-        log.iter().any(|e| matches!(&e.body, Body::PlanMade(p) if p.agent == delphine)
-            && e.header.causes.contains(&answer.id)),
-        "the rest of the hour is planned again, caused by the yes"
-    );
+    asked_once_and_replanned(&log, delphine, &[alarm], &String::new);
     intervened(&log, |i| matches!(i, Intervention::Happening { .. }));
     let scratch = tempfile::tempdir().unwrap();
+    let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
     match rt.block_on(resimulate(&log, scratch.path(), |_, _| {})).unwrap() {
         Verdict::Identical { events } => assert_eq!(events, log.len()),
         Verdict::Diverged(d) => panic!("{d:?}"),

@@ -193,3 +193,50 @@ fn a_slot_given_another_slots_cache_answers_as_if_it_had_read_the_prompt() {
     assert_eq!(none, 0);
     assert_eq!(copied, fresh, "the copied cache answers as the prompt read afresh");
 }
+
+/// Goal: a slot never claims a token its cache does not hold. Method: an answer cut at its
+/// length ends on a token that was sampled but never decoded; a second prompt that goes on
+/// from that answer reuses the first prompt and the answer but that last token, and answers
+/// as a fresh gateway does.
+#[test]
+fn an_answer_cut_at_its_length_leaves_only_decoded_tokens_in_the_cache() {
+    if skip() {
+        return;
+    }
+    installed(ModelChoice::Small);
+    let gateway = || {
+        let settings = config::resolve(
+            &FileSettings::default(),
+            &Env::default(),
+            &Flags { model: Some("small".into()), slots: Some(1), ..Flags::default() },
+        )
+        .unwrap();
+        let llm = config::llm_backend(&settings).unwrap();
+        let embed = config::embed_backend(&settings).unwrap();
+        config::gateway(&settings, llm, embed)
+    };
+    let runtime = tokio::runtime::Runtime::new().unwrap();
+    let ask = |gateway: &hamlet_gateway::Gateway, text: &str, max: u32| {
+        let mut call = Call::chat("text", "", "", Shape::Text);
+        call.prompt = hamlet_log::event::Prompt::Text(text.to_owned());
+        call.max_tokens = Some(max);
+        let answered = runtime.block_on(gateway.ask(&call)).unwrap();
+        match answered.events.last() {
+            Some(hamlet_log::Body::LlmResponded(r)) => {
+                (r.text.clone(), r.tokens_prompt, r.tokens_completion, r.tokens_cached)
+            }
+            other => panic!("{other:?}"),
+        }
+    };
+    let opening = "The town of Willowmere wakes slowly. At the Marigold café, Delphine Ashcombe";
+    let shared = gateway();
+    let (said, read, made, _) = ask(&shared, opening, 6);
+    assert_eq!(made, 6, "cut at its length: {said:?}");
+    let next = format!("{opening}{said} Meanwhile, at the Crooked Lamp bar,");
+    let (warm, _, _, cached) = ask(&shared, &next, 12);
+    assert!(cached >= read, "the first prompt is reused: {cached} of {read}");
+    assert!(cached < read + made, "the answer's last token was never decoded: {cached} cached");
+    let (fresh, _, _, none) = ask(&gateway(), &next, 12);
+    assert_eq!(none, 0);
+    assert_eq!(warm, fresh, "the reused cache answers as the prompt read afresh");
+}
