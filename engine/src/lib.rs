@@ -22,6 +22,7 @@ pub mod economy;
 pub mod fold;
 pub mod history;
 pub mod mind;
+pub mod ops;
 pub mod pending;
 pub mod query;
 pub mod research;

@@ -6,7 +6,8 @@ use anyhow::Context;
 use clap::Args;
 use hamlet_engine::describe::sim_time;
 use hamlet_engine::history::Moment;
-use hamlet_engine::store::{BranchInfo, Store};
+use hamlet_engine::ops;
+use hamlet_engine::store::Store;
 
 use super::{parse_moment, Outcome};
 
@@ -28,57 +29,23 @@ pub struct ForkArgs {
     name: String,
 }
 
-/// `BASE-1`, `BASE-2`, …: the first that names no branch of the store (a scratch fork's).
-pub(super) fn unused_name(store: &Store, base: &str) -> String {
-    let taken: Vec<String> = store.branches().into_iter().map(|b| b.name).collect();
-    (1..).map(|n| format!("{base}-{n}")).find(|n| !taken.contains(n)).unwrap_or_default()
-}
-
-/// The seq of the last event of `from` at or before `at`.
-pub(super) fn seq_for(store: &Store, from: &BranchInfo, at: Moment) -> anyhow::Result<u64> {
-    Ok(match at {
-        Moment::End => from.head_seq,
-        Moment::Seq(s) if s <= from.head_seq => s,
-        Moment::Seq(s) => {
-            anyhow::bail!("#{s} is past the end of `{}` (#{})", from.name, from.head_seq)
-        }
-        Moment::Time(t) => store.seq_at_time(from.id, t)?.with_context(|| {
-            format!("`{}` has no event at or before {}", from.name, sim_time(t))
-        })?,
-    })
-}
-
 pub fn fork(a: ForkArgs) -> anyhow::Result<Outcome> {
     if !a.store.is_dir() {
         anyhow::bail!("no store at {}", a.store.display());
     }
     let mut store = Store::open(&a.store)
         .with_context(|| format!("cannot open store {}", a.store.display()))?;
-    let Ok(from) = store.find_branch(&a.branch) else {
-        let names: Vec<String> = store.branches().into_iter().map(|b| b.name).collect();
-        anyhow::bail!("no branch `{}`; the store has: {}", a.branch, names.join(", "));
-    };
-    let seq = seq_for(&store, &from, a.at)?;
-    let point = store.event_at(from.id, seq)?;
-    // A step's events share its time: a fork inside one leaves the rest of that step
-    // undone, and goes on from the next step.
-    let inside = seq < from.head_seq
-        && store.event_at(from.id, seq + 1)?.sim_time_secs() == point.sim_time_secs();
-    let id = store.fork(from.id, seq, &a.name)?;
-    store.flush_index()?;
+    let forked = ops::fork_at(&mut store, &a.branch, a.at, &a.name)?;
+    let (seq, at) = (forked.seq, sim_time(forked.secs));
     println!(
-        "forked `{}` from `{}` after #{seq} ({}); `{}` is untouched",
-        a.name,
-        from.name,
-        sim_time(point.sim_time_secs()),
-        from.name
+        "forked `{}` from `{}` after #{seq} ({at}); `{}` is untouched",
+        forked.name, forked.parent, forked.parent
     );
-    println!("  id {id}");
-    if inside {
+    println!("  id {}", forked.id);
+    if forked.inside_step {
         println!(
-            "  note: #{seq} is inside the step at {}; the fork leaves the rest of that step \
-             undone (fork at a time to keep whole steps)",
-            sim_time(point.sim_time_secs())
+            "  note: #{seq} is inside the step at {at}; the fork leaves the rest of that step \
+             undone (fork at a time to keep whole steps)"
         );
     }
     println!(

@@ -19,10 +19,10 @@ use hamlet_gateway::config;
 use indicatif::{ProgressBar, ProgressStyle};
 use serde::Serialize;
 
-use super::branch::{seq_for, unused_name};
 use super::llm::LlmArgs;
 use super::recording::source_events;
 use super::{agent_named, parse_moment, Outcome, Source};
+use hamlet_engine::ops::{seq_for, unused_name};
 
 /// The measurements.
 #[derive(Debug, Subcommand)]

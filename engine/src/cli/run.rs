@@ -4,14 +4,15 @@
 
 use std::io::IsTerminal;
 use std::path::PathBuf;
-use std::sync::atomic::{AtomicU8, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU8, Ordering};
 use std::sync::Arc;
 
 use anyhow::Context;
 use clap::Args;
 use hamlet_engine::describe::sim_time;
+use hamlet_engine::ops;
 use hamlet_engine::sim::{Sim, SimSettings};
-use hamlet_engine::store::{Storage, Store};
+use hamlet_engine::store::Store;
 use hamlet_engine::town::{Definition, WILLOWMERE};
 use hamlet_gateway::{config, cost};
 
@@ -112,6 +113,7 @@ pub fn run(a: RunArgs) -> anyhow::Result<Outcome> {
 
     // Ctrl-C: the first stops after the step under way, the second at once.
     let interrupts = Arc::new(AtomicU8::new(0));
+    let stop = Arc::new(AtomicBool::new(false));
     let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build()?;
     let resume = format!(
         "hamlet run --resume --store {} --branch {} --hours {}",
@@ -120,9 +122,10 @@ pub fn run(a: RunArgs) -> anyhow::Result<Outcome> {
         a.hours
     );
     {
-        let (interrupts, resume) = (interrupts.clone(), resume.clone());
+        let (interrupts, stop, resume) = (interrupts.clone(), stop.clone(), resume.clone());
         rt.spawn(async move {
             while tokio::signal::ctrl_c().await.is_ok() {
+                stop.store(true, Ordering::SeqCst);
                 if interrupts.fetch_add(1, Ordering::SeqCst) >= 1 {
                     eprintln!("\nstopped; what was committed is kept: {resume}");
                     std::process::exit(130);
@@ -183,32 +186,20 @@ pub fn run(a: RunArgs) -> anyhow::Result<Outcome> {
             }
         };
         let start = sim.town().start_secs;
-        let per_step = u64::from(sim.town().seconds_per_step.max(1));
-        let target = ((a.hours * 3600.0) / per_step as f64).ceil().max(1.0) as u64;
+        let target = ops::target_step(&sim, a.hours);
         let first = sim.state().step;
         bar.set_length(target);
         bar.set_position(first.min(target));
         bar.reset_eta();
         let mut money = 0.0;
         let mut unpriced = std::collections::BTreeSet::new();
-        let mut stopped = false;
         let terminal = std::io::stderr().is_terminal();
         let mut last_line = None;
-        while sim.state().step < target || sim.mid_step() {
-            if interrupts.load(Ordering::SeqCst) > 0 {
-                stopped = true;
-                break;
-            }
-            let before = head(&sim);
-            sim.step().await?;
-            if head(&sim) == before && sim.mid_step() {
-                anyhow::bail!(
-                    "the step wrote nothing and is still not finished; the store may be damaged"
-                );
-            }
-            let events = sim.store().events(sim.branch(), before + 1, head(&sim))?;
-            let report =
-                cost::report(events.iter().map(|e| (e.sim_time_secs(), &e.body)), &file.prices);
+        let end = ops::run_until(&mut sim, target, &stop, |sim, stepped| {
+            let report = cost::report(
+                stepped.events.iter().map(|e| (e.sim_time_secs(), &e.body)),
+                &file.prices,
+            );
             money += report.total.money;
             let s = sim.state();
             unpriced.extend(report.unpriced);
@@ -242,7 +233,9 @@ pub fn run(a: RunArgs) -> anyhow::Result<Outcome> {
             }
             bar.set_message(message);
             bar.set_position(s.step.min(target));
-        }
+        })
+        .await?;
+        let stopped = end == ops::RunEnd::Stopped;
         anyhow::Ok((sim.state().state_hash(), sim.state().step.saturating_sub(first), stopped))
     });
     let (hash, steps, stopped) = match ran {
@@ -295,8 +288,4 @@ pub(crate) fn waiting_line(
         who.map(|w| format!(" for {w}")).unwrap_or_default(),
         longest.attempt
     )
-}
-
-fn head<S: Storage>(sim: &Sim<S>) -> u64 {
-    sim.store().branch(sim.branch()).map_or(0, |b| b.head_seq)
 }

@@ -28,13 +28,9 @@ pub struct ImportArgs {
 pub fn import(a: ImportArgs) -> anyhow::Result<Outcome> {
     let bytes = read_file(&a.file)?;
     let mut store = open_store(&a.store)?;
-    let n_new = store.import(&bytes).with_context(|| {
+    let n_new = hamlet_engine::ops::import(&mut store, &bytes).with_context(|| {
         format!("cannot import {} into {}", a.file.display(), a.store.display())
     })?;
-    for branch in store.branches() {
-        checkpoint_store(&store, branch.id).context("cannot write checkpoints")?;
-    }
-    store.flush_index()?;
     println!("imported {n_new} new events into {}", a.store.display());
     for b in store.branches() {
         println!("  {:<12} {}  head #{}", b.name, b.id, b.head_seq);

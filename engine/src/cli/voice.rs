@@ -90,7 +90,7 @@ pub(super) fn open(
         None => None,
     };
     let (branch_id, name) = if fork {
-        let name = super::branch::unused_name(&store, &format!("{}-interview", info.name));
+        let name = hamlet_engine::ops::unused_name(&store, &format!("{}-interview", info.name));
         (store.fork(info.id, info.head_seq, &name)?, name)
     } else {
         (info.id, info.name.clone())

@@ -10,6 +10,7 @@ mod llm;
 #[allow(dead_code, reason = "shared with the gateway's tests, which use all of it")]
 mod loopback;
 mod mind;
+mod ops;
 mod power_loss;
 mod query;
 mod rules;

@@ -1,0 +1,130 @@
+//! `hamlet_engine::ops`, what the command line and the viewer both do to a store: a run
+//! stopped and gone on with is the run made at once, id for id; a fork at a moment keeps
+//! its parent and says when it cuts a step; an import is idempotent.
+
+use std::sync::atomic::{AtomicBool, Ordering};
+
+use hamlet_engine::history::Moment;
+use hamlet_engine::ops::{self, OpsError, RunEnd};
+use hamlet_engine::sim::{Sim, SimSettings};
+use hamlet_engine::store::Store;
+use hamlet_log::{Event, EventId};
+
+use crate::sim::{rules, town};
+
+fn ids(events: &[Event]) -> Vec<EventId> {
+    events.iter().map(|e| e.id).collect()
+}
+
+/// Goal: Cancel loses nothing and changes nothing. Method: the rule-based town runs twelve
+/// steps at once; a second runs, is told to stop after its fifth step, is closed, reopened
+/// and run on to the twelfth: the two logs are the same, id for id.
+#[test]
+fn a_run_stopped_and_gone_on_with_is_the_run_made_at_once() {
+    let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+    let straight = tempfile::tempdir().unwrap();
+    let stopped = tempfile::tempdir().unwrap();
+    let (whole, parts) = rt.block_on(async {
+        let store = Store::open(straight.path()).unwrap();
+        let mut sim =
+            Sim::start(store, "main", town(), 7, rules(), SimSettings::default()).await.unwrap();
+        let never = AtomicBool::new(false);
+        let mut told = 0;
+        let end = ops::run_until(&mut sim, 12, &never, |_, stepped| {
+            told += 1;
+            assert!(!stepped.events.is_empty(), "each step commits its events");
+            assert_eq!(stepped.target, 12);
+        })
+        .await
+        .unwrap();
+        assert_eq!(end, RunEnd::Done);
+        assert_eq!(sim.state().step, 12);
+        assert!(told >= 12, "told after every step: {told}");
+        let whole = sim.store().events(sim.branch(), 0, ops::head(&sim)).unwrap();
+
+        let store = Store::open(stopped.path()).unwrap();
+        let mut sim =
+            Sim::start(store, "main", town(), 7, rules(), SimSettings::default()).await.unwrap();
+        let stop = AtomicBool::new(false);
+        let end = ops::run_until(&mut sim, 12, &stop, |sim, _| {
+            if sim.state().step >= 5 {
+                stop.store(true, Ordering::SeqCst);
+            }
+        })
+        .await
+        .unwrap();
+        assert_eq!(end, RunEnd::Stopped);
+        assert_eq!(sim.state().step, 5, "stopped after the step under way");
+        let branch = sim.branch();
+        let store = sim.into_store();
+        drop(store);
+        let store = Store::open(stopped.path()).unwrap();
+        let mut sim = Sim::resume(store, branch, rules(), SimSettings::default()).await.unwrap();
+        let go = AtomicBool::new(false);
+        assert_eq!(ops::run_until(&mut sim, 12, &go, |_, _| {}).await.unwrap(), RunEnd::Done);
+        let parts = sim.store().events(sim.branch(), 0, ops::head(&sim)).unwrap();
+        (whole, parts)
+    });
+    assert_eq!(ids(&parts), ids(&whole), "the same events, id for id");
+}
+
+/// Goal: a fork at a moment is what the user asked, and says so. Method: fork the rule-based
+/// run at a time (whole steps kept), inside a step (said), past its end and from a branch
+/// that does not exist (refused, naming what there is, nothing written).
+#[test]
+fn a_fork_at_a_moment_keeps_its_parent_and_says_when_it_cuts_a_step() {
+    let (tmp, _) = crate::sim::run_town(town(), SimSettings::default(), rules(), 6);
+    let mut store = Store::open(tmp.path()).unwrap();
+    let main = store.find_branch("main").unwrap();
+    let events = store.events(main.id, 0, main.head_seq).unwrap();
+    // The third distinct time: the fork keeps every event up to its last.
+    let times: Vec<u64> = events.iter().map(Event::sim_time_secs).collect();
+    let mut steps: Vec<u64> = times.clone();
+    steps.dedup();
+    let third = steps[2];
+    let last_of_third = times.iter().rposition(|&t| t == third).unwrap() as u64;
+    let forked = ops::fork_at(&mut store, "main", Moment::Time(third), "what-if").unwrap();
+    assert_eq!((forked.seq, forked.secs, forked.inside_step), (last_of_third, third, false));
+    assert_eq!(forked.parent, "main");
+    assert_eq!(store.find_branch("main").unwrap().head_seq, main.head_seq, "parent untouched");
+    // Inside a step: the first event of that step.
+    let first_of_third = times.iter().position(|&t| t == third).unwrap() as u64;
+    let inside = ops::fork_at(&mut store, "main", Moment::Seq(first_of_third), "cut").unwrap();
+    assert!(inside.inside_step || first_of_third == last_of_third);
+    // Refused, and nothing written.
+    let before = store.branches().len();
+    let past = ops::fork_at(&mut store, "main", Moment::Seq(main.head_seq + 1), "late");
+    assert!(matches!(&past, Err(OpsError::NoMoment(m)) if m.contains("past the end")), "{past:?}");
+    let none = ops::fork_at(&mut store, "nowhere", Moment::End, "x");
+    match none {
+        Err(e @ OpsError::NoBranch { .. }) => {
+            let said = e.to_string();
+            assert!(said.contains("nowhere") && said.contains("what-if"), "{said}");
+        }
+        other => panic!("{other:?}"),
+    }
+    let taken = ops::fork_at(&mut store, "main", Moment::End, "what-if");
+    assert!(taken.is_err(), "a taken name is refused");
+    assert_eq!(store.branches().len(), before);
+    assert_eq!(ops::unused_name(&store, "what-if"), "what-if-1");
+}
+
+/// Goal: importing is safe to repeat. Method: a run exported and imported into a fresh
+/// store twice: the second import adds nothing and the branch is the same.
+#[test]
+fn an_import_is_checkpointed_and_idempotent() {
+    let (tmp, _) = crate::sim::run_town(town(), SimSettings::default(), rules(), 4);
+    let bytes = {
+        let store = Store::open(tmp.path()).unwrap();
+        hamlet_engine::history::export_with_checkpoints(&store, None, Vec::new()).unwrap()
+    };
+    let other = tempfile::tempdir().unwrap();
+    let mut store = Store::open(other.path()).unwrap();
+    let first = ops::import(&mut store, &bytes).unwrap();
+    assert!(first > 0);
+    let head = store.find_branch("main").unwrap().head_seq;
+    assert_eq!(first, head + 1, "every event is new the first time");
+    assert_eq!(ops::import(&mut store, &bytes).unwrap(), 0, "nothing is new the second time");
+    assert_eq!(store.find_branch("main").unwrap().head_seq, head);
+    store.check_index().unwrap();
+}
