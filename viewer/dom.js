@@ -114,6 +114,7 @@ const ICONS = {
   tree: 'M4 4h6v4H4zM8 8h2v3h4v2h-4v4h4v2H8zM14 10h6v4h-6zM14 16h6v4h-6z',
   graph: 'M6 4a2 2 0 110 4 2 2 0 010-4zM18 10a2 2 0 110 4 2 2 0 010-4zM6 16a2 2 0 110 4 2 2 0 010-4zM7.6 7l8.9 3.8-.8 1.8L6.8 8.8zM6.8 15.2l8.9-3.8.8 1.8-8.9 3.8z',
   back: 'M10 6l-6 6 6 6 1.4-1.4L7.8 13H20v-2H7.8l3.6-3.6z',
+  fork: 'M6 3a2.5 2.5 0 110 5 2.5 2.5 0 010-5zM18 3a2.5 2.5 0 110 5 2.5 2.5 0 010-5zM6 16a2.5 2.5 0 110 5 2.5 2.5 0 010-5zM5 8h2v8H5zM17 8h2v1.5a4.5 4.5 0 01-4.5 4.5H9a2 2 0 00-2 2H5a4 4 0 014-4h5.5A2.5 2.5 0 0017 9.5z',
 };
 
 /** An icon from the set above, as inline SVG made with createElementNS. */

@@ -16,6 +16,7 @@ import {
 import { initAgent, showAgent, setAgentVisible, agentState } from './agent.js';
 import { initWhy, openWhy, whyState, warmUp } from './why.js';
 import { initCalls, setCallsVisible, inspectNode, callsState } from './calls.js';
+import { initBranches, showBranches, forkHere, remove as deleteBranch } from './branches.js';
 
 const $ = (id) => document.getElementById(id);
 
@@ -40,6 +41,7 @@ function boot() {
   initAgent($('pane-agent'));
   initWhy($('pane-why'));
   initCalls($('pane-calls'));
+  initBranches($('pane-branches'));
   buildWelcome();
   wireSplitter();
   wireKeys();
@@ -173,7 +175,7 @@ function toggleSetting(name) {
 
 function buildSide() {
   const tabs = $('side-tabs');
-  const defs = [['agent', 'Agent', 'The selected agent'], ['why', 'Why?', 'Why an agent acted: the causal graph'], ['calls', 'Calls', 'The model calls: prompts, tries, answers']];
+  const defs = [['agent', 'Agent', 'The selected agent'], ['why', 'Why?', 'Why an agent acted: the causal graph'], ['calls', 'Calls', 'The model calls: prompts, tries, answers'], ['branches', 'Branches', 'Every branch with its fork point; fork here, switch, delete']];
   for (const [id, label, title] of defs) {
     const b = el('button', {
       type: 'button', class: 'side-tab', text: label, title,
@@ -437,8 +439,7 @@ function handleOpened(o) {
   tb.title.title = o.path || '';
 
   const branches = Array.isArray(o.branches) ? o.branches : [];
-  setChildren(tb.branch, ...branches.map((b) => el('option', { value: b.name, text: b.parent ? `${b.name} (fork of ${b.parent} at #${b.fork_seq})` : b.name })));
-  tb.branchWrap.hidden = branches.length < 2;
+  listBranches(branches);
 
   if (!o.sound) {
     clearTimeline();
@@ -456,9 +457,30 @@ function handleOpened(o) {
   loadRecent();
 }
 
+/** The toolbar's branch list and the branch tree, from `Branch` rows. */
+function listBranches(branches) {
+  setChildren(tb.branch, ...branches.map((b) => el('option', { value: b.name, text: b.parent ? `${b.name} (fork of ${b.parent} at #${b.fork_seq})` : b.name })));
+  tb.branchWrap.hidden = branches.length < 2;
+  if (app.branch) tb.branch.value = app.branch;
+  showBranches(branches);
+}
+
+/** A fork or a deletion changed the branches: list them, and show `select` (or, if the
+ * branch shown is gone, `main`). */
+function branchesChanged({ branches, select }) {
+  if (!app.opened || !Array.isArray(branches)) return;
+  app.opened.branches = branches;
+  listBranches(branches);
+  const names = branches.map((b) => b.name);
+  const next = select && names.includes(select) ? select
+    : names.includes(app.branch) ? null : (names.includes('main') ? 'main' : names[0]);
+  if (next) { tb.branch.value = next; switchBranch(next); }
+}
+
 async function loadBranch(branch, at) {
   const epoch = app.epoch;
   app.branch = branch;
+  if (app.opened) showBranches(app.opened.branches);
   clearTimeline();
   clearMap('Loading the map…');
   updateStatus();
@@ -551,6 +573,8 @@ function wireEvents() {
     openWhy(rest, Number.isFinite(t0) ? t0 : performance.now());
   });
   on('seek-seq', (seq) => { setPlaying(false); seek({ seq }, { t0: performance.now() }); });
+  on('switch-branch', (name) => { tb.branch.value = name; switchBranch(name); });
+  on('branches-changed', branchesChanged);
   on('inspect-call', (node) => { setSideTab('calls'); inspectNode(node); });
   on('settings-changed', () => saveSettings());
 }
@@ -694,6 +718,14 @@ window.hamlet = {
   },
   play: () => setPlaying(true),
   pause: () => setPlaying(false),
+  /** The branch tree's rows as the page has them. */
+  branches: () => (app.opened && Array.isArray(app.opened.branches) ? app.opened.branches : []),
+  /** Forks the branch shown at the playhead (as the Fork here button); resolves to `Forked` or null. */
+  fork: (name) => { setSideTab('branches'); return forkHere(name ?? ''); },
+  /** Deletes a fork (as its × button); resolves to the answer, or null if refused. */
+  deleteBranch: (name) => { setSideTab('branches'); return deleteBranch(name); },
+  /** Shows another branch, keeping the moment where it exists. */
+  switchBranch: (name) => { tb.branch.value = name; switchBranch(name); },
   /**
    * Draws each seq from the page's tracks and asks the engine for the same frame: the
    * moments where the two differ, with both (for tests; empty when they agree).

@@ -546,8 +546,10 @@ impl Gateway {
 
     /// Learns from tries already made — a resumed run's branch — what this gateway would
     /// have learned making them: the structured form that answered (down the list only),
-    /// the longest answer's latency, and whether ratings read from probabilities were
-    /// refused. A run resumed so asks as the run before it would have gone on asking.
+    /// the longest answer's latency, whether ratings read from probabilities were refused,
+    /// and the length of the embedding vectors (a resumed run embedded by another model is
+    /// refused, not compared across two spaces). A run resumed so asks as the run before it
+    /// would have gone on asking.
     pub fn learn_from<'a>(&self, events: impl IntoIterator<Item = &'a Body>) {
         let mut asked: BTreeMap<[u8; 32], StructuredForm> = BTreeMap::new();
         for body in events {
@@ -559,6 +561,14 @@ impl Gateway {
                     self.note_latency(r.latency_ms);
                     if let Some(form) = asked.get(&r.request_hash) {
                         self.learn_form(*form);
+                    }
+                }
+                Body::EmbeddingReturned(e) => {
+                    // The run's vectors so far set the length every later answer must have.
+                    if let (Some(dims), Ok(mut learned)) =
+                        (e.vectors.first().map(Vec::len), self.learned.lock())
+                    {
+                        learned.dims.get_or_insert(dims);
                     }
                 }
                 Body::LlmFailed(f) => {

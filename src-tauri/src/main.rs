@@ -11,8 +11,12 @@ mod worker;
 use std::path::PathBuf;
 
 use clap::Parser;
+use hamlet_engine::history::Moment;
+use hamlet_engine::ops::Forked;
 use hamlet_engine::query::CallView;
-use hamlet_engine::view::{AgentPanel, Frame, MapView, Opened, Timeline, Tracks, WhyGraph};
+use hamlet_engine::view::{
+    AgentPanel, BranchRow, Frame, MapView, Opened, Timeline, Tracks, WhyGraph,
+};
 use serde::Serialize;
 use tauri::menu::{MenuBuilder, MenuItemBuilder, SubmenuBuilder};
 use tauri::{AppHandle, DragDropEvent, Emitter, Manager, State, WindowEvent};
@@ -237,6 +241,63 @@ async fn why(
         .await
 }
 
+/// The branches of what is open, read again (a store may have changed).
+#[tauri::command]
+async fn branches(worker: State<'_, Worker>) -> Result<Vec<BranchRow>, String> {
+    worker
+        .run(move |v| {
+            v.refresh();
+            Ok(v.opened().branches.clone())
+        })
+        .await
+}
+
+/// A fork made from the window, and the branches after it.
+#[derive(Serialize)]
+struct ForkedView {
+    #[serde(flatten)]
+    forked: Forked,
+    branches: Vec<BranchRow>,
+}
+
+/// Forks `branch` after the event at `seq`, or after the last event at or before `secs`
+/// (whole steps), as `name` (by default `BRANCH-what-if-N`). A store only: a recording is
+/// read-only.
+#[tauri::command]
+async fn fork(
+    worker: State<'_, Worker>,
+    branch: String,
+    seq: Option<u64>,
+    secs: Option<u64>,
+    name: Option<String>,
+) -> Result<ForkedView, String> {
+    let at = match (seq, secs) {
+        (Some(seq), _) => Moment::Seq(seq),
+        (None, Some(secs)) => Moment::Time(secs),
+        (None, None) => Moment::End,
+    };
+    worker
+        .run(move |v| {
+            let forked = v.fork(&branch, at, name.as_deref())?;
+            Ok(ForkedView { forked, branches: v.opened().branches.clone() })
+        })
+        .await
+}
+
+/// Deletes a fork; the store refuses a root or a branch others fork from, and says why.
+#[tauri::command]
+async fn delete_branch(
+    worker: State<'_, Worker>,
+    branch: String,
+) -> Result<serde_json::Value, String> {
+    worker
+        .run(move |v| {
+            let deleted = v.delete_branch(&branch)?;
+            Ok(serde_json::json!({ "deleted": deleted, "branches": v.opened().branches }))
+        })
+        .await
+}
+
 /// The model calls made in `from..=to` (seqs), by one agent or all.
 #[tauri::command]
 async fn calls(
@@ -400,7 +461,10 @@ fn main() {
             step,
             agent,
             why,
-            calls
+            calls,
+            branches,
+            fork,
+            delete_branch
         ])
         .run(context())
         .unwrap_or_else(|e| {

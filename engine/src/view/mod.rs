@@ -9,7 +9,9 @@
 //! (trails, the lines of conversations under way) are decoded. Panels that need a whole
 //! prefix of the log (an agent, "why?", calls) decode the branch's events once and keep them.
 //!
-//! Nothing here writes: a viewer on a store only reads it.
+//! A viewer on a recording only reads it. On a store it also makes and deletes forks
+//! (through `ops`, as `hamlet fork` and `hamlet delete-branch` do) and reads the store's
+//! branches again after any change (`refresh`).
 
 pub mod frame;
 pub mod layout;
@@ -79,6 +81,12 @@ pub enum ViewError {
     /// Reading the store failed.
     #[error(transparent)]
     Store(#[from] StoreError),
+    /// A change asked of a recording.
+    #[error("a recording is read-only: import it into a store to fork it or change it")]
+    ReadOnly,
+    /// A fork or a deletion could not be made.
+    #[error(transparent)]
+    Ops(#[from] crate::ops::OpsError),
 }
 
 impl From<HistoryError> for ViewError {
@@ -121,8 +129,15 @@ pub struct BranchRow {
     pub fork_seq: Option<u64>,
     /// Its last event's seq.
     pub head_seq: u64,
-    #[serde(skip)]
-    id: BranchId,
+    /// Events of its own (after the fork point).
+    pub own_events: u64,
+    /// Its id, as `br_` and 64 hex digits show it.
+    #[serde(serialize_with = "branch_hex")]
+    pub id: BranchId,
+}
+
+fn branch_hex<S: serde::Serializer>(id: &BranchId, s: S) -> Result<S::Ok, S::Error> {
+    s.serialize_str(&id.0.to_hex())
 }
 
 /// The log behind a viewer: a recording's bytes or a store (one per viewer: its size
@@ -188,21 +203,41 @@ pub(crate) fn decode_if(branch: BranchId, event: &StoredRef<'_>, kinds: &[u16]) 
     })
 }
 
-/// Branch rows from `(id, name, parent, fork seq, head seq)`, each parent named.
-fn rows<'n>(
-    list: impl Iterator<Item = (BranchId, &'n String, Option<BranchId>, Option<u64>, u64)>,
-) -> Vec<BranchRow> {
+/// A branch as a recording or a store lists it: `(id, name, parent, fork seq, head seq,
+/// events of its own)`.
+type Listed<'n> = (BranchId, &'n String, Option<BranchId>, Option<u64>, u64, u64);
+
+/// Branch rows, each parent named; roots first, then forks, each group by name.
+fn rows<'n>(list: impl Iterator<Item = Listed<'n>>) -> Vec<BranchRow> {
     let list: Vec<_> = list.collect();
     let name = |id: BranchId| list.iter().find(|b| b.0 == id).map(|b| b.1.clone());
-    list.iter()
-        .map(|&(id, n, parent, fork_seq, head_seq)| BranchRow {
+    let mut rows: Vec<BranchRow> = list
+        .iter()
+        .map(|&(id, n, parent, fork_seq, head_seq, own_events)| BranchRow {
             name: n.clone(),
             parent: parent.and_then(name),
             fork_seq,
             head_seq,
+            own_events,
             id,
         })
-        .collect()
+        .collect();
+    rows.sort_by(|a, b| (a.parent.is_some(), &a.name).cmp(&(b.parent.is_some(), &b.name)));
+    rows
+}
+
+/// The branch to show first: `main`, else the first root.
+fn first_shown(branches: &[BranchRow]) -> String {
+    branches
+        .iter()
+        .find(|b| b.name == "main")
+        .or(branches.first())
+        .map(|b| b.name.clone())
+        .unwrap_or_default()
+}
+
+fn store_rows(infos: &[crate::store::BranchInfo]) -> Vec<BranchRow> {
+    rows(infos.iter().map(|b| (b.id, &b.name, b.parent, b.fork_seq, b.head_seq, b.n_events)))
 }
 
 /// What is kept about one branch once it has been looked at.
@@ -232,7 +267,11 @@ impl<'a> Viewer<'a> {
         let sound = report.is_clean();
         let findings = report.problems.iter().map(ToString::to_string).collect();
         let branches = if sound {
-            rows(rec.branches().iter().map(|b| (b.id, &b.name, b.parent, b.fork_seq, b.head_seq)))
+            rows(
+                rec.branches()
+                    .iter()
+                    .map(|b| (b.id, &b.name, b.parent, b.fork_seq, b.head_seq, b.n_events)),
+            )
         } else {
             Vec::new()
         };
@@ -243,8 +282,7 @@ impl<'a> Viewer<'a> {
     pub fn store(dir: &Path) -> Result<Viewer<'static>, ViewError> {
         let store = Store::open(dir)?;
         let infos = store.branches();
-        let branches =
-            rows(infos.iter().map(|b| (b.id, &b.name, b.parent, b.fork_seq, b.head_seq)));
+        let branches = store_rows(&infos);
         Ok(Viewer::new(Source::Store(store), "store", dir, true, Vec::new(), branches))
     }
 
@@ -254,16 +292,9 @@ impl<'a> Viewer<'a> {
         path: &Path,
         sound: bool,
         findings: Vec<String>,
-        mut branches: Vec<BranchRow>,
+        branches: Vec<BranchRow>,
     ) -> Viewer<'a> {
-        // Roots first, then forks, each group by name.
-        branches.sort_by(|a, b| (a.parent.is_some(), &a.name).cmp(&(b.parent.is_some(), &b.name)));
-        let branch = branches
-            .iter()
-            .find(|b| b.name == "main")
-            .or(branches.first())
-            .map(|b| b.name.clone())
-            .unwrap_or_default();
+        let branch = first_shown(&branches);
         let title = path
             .file_name()
             .map_or_else(|| path.display().to_string(), |n| n.to_string_lossy().into_owned());
@@ -282,6 +313,65 @@ impl<'a> Viewer<'a> {
     /// What was opened.
     pub fn opened(&self) -> &Opened {
         &self.opened
+    }
+
+    /// Whether the viewer can change what it shows: a store can be; a recording is read
+    /// only (import it into a store first).
+    pub fn writable(&self) -> bool {
+        matches!(self.source, Source::Store(_))
+    }
+
+    fn store_mut(&mut self) -> Result<&mut Store<FsStorage>, ViewError> {
+        match &mut self.source {
+            Source::Store(store) => Ok(store),
+            Source::Recording(_) => Err(ViewError::ReadOnly),
+        }
+    }
+
+    /// Forks branch `from` after its last event at or before `at` as `name` (by default
+    /// `FROM-what-if-N`); the parent is untouched. The branches are read again.
+    pub fn fork(
+        &mut self,
+        from: &str,
+        at: Moment,
+        name: Option<&str>,
+    ) -> Result<crate::ops::Forked, ViewError> {
+        let store = self.store_mut()?;
+        let name = match name.map(str::trim) {
+            Some(n) if !n.is_empty() => n.to_owned(),
+            _ => crate::ops::unused_name(store, &format!("{from}-what-if")),
+        };
+        let forked = crate::ops::fork_at(store, from, at, &name)?;
+        self.refresh();
+        Ok(forked)
+    }
+
+    /// Deletes a fork (never a root, nor a branch others fork from: the store refuses, and
+    /// says why); answers how many events went with it. The branches are read again.
+    pub fn delete_branch(&mut self, name: &str) -> Result<u64, ViewError> {
+        let store = self.store_mut()?;
+        let branch = crate::ops::branch_named(store, name)?;
+        let gone = store.delete_branch(branch.id)?;
+        store.flush_index()?;
+        self.refresh();
+        Ok(gone)
+    }
+
+    /// Reads a store's branches again (after a fork, a deletion, or a run that wrote),
+    /// forgetting what was kept of any branch that changed or is gone. A recording never
+    /// changes.
+    pub fn refresh(&mut self) {
+        let Source::Store(store) = &self.source else { return };
+        let branches = store_rows(&store.branches());
+        let same =
+            |id: &BranchId, head: u64| branches.iter().any(|b| b.id == *id && b.head_seq == head);
+        let old: BTreeMap<BranchId, u64> =
+            self.opened.branches.iter().map(|b| (b.id, b.head_seq)).collect();
+        self.cache.retain(|id, _| old.get(id).is_some_and(|&head| same(id, head)));
+        if !branches.iter().any(|b| b.name == self.opened.branch) {
+            self.opened.branch = first_shown(&branches);
+        }
+        self.opened.branches = branches;
     }
 
     fn branch(&self, name: &str) -> Result<&BranchRow, ViewError> {

@@ -291,3 +291,71 @@ fn a_synthetic_town_walks_the_shipped_map() {
     }
     assert!(frames > 200 && walked > 0, "{frames} moments, {walked} trails");
 }
+
+/// Goal: the window forks and deletes as the command line does, and shows the store as it
+/// now is. Method: the shipped morning imported into a store, opened in a viewer: a fork at
+/// 08:00 (whole steps, the parent untouched, the new branch listed with its fork point and
+/// frames of its own), a named fork from it, deletions refused (a root; a branch forked
+/// from) and made (the leaf, then its parent); a recording refuses to fork.
+#[test]
+fn a_viewer_on_a_store_forks_and_deletes_as_the_engine_does() {
+    use hamlet_engine::history::Moment;
+    let (path, bytes) = shipped();
+    let mut recording = Viewer::recording(&bytes, &path).unwrap();
+    assert!(!recording.writable());
+    let refused = recording.fork("main", Moment::End, None).unwrap_err();
+    assert!(matches!(refused, ViewError::ReadOnly), "{refused}");
+    assert!(refused.to_string().contains("import it into a store"));
+
+    let tmp = tempfile::tempdir().unwrap();
+    {
+        let mut store = Store::open(tmp.path()).unwrap();
+        hamlet_engine::ops::import(&mut store, &bytes).unwrap();
+    }
+    let mut viewer = Viewer::store(tmp.path()).unwrap();
+    assert!(viewer.writable());
+    let main_head = viewer.opened().branches[0].head_seq;
+    // Warm the parent's caches: a fork must not disturb them.
+    let before = viewer.frame("main", main_head / 2).unwrap();
+    let eight = 8 * 3600;
+    let forked = viewer.fork("main", Moment::Time(eight), None).unwrap();
+    assert_eq!(forked.name, "main-what-if-1");
+    assert!(!forked.inside_step && forked.secs <= eight);
+    let rows = &viewer.opened().branches;
+    assert_eq!(rows.len(), 2);
+    let row = rows.iter().find(|b| b.name == forked.name).unwrap();
+    assert_eq!(
+        (row.parent.as_deref(), row.fork_seq, row.head_seq, row.own_events),
+        (Some("main"), Some(forked.seq), forked.seq + 1, 1),
+        "the fork is one event past its fork point"
+    );
+    assert_eq!(rows.iter().find(|b| b.name == "main").unwrap().head_seq, main_head);
+    let again = viewer.frame("main", main_head / 2).unwrap();
+    assert_eq!(
+        serde_json::to_value(&again.agents).unwrap(),
+        serde_json::to_value(&before.agents).unwrap()
+    );
+    let at_fork = viewer.frame(&forked.name, forked.seq).unwrap();
+    let on_main = viewer.frame("main", forked.seq).unwrap();
+    assert_eq!(
+        serde_json::to_value(&at_fork.agents).unwrap(),
+        serde_json::to_value(&on_main.agents).unwrap()
+    );
+
+    let deeper = viewer.fork(&forked.name, Moment::End, Some("deeper")).unwrap();
+    assert_eq!((deeper.parent.as_str(), deeper.name.as_str()), (forked.name.as_str(), "deeper"));
+    let root = viewer.delete_branch("main").unwrap_err().to_string();
+    assert!(root.contains("main"), "a root stays: {root}");
+    let parent = viewer.delete_branch(&forked.name).unwrap_err().to_string();
+    assert!(parent.contains("deeper"), "a branch forked from stays: {parent}");
+    assert_eq!(viewer.opened().branches.len(), 3, "refusals change nothing");
+    assert_eq!(viewer.delete_branch("deeper").unwrap(), 1);
+    assert_eq!(viewer.delete_branch(&forked.name).unwrap(), 1);
+    let names: Vec<&str> = viewer.opened().branches.iter().map(|b| b.name.as_str()).collect();
+    assert_eq!(names, ["main"]);
+    assert!(viewer.frame("deeper", 0).is_err(), "a deleted branch is gone from the view");
+    // A fresh viewer on the store agrees.
+    drop(viewer);
+    let reopened = Viewer::store(tmp.path()).unwrap();
+    assert_eq!(reopened.opened().branches.len(), 1);
+}

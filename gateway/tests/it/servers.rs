@@ -341,13 +341,21 @@ async fn an_empty_answer_or_a_changed_dimension_is_a_clear_error_at_once() {
     )
     .await;
     let gw = gateway(&server, no_waiting());
-    promptly(gw.embed(&call)).await.unwrap();
+    let first = promptly(gw.embed(&call)).await.unwrap();
     let error = promptly(gw.embed(&call)).await.unwrap_err();
     assert!(
         error.to_string().contains("vectors of 2 numbers") && error.to_string().contains("3"),
         "{error}"
     );
     stopped_at_once(&error, "one embedding model");
+
+    // A resumed run learns the length from its log: another model is refused at its first
+    // answer, not mixed into the memories.
+    let server = LoopbackServer::start(vec![], Reply::Embed(vec![vec![1.0, 0.0]])).await;
+    let resumed = gateway(&server, no_waiting());
+    resumed.learn_from(&first.events);
+    let error = promptly(resumed.embed(&call)).await.unwrap_err();
+    assert!(error.to_string().contains("have 3"), "{error}");
 }
 
 #[tokio::test]

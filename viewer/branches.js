@@ -1,0 +1,129 @@
+// The branch tree: every branch of what is open with its fork point and length; click one to
+// show it, fork the one shown at the moment on the playhead, delete a fork. Forks and
+// deletions are the engine's (`fork`, `delete_branch`): its refusals are shown as it words them.
+
+import { app, emit } from './state.js';
+import { call } from './ipc.js';
+import { el, button, untrusted, setChildren, fmtCount, fmtTime } from './dom.js';
+
+let root = null;
+let list = null;
+let nameInput = null;
+let forkButton = null;
+let status = null;
+let busy = false;
+
+export function initBranches(host) {
+  root = host;
+  nameInput = el('input', {
+    type: 'text', class: 'input', placeholder: 'name (optional)',
+    title: 'The new branch’s name; left empty, the engine picks one (main-what-if-1, …)',
+    attrs: { 'aria-label': 'New branch name', spellcheck: 'false' },
+  });
+  forkButton = button({
+    icon: 'fork', label: 'Fork here', cls: 'btn-primary-ghost',
+    title: 'Make a new branch from the branch shown, at the moment on the playhead (whole steps); the branch shown is untouched',
+    onClick: () => forkHere(),
+  });
+  nameInput.addEventListener('keydown', (e) => {
+    if (e.key === 'Enter') { e.preventDefault(); forkHere(); }
+    e.stopPropagation();
+  });
+  status = el('div', { class: 'branches-status', attrs: { 'aria-live': 'polite' } });
+  list = el('ul', { class: 'branch-tree', attrs: { role: 'tree', 'aria-label': 'Branches' } });
+  root.append(
+    el('div', { class: 'branches-controls row' }, forkButton, nameInput),
+    status,
+    list,
+  );
+}
+
+/** Draws the tree of `branches` (`Branch` rows), the one shown marked. */
+export function showBranches(branches) {
+  if (!list) return;
+  const rows = Array.isArray(branches) ? branches : [];
+  const children = new Map();
+  for (const b of rows) {
+    const key = b.parent ?? '';
+    if (!children.has(key)) children.set(key, []);
+    children.get(key).push(b);
+  }
+  const known = new Set(rows.map((b) => b.name));
+  const roots = rows.filter((b) => !b.parent || !known.has(b.parent));
+  const items = [];
+  const walk = (b, depth) => {
+    items.push(row(b, depth));
+    for (const c of children.get(b.name) || []) walk(c, depth + 1);
+  };
+  for (const r of roots) walk(r, 0);
+  setChildren(list, ...items);
+  const writable = app.opened && app.opened.kind === 'store';
+  forkButton.title = writable
+    ? 'Make a new branch from the branch shown, at the moment on the playhead (whole steps); the branch shown is untouched'
+    : 'A recording is read-only: forking it needs a store (open one with File ▸ Open Store…, or import the recording with `hamlet import`)';
+}
+
+function row(b, depth) {
+  const shown = b.name === app.branch;
+  const where = b.parent ? `fork of ${b.parent} after #${b.fork_seq}` : 'root';
+  const meta = el('span', { class: 'dim small', text: ` · ${where} · ${events(b.own_events)} of its own · head #${b.head_seq}` });
+  const name = el('button', {
+    type: 'button', class: 'branch-name linkish', title: shown ? 'The branch shown' : `Show ${b.name}`,
+    on: { click: () => { if (!shown) emit('switch-branch', b.name); } },
+  }, untrusted(b.name));
+  const del = b.parent
+    ? button({ icon: 'close', cls: 'btn-ghost btn-small', title: `Delete the fork ${b.name} (its own events go; its parent stays)`, onClick: () => remove(b.name) })
+    : null;
+  return el('li', {
+    class: ['branch-row', shown ? 'shown' : ''],
+    attrs: { role: 'treeitem', 'aria-level': String(depth + 1), 'aria-current': shown ? 'true' : null },
+    dataset: { branch: b.name },
+  }, el('span', { class: 'branch-indent', attrs: { 'aria-hidden': 'true' }, text: depth ? `${'  '.repeat(depth - 1)}└ ` : '' }), name, meta, del);
+}
+
+const events = (n) => `${fmtCount(n)} event${n === 1 ? '' : 's'}`;
+
+function say(text, error = false) {
+  status.className = ['branches-status', error ? 'error' : ''].filter(Boolean).join(' ');
+  setChildren(status, text ? untrusted(text) : null);
+}
+
+/** Forks the branch shown at the playhead's moment; the new branch is shown. */
+export async function forkHere(name) {
+  if (busy || !app.opened || !app.branch) return null;
+  busy = true;
+  forkButton.disabled = true;
+  const wanted = (name ?? nameInput.value).trim();
+  try {
+    const secs = Number.isFinite(app.cursorSecs) ? Math.floor(app.cursorSecs) : undefined;
+    const forked = await call('fork', { branch: app.branch, secs, name: wanted || null });
+    nameInput.value = '';
+    const cut = forked.inside_step ? ' (inside a step: going on finishes it first)' : '';
+    say(`Forked ${forked.name} from ${forked.parent} after #${forked.seq} (${fmtTime(forked.secs)})${cut}; ${forked.parent} is untouched.`);
+    emit('branches-changed', { branches: forked.branches, select: forked.name });
+    return forked;
+  } catch (err) {
+    say(err.message, true);
+    return null;
+  } finally {
+    busy = false;
+    forkButton.disabled = false;
+  }
+}
+
+/** Deletes a fork; the engine's refusal is shown as it words it. */
+export async function remove(name) {
+  if (busy) return null;
+  busy = true;
+  try {
+    const answer = await call('delete_branch', { branch: name });
+    say(`Deleted ${name} (${events(answer.deleted)}).`);
+    emit('branches-changed', { branches: answer.branches, select: null });
+    return answer;
+  } catch (err) {
+    say(err.message, true);
+    return null;
+  } finally {
+    busy = false;
+  }
+}
