@@ -60,7 +60,7 @@ export function showBranches(branches) {
   const writable = app.opened && app.opened.kind === 'store';
   forkButton.title = writable
     ? 'Make a new branch from the branch shown, at the moment on the playhead (whole steps); the branch shown is untouched'
-    : 'A recording is read-only: forking it needs a store (open one with File ▸ Open Store…, or import the recording with `hamlet import`)';
+    : 'Make a new branch at the moment on the playhead. A recording is read-only: it is first imported into a store under the viewer’s data directory (the recording is untouched), and the window shows that store';
 }
 
 function row(b, depth) {
@@ -99,8 +99,14 @@ export async function forkHere(name) {
     const forked = await call('fork', { branch: app.branch, secs, name: wanted || null });
     nameInput.value = '';
     const cut = forked.inside_step ? ' (inside a step: going on finishes it first)' : '';
-    say(`Forked ${forked.name} from ${forked.parent} after #${forked.seq} (${fmtTime(forked.secs)})${cut}; ${forked.parent} is untouched.`);
-    emit('branches-changed', { branches: forked.branches, select: forked.name });
+    const where = forked.imported
+      ? ` The recording is read-only and untouched: it was imported into the store ${forked.imported.store} (${events(forked.imported.events)} new there), which is what is shown now.`
+      : '';
+    say(`Forked ${forked.name} from ${forked.parent} after #${forked.seq} (${fmtTime(forked.secs)})${cut}; ${forked.parent} is untouched.${where}`);
+    // A recording was swapped for the store it went into: show the store first (its
+    // `opened` event may come after this answer; the page shows one opening once).
+    if (forked.imported) emit('open-now', await call('current'));
+    emit('branches-changed', { branches: forked.branches, select: forked.name, secs: forked.secs });
     return forked;
   } catch (err) {
     say(err.message, true);

@@ -467,13 +467,14 @@ function listBranches(branches) {
 
 /** A fork or a deletion changed the branches: list them, and show `select` (or, if the
  * branch shown is gone, `main`). */
-function branchesChanged({ branches, select }) {
+function branchesChanged({ branches, select, secs }) {
   if (!app.opened || !Array.isArray(branches)) return;
   app.opened.branches = branches;
   listBranches(branches);
   const names = branches.map((b) => b.name);
   const next = select && names.includes(select) ? select
     : names.includes(app.branch) ? null : (names.includes('main') ? 'main' : names[0]);
+  if (Number.isFinite(secs)) app.cursorSecs = secs;
   if (next) { tb.branch.value = next; switchBranch(next); }
 }
 
@@ -575,6 +576,7 @@ function wireEvents() {
   on('seek-seq', (seq) => { setPlaying(false); seek({ seq }, { t0: performance.now() }); });
   on('switch-branch', (name) => { tb.branch.value = name; switchBranch(name); });
   on('branches-changed', branchesChanged);
+  on('open-now', (o) => { if (o) { handleOpened(o); setSideTab('branches'); } });
   on('inspect-call', (node) => { setSideTab('calls'); inspectNode(node); });
   on('settings-changed', () => saveSettings());
 }

@@ -258,28 +258,84 @@ struct ForkedView {
     #[serde(flatten)]
     forked: Forked,
     branches: Vec<BranchRow>,
+    /// When a recording was open: the store it was imported into first (the recording is
+    /// untouched), and how many of its events were new there.
+    imported: Option<Imported>,
+}
+
+#[derive(Serialize)]
+struct Imported {
+    store: String,
+    events: u64,
+}
+
+/// The store a recording is imported into to be forked: `stores/NAME` (the file's name
+/// without `.hamlet`) under the viewer's data directory.
+fn default_store(app: &AppHandle, recording: &std::path::Path) -> Result<PathBuf, String> {
+    let data = app
+        .path()
+        .app_data_dir()
+        .map_err(|e| format!("no data directory to import the recording into: {e}"))?;
+    let stem = recording.file_stem().map_or_else(
+        || "recording".to_owned(),
+        |s| s.to_string_lossy().chars().filter(|c| !matches!(c, '/' | '\\')).collect(),
+    );
+    Ok(data.join("stores").join(stem))
+}
+
+/// Imports the recording at `path` into the store `dir` (made if missing; events it holds
+/// already are skipped), on a blocking thread.
+async fn import_into(path: PathBuf, dir: PathBuf) -> Result<u64, String> {
+    tauri::async_runtime::spawn_blocking(move || {
+        let bytes =
+            std::fs::read(&path).map_err(|e| format!("cannot read {}: {e}", path.display()))?;
+        std::fs::create_dir_all(&dir)
+            .map_err(|e| format!("cannot make the store {}: {e}", dir.display()))?;
+        let mut store = hamlet_engine::store::Store::open(&dir)
+            .map_err(|e| format!("cannot open the store {}: {e}", dir.display()))?;
+        hamlet_engine::ops::import(&mut store, &bytes)
+            .map_err(|e| format!("cannot import {} into {}: {e}", path.display(), dir.display()))
+    })
+    .await
+    .map_err(|e| format!("the import stopped: {e}"))?
 }
 
 /// Forks `branch` after the event at `seq`, or after the last event at or before `secs`
-/// (whole steps), as `name` (by default `BRANCH-what-if-N`). A store only: a recording is
-/// read-only.
+/// (whole steps), as `name` (by default `BRANCH-what-if-N`). A recording is read-only: it
+/// is first imported into a store (`store`, or `stores/NAME` under the data directory),
+/// which is then what the window shows.
 #[tauri::command]
 async fn fork(
+    app: AppHandle,
     worker: State<'_, Worker>,
     branch: String,
     seq: Option<u64>,
     secs: Option<u64>,
     name: Option<String>,
+    store: Option<String>,
 ) -> Result<ForkedView, String> {
     let at = match (seq, secs) {
         (Some(seq), _) => Moment::Seq(seq),
         (None, Some(secs)) => Moment::Time(secs),
         (None, None) => Moment::End,
     };
+    let (writable, path) =
+        worker.run(|v| Ok((v.writable(), PathBuf::from(&v.opened().path)))).await?;
+    let imported = if writable {
+        None
+    } else {
+        let dir = match store {
+            Some(dir) => PathBuf::from(dir),
+            None => default_store(&app, &path)?,
+        };
+        let events = import_into(path, dir.clone()).await?;
+        open(app.clone(), dir.clone()).await?;
+        Some(Imported { store: dir.display().to_string(), events })
+    };
     worker
         .run(move |v| {
             let forked = v.fork(&branch, at, name.as_deref())?;
-            Ok(ForkedView { forked, branches: v.opened().branches.clone() })
+            Ok(ForkedView { forked, branches: v.opened().branches.clone(), imported })
         })
         .await
 }
