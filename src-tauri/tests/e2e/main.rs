@@ -4,7 +4,8 @@
 //! the page draws from its tracks against the engine's), opens an agent's panel and "why?"
 //! down to a prompt, plays, and opens a recording full of hostile text to check that nothing
 //! in it runs. Others scrub a million events, scroll ten thousand memories, play 25 agents on
-//! the shipped map, reopen a file where it was left, and drop one on the window. Screenshots
+//! the shipped map, reopen a file where it was left, drop one on the window, and fork one
+//! (imported into a store first) and delete the fork from the branch tree. Screenshots
 //! of each view go to `target/viewer-e2e/`; the latencies measured in the window are printed
 //! with the machine (`benches/window.rs` prints the same without the checks).
 //!
@@ -473,4 +474,76 @@ fn a_recording_dropped_on_the_window_opens() {
     let _ = source.wait();
     assert!(title.as_str().unwrap().contains("dropped here.hamlet"), "{title}");
     w.screenshot("13-dropped");
+}
+
+/// Goal: "what if?" starts with one click. Method: the shipped recording opened, the
+/// playhead at its middle, Fork here: the recording (read-only) is imported into a store
+/// under the data directory and the user told so, the new branch is shown at that moment,
+/// the tree lists it under main; deleting main is refused in the store's words; deleting the
+/// fork shows main again; the recording's bytes never change.
+#[test]
+fn fork_here_imports_the_recording_and_the_tree_forks_and_deletes() {
+    if skip() {
+        return;
+    }
+    let _one = one_window();
+    let file = shipped();
+    let before = std::fs::read(&file).unwrap();
+    let head = events_of(&file).last().unwrap().seq();
+    let data = tempfile::tempdir().unwrap();
+    let w = Window::open(&[file.display().to_string()], data.path(), &shots());
+    wait_open(&w);
+    let at = seek(&w, head / 2);
+    let secs = at["secs"].as_u64().unwrap();
+    let forked = w.run_async(
+        "const done = arguments[arguments.length - 1]; window.hamlet.fork('what-if').then(done, (e) => done(String(e)));",
+        json!([]),
+    );
+    assert_eq!(
+        (forked["name"].as_str(), forked["parent"].as_str()),
+        (Some("what-if"), Some("main")),
+        "{forked}"
+    );
+    assert!(forked["secs"].as_u64().unwrap() <= secs && forked["inside_step"] == false, "{forked}");
+    let store = PathBuf::from(forked["imported"]["store"].as_str().unwrap());
+    assert!(
+        store.starts_with(data.path()),
+        "a store under the data directory: {}",
+        store.display()
+    );
+    assert_eq!(forked["imported"]["events"], json!(head + 1), "the whole recording imported");
+    let status = w.run(
+        "return document.querySelector('#pane-branches .branches-status').textContent;",
+        json!([]),
+    );
+    assert!(status.as_str().unwrap().contains("untouched"), "the user is told: {status}");
+    let shown = w.wait_for(
+        "the fork shown at its moment",
+        "const s = window.hamlet.state(); return s.branch === 'what-if' && s.seq !== null ? s : null;",
+        json!([]),
+    );
+    assert_eq!(
+        shown["seq"].as_u64(),
+        forked["seq"].as_u64().map(|s| s + 1),
+        "at the fork, on the fork"
+    );
+    let rows = w.run(
+        "return [...document.querySelectorAll('#pane-branches .branch-row')].map((r) => [r.dataset.branch, r.getAttribute('aria-level')]);",
+        json!([]),
+    );
+    assert_eq!(rows, json!([["main", "1"], ["what-if", "2"]]));
+    w.screenshot("14-branch-tree");
+
+    let delete = "const done = arguments[arguments.length - 1]; window.hamlet.deleteBranch(arguments[0]).then((a) => done([a, document.querySelector('#pane-branches .branches-status').textContent]), (e) => done(String(e)));";
+    let refused = w.run_async(delete, json!(["main"]));
+    assert!(refused[0].is_null() && refused[1].as_str().unwrap().contains("root"), "{refused}");
+    let gone = w.run_async(delete, json!(["what-if"]));
+    assert_eq!(gone[0]["deleted"], json!(1), "{gone}");
+    w.wait_for(
+        "main shown again",
+        "const s = window.hamlet.state(); return s.branch === 'main' && window.hamlet.branches().length === 1;",
+        json!([]),
+    );
+    drop(w);
+    assert_eq!(std::fs::read(&file).unwrap(), before, "the recording is untouched");
 }
