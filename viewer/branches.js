@@ -29,10 +29,21 @@ export function initBranches(host) {
     if (e.key === 'Enter') { e.preventDefault(); forkHere(); }
     e.stopPropagation();
   });
+  const exportButton = button({
+    label: 'Export…', cls: 'btn-ghost',
+    title: 'Save the branch shown, with its ancestry, as a .hamlet recording that verifies (a store only)',
+    onClick: () => exportShown(false),
+  });
+  const exportUntil = button({
+    label: 'Export to here…', cls: 'btn-ghost',
+    title: 'Save the branch shown up to the moment on the playhead, as a .hamlet recording',
+    onClick: () => exportShown(true),
+  });
   status = el('div', { class: 'branches-status', attrs: { 'aria-live': 'polite' } });
   list = el('ul', { class: 'branch-tree', attrs: { role: 'tree', 'aria-label': 'Branches' } });
   root.append(
     el('div', { class: 'branches-controls row' }, forkButton, nameInput),
+    el('div', { class: 'branches-controls row' }, exportButton, exportUntil),
     status,
     list,
   );
@@ -131,5 +142,21 @@ export async function remove(name) {
     return null;
   } finally {
     busy = false;
+  }
+}
+
+/** Exports the branch shown (up to the playhead when `upToHere`) through the save dialog. */
+async function exportShown(upToHere) {
+  if (!app.opened || !app.branch) return;
+  if (app.opened.kind !== 'store') {
+    say('A recording is a file already: copy it, or fork it (Fork here) to export a branch of the store.', true);
+    return;
+  }
+  const until = upToHere && Number.isFinite(app.cursorSecs) ? Math.floor(app.cursorSecs) : null;
+  try {
+    const done = await call('export', { branch: app.branch, untilSecs: until, path: null });
+    if (done) say(`Saved ${done.path}: ${events(done.events)}, ${fmtCount(done.bytes)} bytes; it verifies.`);
+  } catch (err) {
+    say(err.message, true);
   }
 }

@@ -31,6 +31,11 @@ export async function call(name, args = {}) {
   } catch (err) {
     const e = new Error(message(err));
     e.command = name;
+    // A change's refusal names the form's field at fault, and may say how to go on.
+    if (err && typeof err === 'object') {
+      if (typeof err.field === 'string') e.field = err.field;
+      if (typeof err.hint === 'string') e.hint = err.hint;
+    }
     throw e;
   }
 }

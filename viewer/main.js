@@ -17,6 +17,9 @@ import { initAgent, showAgent, setAgentVisible, agentState } from './agent.js';
 import { initWhy, openWhy, whyState, warmUp } from './why.js';
 import { initCalls, setCallsVisible, inspectNode, callsState } from './calls.js';
 import { initBranches, showBranches, forkHere, remove as deleteBranch } from './branches.js';
+import { initChange, showChangeTarget, makeChange, continueRun, cancelRun, changeState, setModel } from './change.js';
+import { initCompare, setCompareVisible, compare, compareState } from './compare.js';
+import { initPlots, setPlotsVisible, plot, saveCsv, plotsState } from './plots.js';
 
 const $ = (id) => document.getElementById(id);
 
@@ -42,6 +45,9 @@ function boot() {
   initWhy($('pane-why'));
   initCalls($('pane-calls'));
   initBranches($('pane-branches'));
+  initChange($('pane-change'));
+  initCompare($('pane-compare'));
+  initPlots($('pane-research'));
   buildWelcome();
   wireSplitter();
   wireKeys();
@@ -175,7 +181,7 @@ function toggleSetting(name) {
 
 function buildSide() {
   const tabs = $('side-tabs');
-  const defs = [['agent', 'Agent', 'The selected agent'], ['why', 'Why?', 'Why an agent acted: the causal graph'], ['calls', 'Calls', 'The model calls: prompts, tries, answers'], ['branches', 'Branches', 'Every branch with its fork point; fork here, switch, delete']];
+  const defs = [['agent', 'Agent', 'The selected agent'], ['why', 'Why?', 'Why an agent acted: the causal graph'], ['calls', 'Calls', 'The model calls: prompts, tries, answers'], ['branches', 'Branches', 'Every branch with its fork point; fork here, switch, delete'], ['change', 'Change', 'Change the branch at its head, and continue it with a model'], ['compare', 'Compare', 'This branch beside another: where each agent’s days part'], ['research', 'Research', 'The paper’s measurements as charts: diffusion, density, relationships, cost']];
   for (const [id, label, title] of defs) {
     const b = el('button', {
       type: 'button', class: 'side-tab', text: label, title,
@@ -198,6 +204,8 @@ function setSideTab(id) {
   for (const k of Object.keys(sideTabButtons)) $(`pane-${k}`).hidden = k !== id;
   setAgentVisible(id === 'agent');
   setCallsVisible(id === 'calls');
+  setCompareVisible(id === 'compare');
+  setPlotsVisible(id === 'research');
 }
 
 function setPanelOpen(open) {
@@ -528,6 +536,28 @@ async function fetchTracks(branch, epoch) {
   }
 }
 
+/** The branch shown has new events (a change, or a continuation's steps): read it again and
+ * show `seq` (its new head), keeping the agent selected. */
+async function branchGrew(seq) {
+  if (!app.opened) return;
+  try {
+    const branches = await call('branches');
+    app.opened.branches = branches;
+    listBranches(branches);
+  } catch (err) {
+    console.warn('the branches could not be read again', err);
+  }
+  const selected = app.selected;
+  app.epoch += 1;
+  setPlaying(false);
+  resetSeek();
+  emit('reset');
+  app.selected = selected;
+  emit('selected', selected);
+  await loadBranch(app.branch, Number.isFinite(seq) ? { seq } : null);
+  showChangeTarget();
+}
+
 function switchBranch(name) {
   if (!app.opened || name === app.branch) return;
   const secs = app.cursorSecs;
@@ -574,8 +604,11 @@ function wireEvents() {
     openWhy(rest, Number.isFinite(t0) ? t0 : performance.now());
   });
   on('seek-seq', (seq) => { setPlaying(false); seek({ seq }, { t0: performance.now() }); });
+  on('seek-secs', (secs) => { setPlaying(false); seek({ secs }, { t0: performance.now() }); });
   on('switch-branch', (name) => { tb.branch.value = name; switchBranch(name); });
   on('branches-changed', branchesChanged);
+  on('branch-grew', ({ seq }) => branchGrew(seq));
+  on('frame', () => showChangeTarget());
   on('open-now', (o) => { if (o) { handleOpened(o); setSideTab('branches'); } });
   on('inspect-call', (node) => { setSideTab('calls'); inspectNode(node); });
   on('settings-changed', () => saveSettings());
@@ -726,6 +759,23 @@ window.hamlet = {
   fork: (name) => { setSideTab('branches'); return forkHere(name ?? ''); },
   /** Deletes a fork (as its × button); resolves to the answer, or null if refused. */
   deleteBranch: (name) => { setSideTab('branches'); return deleteBranch(name); },
+  /** Makes a change at the branch's head (the engine's `Change`: `{ kind: 'inner-voice', agent, text }`, …);
+   * resolves to what the engine said, or `{ error, field }`. */
+  change: (c) => { setSideTab('change'); return makeChange(c); },
+  /** Continues the branch shown for `hours` simulated hours; resolves to how it ended. */
+  continueRun: (hours) => { setSideTab('change'); return continueRun(hours); },
+  /** Compares the branch shown with branch `b`; resolves to the engine's diff. */
+  compare: (b) => { setSideTab('compare'); return compare(b); },
+  /** Draws a measurement (`{ what: 'diffusion'|'density'|'relationships'|'cost', keywords? }`); resolves to its rows. */
+  plot: (ask) => { setSideTab('research'); return plot(ask); },
+  /** Saves the chart's table as CSV at `path`; resolves to the path written. */
+  saveCsv: (path) => saveCsv(path),
+  /** Exports the branch shown (up to `untilSecs` if given) to `path`; resolves to `{ path, bytes, events }`. */
+  exportBranch: (path, untilSecs) => call('export', { branch: app.branch, path, untilSecs: Number.isFinite(untilSecs) ? untilSecs : null }),
+  /** Stops a continuation after the step under way. */
+  cancelRun: () => cancelRun(),
+  /** The model the Change tab asks (the key shown only as set or not). */
+  setModel: (m) => setModel(m),
   /** Shows another branch, keeping the moment where it exists. */
   switchBranch: (name) => { tb.branch.value = name; switchBranch(name); },
   /**
@@ -746,7 +796,7 @@ window.hamlet = {
     return differ;
   },
   /** Deeper views of the panels, for tests. */
-  debug: () => ({ map: mapState(), agent: agentState(), why: whyState(), calls: callsState(), settings: { ...app.settings } }),
+  debug: () => ({ map: mapState(), agent: agentState(), why: whyState(), calls: callsState(), change: changeState(), compare: compareState(), plots: plotsState(), settings: { ...app.settings } }),
   stats,
 };
 

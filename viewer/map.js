@@ -437,6 +437,7 @@ function draw() {
   const agents = Array.isArray(f.agents) ? f.agents : [];
   const r = Math.min(16, Math.max(7, scale * 0.42));
   placeAgents(agents, r);
+  drawGhosts(agents, r);
   if (app.settings.show_paths) drawTrails(r);
   drawAgents(r);
   if (app.settings.show_bubbles) drawBubbles(f, r);
@@ -481,6 +482,54 @@ function placeAgents(agents, r) {
   }
   // The selected agent is drawn last, on top.
   placed.sort((a, b) => (a.agent.id === app.selected) - (b.agent.id === app.selected));
+}
+
+/** Another branch's agents at the same moment (Compare's overlay), where they are not where
+ * this branch has them: a dashed ring with initials, and a thin line from this branch's agent. */
+let ghost = null;
+let ghostsDrawn = [];
+
+export function setGhosts(frame, label) {
+  ghost = frame && Array.isArray(frame.agents) ? { frame, label: label || '' } : null;
+  markDirty();
+}
+
+function drawGhosts(agents, r) {
+  ghostsDrawn = [];
+  if (!ghost) return;
+  const here = new Map(agents.map((a) => [a.id, a]));
+  ctx.save();
+  ctx.lineWidth = 1.5;
+  ctx.font = `600 ${Math.max(8, Math.round(r * 0.8))}px ${UI_FONT}`;
+  ctx.textAlign = 'center';
+  ctx.textBaseline = 'middle';
+  for (const g of ghost.frame.agents) {
+    if (!Array.isArray(g.tile)) continue;
+    const a = here.get(g.id);
+    if (a && Array.isArray(a.tile) && a.tile[0] === g.tile[0] && a.tile[1] === g.tile[1]) continue;
+    const p = toScreen(g.tile[0] + 0.5, g.tile[1] + 0.5);
+    ghostsDrawn.push({ id: g.id, tile: g.tile });
+    if (a && Array.isArray(a.tile)) {
+      const q = toScreen(a.tile[0] + 0.5, a.tile[1] + 0.5);
+      ctx.strokeStyle = 'rgba(180, 120, 255, 0.55)';
+      ctx.setLineDash([3, 3]);
+      ctx.beginPath();
+      ctx.moveTo(q.x, q.y);
+      ctx.lineTo(p.x, p.y);
+      ctx.stroke();
+    }
+    ctx.setLineDash([4, 3]);
+    ctx.fillStyle = 'rgba(180, 120, 255, 0.22)';
+    ctx.strokeStyle = 'rgba(150, 90, 240, 0.95)';
+    ctx.beginPath();
+    ctx.arc(p.x, p.y, r, 0, Math.PI * 2);
+    ctx.fill();
+    ctx.stroke();
+    ctx.setLineDash([]);
+    ctx.fillStyle = 'rgba(90, 40, 170, 0.95)';
+    ctx.fillText(g.initials || initialsOf(g.name), p.x, p.y);
+  }
+  ctx.restore();
 }
 
 function drawTrails(r) {
@@ -861,5 +910,5 @@ function onWheel(e) {
 
 /** What the map shows, for tests: the camera and the agents' screen positions. */
 export function mapState() {
-  return { scale, cx, cy, width: W, height: H, placed: placed.map((p) => ({ id: p.agent.id, x: p.x, y: p.y })) };
+  return { scale, cx, cy, width: W, height: H, placed: placed.map((p) => ({ id: p.agent.id, x: p.x, y: p.y })), ghosts: ghostsDrawn.slice(), ghostOf: ghost ? ghost.label : null };
 }

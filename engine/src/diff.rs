@@ -39,9 +39,42 @@ pub struct AgentDiff {
     pub a: AgentSince,
     /// On the second.
     pub b: AgentSince,
+    /// When its days first differ: the earliest action or conversation one branch has and
+    /// the other has not at that point (`None`: the same actions and conversations on both;
+    /// its memories or cash may still differ, which [`AgentDiff::same`] says).
+    #[serde(default)]
+    pub first_secs: Option<u64>,
+}
+
+/// The earliest time two lists of timed things part: the first position where they hold
+/// different things (or one has ended), at the earlier of the two times there.
+fn first_parting<T: PartialEq>(a: &[(u64, T)], b: &[(u64, T)]) -> Option<u64> {
+    let i = a.iter().zip(b).take_while(|(x, y)| x == y).count();
+    match (a.get(i), b.get(i)) {
+        (None, None) => None,
+        (Some(x), None) => Some(x.0),
+        (None, Some(y)) => Some(y.0),
+        (Some(x), Some(y)) => Some(x.0.min(y.0)),
+    }
 }
 
 impl AgentDiff {
+    fn first_secs(a: &AgentSince, b: &AgentSince, parted: Option<u64>) -> Option<u64> {
+        if a.present != b.present {
+            return parted.or(Some(0));
+        }
+        let actions = |s: &AgentSince| -> Vec<(u64, (String, String))> {
+            s.actions.iter().map(|x| (x.0, (x.2.clone(), x.3.clone()))).collect()
+        };
+        let talks = |s: &AgentSince| -> Vec<(u64, (Vec<String>, u32))> {
+            s.conversations.iter().map(|c| (c.0, (c.1.clone(), c.2))).collect()
+        };
+        [first_parting(&actions(a), &actions(b)), first_parting(&talks(a), &talks(b))]
+            .into_iter()
+            .flatten()
+            .min()
+    }
+
     /// Whether the agent did, said and remembered the same on both.
     pub fn same(&self) -> bool {
         self.a == self.b
@@ -139,10 +172,11 @@ pub fn diff(a_name: &str, a: &[Event], b_name: &str, b: &[Event]) -> BranchDiff 
     let everyone: BTreeSet<String> = on_a.keys().chain(on_b.keys()).cloned().collect();
     let agents = everyone
         .into_iter()
-        .map(|name| AgentDiff {
-            a: on_a.remove(&name).unwrap_or_default(),
-            b: on_b.remove(&name).unwrap_or_default(),
-            name,
+        .map(|name| {
+            let (on_a, on_b) =
+                (on_a.remove(&name).unwrap_or_default(), on_b.remove(&name).unwrap_or_default());
+            let first_secs = AgentDiff::first_secs(&on_a, &on_b, parted_secs);
+            AgentDiff { a: on_a, b: on_b, first_secs, name }
         })
         .collect();
     BranchDiff {

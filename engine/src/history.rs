@@ -173,9 +173,19 @@ pub fn export_with_checkpoints<S: Storage, W: std::io::Write>(
     branch: Option<BranchId>,
     out: W,
 ) -> Result<W, HistoryError> {
+    export_until_with_checkpoints(store, branch, None, out)
+}
+
+/// [`export_with_checkpoints`] of `branch` cut after seq `until` ([`Store::export_until`]).
+pub fn export_until_with_checkpoints<S: Storage, W: std::io::Write>(
+    store: &Store<S>,
+    branch: Option<BranchId>,
+    until: Option<u64>,
+    out: W,
+) -> Result<W, HistoryError> {
     let mut writer = RecordingWriter::new(out, concat!("hamlet ", env!("CARGO_PKG_VERSION")))
         .map_err(|source| StoreError::Io { op: "write", path: "the recording".into(), source })?;
-    store.export_into(branch, &mut writer)?;
+    store.export_until(branch, until, &mut writer)?;
     let entries: Vec<_> = writer.branches().cloned().collect();
     for entry in entries {
         let first = entry.fork_seq.map_or(0, |s| s + 1);

@@ -6,6 +6,7 @@
 
 use std::sync::atomic::{AtomicBool, Ordering};
 
+use hamlet_log::event::{AgentId, Tile};
 use hamlet_log::{BranchId, Event};
 
 use crate::describe::sim_time;
@@ -36,6 +37,15 @@ pub enum OpsError {
     /// The simulation stopped; what was committed before it stays.
     #[error(transparent)]
     Sim(#[from] SimError),
+    /// The model chosen cannot be used (what is wrong, in words).
+    #[error("{0}")]
+    Model(String),
+    /// A change asked where the branch's last step stopped part way.
+    #[error(
+        "the branch's last step stopped part way: continue it first, so the change lands \
+         between steps"
+    )]
+    MidStep,
     /// A step wrote nothing and is still not finished.
     #[error("the step wrote nothing and is still not finished; the store may be damaged")]
     Stuck,
@@ -184,4 +194,307 @@ pub async fn run_until<S: Storage>(
 /// The last seq of the branch a simulation writes.
 pub fn head<S: Storage>(sim: &Sim<S>) -> u64 {
     sim.store().branch(sim.branch()).map_or(0, |b| b.head_seq)
+}
+
+/// The model a change or a run from the window asks: the embedded `default` or `small`
+/// model, or an OpenAI-compatible server. The key is held in memory only: it is never
+/// serialized, printed or written to the store.
+#[derive(Clone, PartialEq, Eq, serde::Deserialize)]
+pub struct ModelSpec {
+    /// `default` or `small` (the embedded models), or `server`.
+    pub backend: String,
+    /// The server's base URL (`server` only).
+    #[serde(default)]
+    pub base_url: String,
+    /// The server's model (`server` only).
+    #[serde(default)]
+    pub model: String,
+    /// The server's key (`server` only; may be empty for a local server).
+    #[serde(default)]
+    pub api_key: String,
+    /// Embeddings from `local` (the embedded model) or `server`.
+    #[serde(default = "local")]
+    pub embed: String,
+    /// The server's embedding model (`embed = server` only).
+    #[serde(default)]
+    pub embed_model: String,
+}
+
+fn local() -> String {
+    "local".into()
+}
+
+impl std::fmt::Debug for ModelSpec {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ModelSpec")
+            .field("backend", &self.backend)
+            .field("base_url", &self.base_url)
+            .field("model", &self.model)
+            .field("api_key", &if self.api_key.is_empty() { "none" } else { "set, hidden" })
+            .field("embed", &self.embed)
+            .field("embed_model", &self.embed_model)
+            .finish()
+    }
+}
+
+impl ModelSpec {
+    /// The embedded default model, with the embedded embeddings.
+    pub fn embedded() -> ModelSpec {
+        ModelSpec {
+            backend: "default".into(),
+            base_url: String::new(),
+            model: String::new(),
+            api_key: String::new(),
+            embed: local(),
+            embed_model: String::new(),
+        }
+    }
+
+    /// The gateway this asks through (the embedded model is loaded now: seconds, and its
+    /// memory), or what is wrong with the choice, in words for the user.
+    pub fn gateway(&self) -> Result<hamlet_gateway::Gateway, OpsError> {
+        use hamlet_gateway::config::{self, Env, FileSettings, Flags, Kind};
+        let wrong = |why: String| OpsError::Model(why);
+        let embed = match self.embed.as_str() {
+            "local" => Kind::Local,
+            "server" => Kind::OpenAi,
+            other => return Err(wrong(format!("embeddings from `{other}`: `local` or `server`"))),
+        };
+        let mut flags = Flags { embed: Some(embed), ..Flags::default() };
+        match self.backend.as_str() {
+            "default" | "small" => {
+                flags.backend = Some(Kind::Local);
+                flags.model = Some(self.backend.clone());
+            }
+            "server" => {
+                if self.base_url.trim().is_empty() {
+                    return Err(wrong(
+                        "a server needs its base URL (e.g. http://localhost:11434/v1)".into(),
+                    ));
+                }
+                if self.model.trim().is_empty() {
+                    return Err(wrong("which model should the server run? Give its name".into()));
+                }
+                flags.backend = Some(Kind::OpenAi);
+                flags.base_url = Some(self.base_url.trim().to_owned());
+                flags.model = Some(self.model.trim().to_owned());
+            }
+            other => {
+                return Err(wrong(format!("the model `{other}`: `default`, `small` or `server`")))
+            }
+        }
+        if embed == Kind::OpenAi {
+            if self.base_url.trim().is_empty() {
+                return Err(wrong("embeddings from a server need its base URL".into()));
+            }
+            flags.base_url = Some(self.base_url.trim().to_owned());
+            if !self.embed_model.trim().is_empty() {
+                flags.embed_model = Some(self.embed_model.trim().to_owned());
+            }
+        }
+        // Nothing from the environment or a config file: the window says what it asks.
+        let mut settings = config::resolve(&FileSettings::default(), &Env::default(), &flags)
+            .map_err(|e| wrong(e.0))?;
+        settings.api_key.clone_from(&self.api_key);
+        let llm = config::llm_backend(&settings).map_err(|e| wrong(e.0))?;
+        let embedder = config::embed_backend(&settings).map_err(|e| wrong(e.0))?;
+        Ok(config::gateway(&settings, llm, embedder))
+    }
+}
+
+/// A gateway that asks no model: for changes that need none (an object's state, a
+/// happening, a building), so the window does not load one to make them. A call through
+/// it fails, saying nothing was recorded for it.
+pub fn no_model() -> hamlet_gateway::Gateway {
+    let none = std::sync::Arc::new(hamlet_gateway::replay::Replay::from_events(std::iter::empty()));
+    hamlet_gateway::Gateway::new(
+        none.clone(),
+        none,
+        hamlet_gateway::Params::default(),
+        hamlet_gateway::RetryPolicy::default(),
+        1,
+    )
+}
+
+/// A change the user makes at a branch's head, as the window's forms ask it: each is the
+/// engine's intervention of the same name (`hamlet inner-voice`, `interview`,
+/// `edit-persona`, `add-agent`, `add-building`, `set-object`, `happen`).
+#[derive(Clone, Debug, serde::Deserialize)]
+#[serde(tag = "kind", rename_all = "kebab-case")]
+pub enum Change {
+    /// A thought put in an agent's mind, which it acts on.
+    InnerVoice {
+        /// The agent.
+        agent: u32,
+        /// The thought.
+        text: String,
+    },
+    /// A question the agent answers from memory.
+    Interview {
+        /// The agent.
+        agent: u32,
+        /// The question.
+        question: String,
+        /// Whether the agent keeps the exchange as a memory.
+        #[serde(default)]
+        remember: bool,
+    },
+    /// The agent's seed paragraph rewritten.
+    EditPersona {
+        /// The agent.
+        agent: u32,
+        /// The new paragraph.
+        persona: String,
+    },
+    /// A new neighbour.
+    AddAgent {
+        /// Its name.
+        name: String,
+        /// Its seed paragraph.
+        persona: String,
+        /// Its home, a `sector:arena`.
+        home: String,
+        /// Its strategy.
+        strategy: String,
+        /// Its cash, in cents.
+        cash_cents: i64,
+    },
+    /// A copy of a building.
+    AddBuilding {
+        /// The sector copied.
+        template: String,
+        /// The new sector's name.
+        name: String,
+        /// The north-west corner of its walls.
+        x: u16,
+        /// The north-west corner of its walls.
+        y: u16,
+    },
+    /// An object's state set by hand.
+    SetObject {
+        /// `sector:arena:object`.
+        address: String,
+        /// Its new state.
+        state: String,
+    },
+    /// Something going on at a place for a while.
+    Happen {
+        /// A sector or `sector:arena`.
+        place: String,
+        /// What is happening.
+        text: String,
+        /// For how many simulated minutes from now.
+        minutes: u64,
+    },
+}
+
+/// What a change did: in words, and the events it wrote.
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize)]
+pub struct Changed {
+    /// What happened, as the window says it (an interview's answer, the new statements…).
+    pub said: String,
+    /// The first and last seq written.
+    pub from_seq: u64,
+    /// The last seq written.
+    pub to_seq: u64,
+}
+
+impl Change {
+    /// Whether making it asks a model (the others are written as they are).
+    pub fn needs_model(&self) -> bool {
+        !matches!(
+            self,
+            Change::AddBuilding { .. } | Change::SetObject { .. } | Change::Happen { .. }
+        )
+    }
+
+    /// Whether it would be refused at the head of `sim`'s branch, and why (the field at
+    /// fault is in [`SimError::Refused`]). Nothing is written.
+    pub fn check<S: Storage>(&self, sim: &Sim<S>) -> Result<(), SimError> {
+        // The engine's field names, as this change's fields are named.
+        self.checked(sim).map_err(|e| match (self, e) {
+            (Change::Interview { .. }, SimError::Refused { field: "text", why }) => {
+                SimError::Refused { field: "question", why }
+            }
+            (Change::Happen { .. }, SimError::Refused { field: "until", why }) => {
+                SimError::Refused { field: "minutes", why }
+            }
+            (Change::AddBuilding { .. }, SimError::Refused { field: "origin", why }) => {
+                SimError::Refused { field: "x", why }
+            }
+            (_, e) => e,
+        })
+    }
+
+    fn checked<S: Storage>(&self, sim: &Sim<S>) -> Result<(), SimError> {
+        let now = sim.state().sim_time_secs;
+        match self {
+            Change::InnerVoice { agent, text } => sim.check_voice(AgentId(*agent), text),
+            Change::Interview { agent, question, .. } => sim.check_voice(AgentId(*agent), question),
+            Change::EditPersona { agent, persona } => {
+                sim.check_edit_persona(AgentId(*agent), persona).map(|_| ())
+            }
+            Change::AddAgent { name, persona, home, strategy, cash_cents } => {
+                sim.check_add_agent(name, persona, home, strategy, *cash_cents).map(|_| ())
+            }
+            Change::AddBuilding { template, name, x, y } => {
+                sim.check_add_building(template, name, Tile { x: *x, y: *y })
+            }
+            Change::SetObject { address, state } => sim.check_set_object(address, state),
+            Change::Happen { place, text, minutes } => {
+                sim.check_happen(place, text, now.saturating_add(minutes.saturating_mul(60)))
+            }
+        }
+    }
+
+    /// Makes it at the head of `sim`'s branch: checked first (nothing is written for a
+    /// refused change), then written as the engine's intervention.
+    pub async fn make<S: Storage>(&self, sim: &mut Sim<S>) -> Result<Changed, OpsError> {
+        self.check(sim)?;
+        if sim.mid_step() {
+            return Err(OpsError::MidStep);
+        }
+        let from_seq = head(sim) + 1;
+        let now = sim.state().sim_time_secs;
+        let name = |sim: &Sim<S>, a: u32| {
+            sim.state().agents.get(&AgentId(a)).map_or_else(String::new, |x| x.name.clone())
+        };
+        let said = match self {
+            Change::InnerVoice { agent, text } => {
+                let (intention, replanned) = sim.inner_voice(AgentId(*agent), text).await?;
+                let then = if replanned { "and re-plans now" } else { "from its next plan" };
+                format!("{} intends: {intention} ({then})", name(sim, *agent))
+            }
+            Change::Interview { agent, question, remember } => {
+                let answer = sim.interview(AgentId(*agent), question, *remember).await?;
+                format!("{}: {answer}", name(sim, *agent))
+            }
+            Change::EditPersona { agent, persona } => {
+                let new = sim.edit_persona(AgentId(*agent), persona).await?;
+                format!(
+                    "{}'s persona is rewritten: {} new seed memories",
+                    name(sim, *agent),
+                    new.len()
+                )
+            }
+            Change::AddAgent { name, persona, home, strategy, cash_cents } => {
+                let id = sim.add_agent(name, persona, home, strategy, *cash_cents).await?;
+                format!("{name} joins the town at {home} (agent {})", id.0)
+            }
+            Change::AddBuilding { template, name, x, y } => {
+                sim.add_building(template, name, Tile { x: *x, y: *y })?;
+                format!("{name}, a copy of {template}, stands at ({x}, {y})")
+            }
+            Change::SetObject { address, state } => {
+                sim.set_object(address, state)?;
+                format!("{address} is now {state}")
+            }
+            Change::Happen { place, text, minutes } => {
+                let until = now.saturating_add(minutes.saturating_mul(60));
+                sim.happen(place, text, until)?;
+                format!("at {place} until {}: {}", sim_time(until), text.trim())
+            }
+        };
+        Ok(Changed { said, from_seq, to_seq: head(sim) })
+    }
 }

@@ -137,6 +137,121 @@ pub fn diffusion(events: &[Event], keywords: &[String], every_secs: u64) -> Vec<
     over_time(events, every_secs, Known::default(), fold, row)
 }
 
+/// The relationship graph at a moment: every agent in town by then, and every pair that
+/// had talked, with how many conversations (the edges of [`network_density`]'s count).
+#[derive(Clone, Debug, Default, PartialEq, Serialize)]
+pub struct RelationshipGraph {
+    /// The moment.
+    pub at_secs: u64,
+    /// The agents, by name, in the order they joined.
+    pub agents: Vec<String>,
+    /// `(i, j, conversations)`: agents `i < j` (indexes into `agents`) had talked so often.
+    pub edges: Vec<(u32, u32, u32)>,
+}
+
+/// [`RelationshipGraph`] at `at_secs`, from the events up to it.
+pub fn relationships(events: &[Event], at_secs: u64) -> RelationshipGraph {
+    let mut order: Vec<AgentId> = Vec::new();
+    let mut names: BTreeMap<AgentId, String> = BTreeMap::new();
+    let mut talks: BTreeMap<(AgentId, AgentId), u32> = BTreeMap::new();
+    for e in events.iter().take_while(|e| e.sim_time_secs() <= at_secs) {
+        match &e.body {
+            Body::AgentJoined(j) if names.insert(j.agent, j.name.clone()).is_none() => {
+                order.push(j.agent);
+            }
+            Body::ConversationStarted(c) => {
+                for (i, a) in c.agents.iter().enumerate() {
+                    for b in &c.agents[i + 1..] {
+                        *talks.entry(((*a).min(*b), (*a).max(*b))).or_default() += 1;
+                    }
+                }
+            }
+            _ => {}
+        }
+    }
+    let index = |a: AgentId| order.iter().position(|x| *x == a).map(|i| i as u32);
+    let mut edges: Vec<(u32, u32, u32)> = talks
+        .iter()
+        .filter_map(|(&(a, b), &n)| {
+            let (i, j) = (index(a)?, index(b)?);
+            Some((i.min(j), i.max(j), n))
+        })
+        .collect();
+    edges.sort_unstable();
+    RelationshipGraph {
+        at_secs,
+        agents: order.iter().filter_map(|a| names.get(a).cloned()).collect(),
+        edges,
+    }
+}
+
+/// What the model cost in one stretch of simulated time, for one agent or one purpose.
+#[derive(Clone, Debug, Default, PartialEq, Serialize)]
+pub struct CostRow {
+    /// The stretch's start.
+    pub at_secs: u64,
+    /// `agent` or `purpose`: what `key` is.
+    pub by: &'static str,
+    /// The agent's name (`(town)` for calls for no agent), or the purpose.
+    pub key: String,
+    /// Model calls (first tries).
+    pub calls: u64,
+    /// Prompt tokens.
+    pub prompt_tokens: u64,
+    /// Completion tokens.
+    pub completion_tokens: u64,
+    /// Dollars, by `prices` (0 for the embedded models).
+    pub money: f64,
+}
+
+/// Cost over simulated time: for each stretch of `every_secs` from the town's start, each
+/// agent's and each purpose's calls, tokens and money ([`hamlet_gateway::cost::report`] of
+/// the stretch's events).
+pub fn cost_over_time(
+    events: &[Event],
+    every_secs: u64,
+    prices: &BTreeMap<String, hamlet_gateway::cost::Price>,
+) -> Vec<CostRow> {
+    let names: BTreeMap<u32, String> = events
+        .iter()
+        .filter_map(|e| match &e.body {
+            Body::AgentJoined(j) => Some((j.agent.0, j.name.clone())),
+            _ => None,
+        })
+        .collect();
+    let at = moments(events, every_secs);
+    let mut rows = Vec::new();
+    let mut rest = events;
+    for (i, &start) in at.iter().enumerate() {
+        let end = at.get(i + 1).copied();
+        let n = rest.iter().take_while(|e| end.is_none_or(|end| e.sim_time_secs() < end)).count();
+        let (stretch, later) = rest.split_at(n);
+        rest = later;
+        let report = hamlet_gateway::cost::report(
+            stretch.iter().map(|e| (e.sim_time_secs(), &e.body)),
+            prices,
+        );
+        let row = |by: &'static str, key: String, t: &hamlet_gateway::cost::Tally| CostRow {
+            at_secs: start,
+            by,
+            key,
+            calls: t.calls,
+            prompt_tokens: t.prompt_tokens,
+            completion_tokens: t.completion_tokens,
+            money: t.money,
+        };
+        for (agent, t) in &report.by_agent {
+            let name =
+                agent.and_then(|a| names.get(&a).cloned()).unwrap_or_else(|| "(town)".to_owned());
+            rows.push(row("agent", name, t));
+        }
+        for (purpose, t) in &report.by_purpose {
+            rows.push(row("purpose", purpose.clone(), t));
+        }
+    }
+    rows
+}
+
 /// How a run's conversations went: how long, and how often a line said again what was
 /// already said in the same conversation ([`repeats`](crate::mind::respond::repeats)).
 #[derive(Clone, Debug, Default, PartialEq, Serialize)]

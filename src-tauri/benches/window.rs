@@ -38,7 +38,7 @@ fn main() {
     let data = tempfile::tempdir().unwrap();
 
     let shipped: PathBuf =
-        Path::new(env!("CARGO_MANIFEST_DIR")).join("../recordings/willowmere-morning.hamlet");
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("../recordings/willowmere-day.hamlet");
     {
         let w = open(&shipped, data.path());
         println!("shipped recording:");

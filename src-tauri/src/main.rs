@@ -12,10 +12,11 @@ use std::path::PathBuf;
 
 use clap::Parser;
 use hamlet_engine::history::Moment;
-use hamlet_engine::ops::Forked;
+use hamlet_engine::ops::{Change, Changed, Forked, ModelSpec};
 use hamlet_engine::query::CallView;
 use hamlet_engine::view::{
-    AgentPanel, BranchRow, Frame, MapView, Opened, Timeline, Tracks, WhyGraph,
+    AgentPanel, BranchRow, Frame, MapView, Opened, ResearchAnswer, ResearchAsk, Timeline, Tracks,
+    WhyGraph,
 };
 use serde::Serialize;
 use tauri::menu::{MenuBuilder, MenuItemBuilder, SubmenuBuilder};
@@ -23,7 +24,7 @@ use tauri::{AppHandle, DragDropEvent, Emitter, Manager, State, WindowEvent};
 use tauri_plugin_dialog::DialogExt;
 
 use settings::{Recent, Settings};
-use worker::Worker;
+use worker::{Failure, RunProgress, Worker};
 
 /// Hamlet's viewer: open a recording (or a store) and scrub its day, watch the town, and
 /// ask why an agent did what it did.
@@ -32,7 +33,7 @@ use worker::Worker;
     name = "hamlet-viewer",
     version,
     after_help = "Examples:\n  \
-hamlet-viewer recordings/willowmere-morning.hamlet\n  hamlet-viewer --store run/\n\n\
+hamlet-viewer recordings/willowmere-day.hamlet\n  hamlet-viewer --store run/\n\n\
 In the window: File ▸ Open… (Ctrl+O), or drop a .hamlet file on it. Space plays and pauses, \
 ← → step, Home/End jump; click an agent for its panel and \"why?\"."
 )]
@@ -354,6 +355,164 @@ async fn delete_branch(
         .await
 }
 
+/// Makes a change at the head of `branch` (an intervention: inner voice, interview, edit
+/// persona, add an agent or a building, set an object, a happening), asking `model` when
+/// it needs one. Refused changes write nothing and name the field at fault.
+#[tauri::command]
+async fn change(
+    worker: State<'_, Worker>,
+    branch: String,
+    change: Change,
+    model: Option<ModelSpec>,
+) -> Result<Changed, Failure> {
+    worker.change(branch, change, model).await
+}
+
+/// Runs `branch` on for `hours` simulated hours with `model`; the page hears
+/// `run-progress` after each step, and the answer says how it ended.
+#[tauri::command]
+async fn continue_run(
+    app: AppHandle,
+    worker: State<'_, Worker>,
+    branch: String,
+    hours: f64,
+    model: ModelSpec,
+) -> Result<RunProgress, Failure> {
+    let progress: worker::OnProgress = Box::new(move |p| {
+        let _ = app.emit("run-progress", p);
+    });
+    worker.continue_run(branch, hours, model, progress).await
+}
+
+/// Stops a continuation after the step under way (nothing is lost; Continue goes on).
+#[tauri::command]
+fn cancel_run(worker: State<'_, Worker>) {
+    worker.cancel();
+}
+
+/// Two branches side by side from where they part, each agent with when its days differ.
+#[tauri::command]
+async fn compare(
+    worker: State<'_, Worker>,
+    a: String,
+    b: String,
+) -> Result<hamlet_engine::diff::BranchDiff, String> {
+    worker.run(move |v| v.compare(&a, &b)).await
+}
+
+/// One of the paper's measurements over a branch, with its table as CSV.
+#[tauri::command]
+async fn research(
+    worker: State<'_, Worker>,
+    branch: String,
+    ask: ResearchAsk,
+) -> Result<ResearchAnswer, String> {
+    let mut ask = ask;
+    if ask.what == "cost" {
+        ask.prices = prices();
+    }
+    worker.run(move |v| v.research(&branch, &ask)).await
+}
+
+/// The config file's price table (empty without one).
+fn prices() -> std::collections::BTreeMap<String, hamlet_gateway::cost::Price> {
+    let env = hamlet_gateway::config::Env::from_process();
+    hamlet_gateway::config::ConfigFile::discover(None, &env).map(|f| f.prices).unwrap_or_default()
+}
+
+/// Writes `bytes` to `path` whole or not at all: a temporary file beside it, synced, then
+/// renamed over it.
+fn write_whole(path: &std::path::Path, bytes: &[u8]) -> Result<(), String> {
+    use std::io::Write;
+    let failed = |e: std::io::Error| format!("cannot write {}: {e}", path.display());
+    let mut tmp = path.as_os_str().to_owned();
+    tmp.push(".tmp");
+    let tmp = PathBuf::from(tmp);
+    let mut file = std::fs::File::create(&tmp).map_err(failed)?;
+    file.write_all(bytes).and_then(|()| file.sync_all()).map_err(failed)?;
+    std::fs::rename(&tmp, path).map_err(failed)
+}
+
+/// Where to save: `path` if given, else the save dialog (`None`: cancelled).
+fn save_path(
+    app: &AppHandle,
+    path: Option<String>,
+    name: &str,
+    filter: (&str, &str),
+) -> Option<PathBuf> {
+    match path {
+        Some(p) => Some(PathBuf::from(p)),
+        None => app
+            .dialog()
+            .file()
+            .set_file_name(name)
+            .add_filter(filter.0, &[filter.1])
+            .blocking_save_file()
+            .and_then(|p| p.into_path().ok()),
+    }
+}
+
+/// Saves a chart's table as CSV at `path`, or where the save dialog says; answers the path
+/// written, or `null` if the dialog was cancelled.
+#[tauri::command]
+async fn save_csv(
+    app: AppHandle,
+    name: String,
+    text: String,
+    path: Option<String>,
+) -> Result<Option<String>, String> {
+    tauri::async_runtime::spawn_blocking(move || {
+        let Some(path) = save_path(&app, path, &name, ("CSV", "csv")) else { return Ok(None) };
+        write_whole(&path, text.as_bytes())?;
+        Ok(Some(path.display().to_string()))
+    })
+    .await
+    .map_err(|e| e.to_string())?
+}
+
+/// Exports `branch` with its ancestry (cut after the last event at or before `until_secs`
+/// if given) as a recording at `path`, or where the save dialog says; answers
+/// `{ path, bytes, events }`, or `null` if the dialog was cancelled.
+#[tauri::command]
+async fn export(
+    app: AppHandle,
+    worker: State<'_, Worker>,
+    branch: String,
+    until_secs: Option<u64>,
+    path: Option<String>,
+) -> Result<Option<serde_json::Value>, String> {
+    let name = format!("{branch}.hamlet");
+    let bytes = worker
+        .run(move |v| {
+            let until = until_secs.map(|secs| v.seq_at(&branch, secs)).transpose()?;
+            v.export(&branch, until)
+        })
+        .await?;
+    tauri::async_runtime::spawn_blocking(move || {
+        let Some(path) = save_path(&app, path, &name, ("Hamlet recording", "hamlet")) else {
+            return Ok(None);
+        };
+        // What is written verifies: checked before it replaces anything.
+        let (rec, report) = hamlet_log::Recording::open_verified(&bytes)
+            .map_err(|e| format!("the export does not read back (a bug in Hamlet): {e}"))?;
+        if !report.is_clean() {
+            return Err(format!(
+                "the export does not verify (a bug in Hamlet; nothing was written): {}",
+                report.problems.first().map(ToString::to_string).unwrap_or_default()
+            ));
+        }
+        let events = rec.branches().iter().map(|b| b.n_events).sum::<u64>();
+        write_whole(&path, &bytes)?;
+        Ok(Some(serde_json::json!({
+            "path": path.display().to_string(),
+            "bytes": bytes.len(),
+            "events": events,
+        })))
+    })
+    .await
+    .map_err(|e| e.to_string())?
+}
+
 /// The model calls made in `from..=to` (seqs), by one agent or all.
 #[tauri::command]
 async fn calls(
@@ -520,7 +679,14 @@ fn main() {
             calls,
             branches,
             fork,
-            delete_branch
+            delete_branch,
+            change,
+            continue_run,
+            cancel_run,
+            compare,
+            research,
+            save_csv,
+            export
         ])
         .run(context())
         .unwrap_or_else(|e| {

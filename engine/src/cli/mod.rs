@@ -52,7 +52,7 @@ pub struct Cli {
 enum Command {
     /// Open the desktop viewer on a recording or a store: the town on a map, a timeline to
     /// scrub, every agent as it was, and why it acted
-    #[command(after_help = "Examples:\n  hamlet view recordings/willowmere-morning.hamlet\n  \
+    #[command(after_help = "Examples:\n  hamlet view recordings/willowmere-day.hamlet\n  \
 hamlet view --store run/\n\n\
 The viewer is the `hamlet-viewer` program beside `hamlet` (cargo build --release -p hamlet-viewer), \
 on the PATH, or at $HAMLET_VIEWER. In the window: Space plays and pauses, ← → step, Home/End jump, \
@@ -146,7 +146,8 @@ Examples:\n  hamlet resim run.hamlet\n  hamlet resim --store run/ --branch main"
     Import(store::ImportArgs),
     /// Export a branch with its ancestry (or every branch) from a store to a recording
     #[command(
-        after_help = "Example:\n  hamlet export --store run/ --branch what-if --out what-if.hamlet"
+        after_help = "Examples:\n  hamlet export --store run/ --branch what-if --out what-if.hamlet\n  \
+hamlet export --store run/ --branch main --until 'day0 12:00' --out morning.hamlet"
     )]
     Export(store::ExportArgs),
     /// Maintain a store: rebuild its index from the segment files, or check it

@@ -4,7 +4,7 @@ use std::path::PathBuf;
 
 use anyhow::Context;
 use clap::{Args, Subcommand};
-use hamlet_engine::history::{checkpoint_store, export_with_checkpoints};
+use hamlet_engine::history::{checkpoint_store, export_until_with_checkpoints};
 use hamlet_engine::store::Store;
 
 use super::recording::{read_file, write_file};
@@ -50,12 +50,25 @@ pub struct ExportArgs {
     /// Where to write the recording
     #[arg(long, value_name = "FILE")]
     out: PathBuf,
+    /// Export the branch only up to this moment (`day0 14:30`, `#1234`): the
+    /// recording ends with its last event at or before it [needs --branch]
+    #[arg(long, value_name = "MOMENT", requires = "branch")]
+    until: Option<String>,
 }
 
 pub fn export(a: ExportArgs) -> anyhow::Result<Outcome> {
     let store = open_store(&a.store)?;
-    let branch = a.branch.as_deref().map(|n| store.find_branch(n)).transpose()?.map(|b| b.id);
-    let bytes = export_with_checkpoints(&store, branch, Vec::new()).context("cannot export")?;
+    let info = a.branch.as_deref().map(|n| store.find_branch(n)).transpose()?;
+    let until = match (&a.until, &info) {
+        (Some(moment), Some(info)) => {
+            let at = super::moment::parse_moment(moment).map_err(anyhow::Error::msg)?;
+            Some(hamlet_engine::ops::seq_for(&store, info, at)?)
+        }
+        _ => None,
+    };
+    let branch = info.map(|b| b.id);
+    let bytes = export_until_with_checkpoints(&store, branch, until, Vec::new())
+        .context("cannot export")?;
     write_file(&a.out, &bytes)?;
     println!("wrote {} ({} bytes)", a.out.display(), bytes.len());
     Ok(Outcome::Done)

@@ -35,6 +35,7 @@ impl<S: Storage> Sim<S> {
         question: &str,
         remember: bool,
     ) -> Result<String, SimError> {
+        self.check_voice(agent, question)?;
         let asked = Intervention::Interview { agent, question: question.to_owned(), remember };
         let question_event = self.intervene(asked)?;
         let now = self.folds.state.sim_time_secs;
@@ -79,6 +80,7 @@ impl<S: Storage> Sim<S> {
         agent: AgentId,
         instruction: &str,
     ) -> Result<(String, bool), SimError> {
+        self.check_voice(agent, instruction)?;
         let heard = Intervention::InnerVoice { agent, text: instruction.to_owned() };
         let instruction_event = self.intervene(heard)?;
         let now = self.folds.state.sim_time_secs;
@@ -148,6 +150,18 @@ impl<S: Storage> Sim<S> {
         result
     }
 
+    /// Whether [`Sim::interview`] or [`Sim::inner_voice`] would be refused, and why: the
+    /// agent must be in the town and the words not empty.
+    pub fn check_voice(&self, agent: AgentId, text: &str) -> Result<(), SimError> {
+        if !self.folds.state.agents.contains_key(&agent) {
+            return Err(SimError::refused("agent", format!("no agent {}", agent.0)));
+        }
+        if text.trim().is_empty() {
+            return Err(SimError::refused("text", "say something: the text is empty"));
+        }
+        Ok(())
+    }
+
     /// The user sets an object's state by hand: the object at `address`
     /// (`sector:arena:object`) takes `state`, and agents see it when they next look.
     /// Refused, writing nothing, when the town has no such object.
@@ -181,21 +195,27 @@ impl<S: Storage> Sim<S> {
             None => self.town.sectors.iter().any(|s| s.name == place),
         };
         if !known {
-            return Err(SimError::Refused(format!(
-                "no place `{place}` in the town (a place is a sector or `sector:arena`; \
+            return Err(SimError::refused(
+                "place",
+                format!(
+                    "no place `{place}` in the town (a place is a sector or `sector:arena`; \
                  `hamlet town show` lists them)"
-            )));
+                ),
+            ));
         }
         if text.trim().is_empty() {
-            return Err(SimError::Refused("say what is happening: the text is empty".into()));
+            return Err(SimError::refused("text", "say what is happening: the text is empty"));
         }
         let now = self.folds.state.sim_time_secs;
         if until_secs <= now {
-            return Err(SimError::Refused(format!(
-                "a happening must last past now ({}); it would end at {}",
-                sim_time(now),
-                sim_time(until_secs)
-            )));
+            return Err(SimError::refused(
+                "until",
+                format!(
+                    "a happening must last past now ({}); it would end at {}",
+                    sim_time(now),
+                    sim_time(until_secs)
+                ),
+            ));
         }
         Ok(())
     }
@@ -208,13 +228,16 @@ impl<S: Storage> Sim<S> {
             })
         });
         if !exists {
-            return Err(SimError::Refused(format!(
-                "no object `{address}` in the town (an address is `sector:arena:object`; \
+            return Err(SimError::refused(
+                "address",
+                format!(
+                    "no object `{address}` in the town (an address is `sector:arena:object`; \
                  `hamlet town show` lists them)"
-            )));
+                ),
+            ));
         }
         if state.trim().is_empty() {
-            return Err(SimError::Refused("an object's state is not empty".into()));
+            return Err(SimError::refused("state", "an object's state is not empty"));
         }
         Ok(())
     }
@@ -282,10 +305,10 @@ impl<S: Storage> Sim<S> {
     /// Whether [`Sim::edit_persona`] would be refused, and why; else the agent's name.
     pub fn check_edit_persona(&self, agent: AgentId, persona: &str) -> Result<String, SimError> {
         let Some(name) = self.folds.state.agents.get(&agent).map(|a| a.name.clone()) else {
-            return Err(SimError::Refused(format!("no agent {}", agent.0)));
+            return Err(SimError::refused("agent", format!("no agent {}", agent.0)));
         };
         if seed_statements(persona).is_empty() {
-            return Err(SimError::Refused("the seed paragraph is empty".into()));
+            return Err(SimError::refused("persona", "the seed paragraph is empty"));
         }
         Ok(name)
     }
@@ -352,32 +375,35 @@ impl<S: Storage> Sim<S> {
         strategy: &str,
         cash_cents: i64,
     ) -> Result<Tile, SimError> {
-        let refuse = |why: String| Err(SimError::Refused(why));
+        let refuse = |field, why: String| Err(SimError::refused(field, why));
         if name.trim().is_empty() {
-            return refuse("an agent's name is not empty".into());
+            return refuse("name", "an agent's name is not empty".into());
         }
         if self.folds.state.agents.values().any(|a| a.name.eq_ignore_ascii_case(name)) {
-            return refuse(format!("the town has an agent named `{name}` already"));
+            return refuse("name", format!("the town has an agent named `{name}` already"));
         }
         let statements: Vec<String> =
             seed_statements(persona).into_iter().map(str::to_owned).collect();
         if statements.is_empty() {
-            return refuse("the seed paragraph is empty".into());
+            return refuse("persona", "the seed paragraph is empty".into());
         }
         let Some((si, ai)) = crate::town::find_arena(&self.town.sectors, home) else {
-            return refuse(format!("`{home}` is not a `sector:arena` of the town"));
+            return refuse("home", format!("`{home}` is not a `sector:arena` of the town"));
         };
         let Some(tile) = self.town.sectors[si].arenas[ai].tiles.first().copied() else {
-            return refuse(format!("`{home}` has no floor"));
+            return refuse("home", format!("`{home}` has no floor"));
         };
         if Strategy::named(strategy).is_none() {
-            return refuse(format!(
-                "`{strategy}` is not a strategy; the strategies are: {}",
-                crate::town::STRATEGIES.join(", ")
-            ));
+            return refuse(
+                "strategy",
+                format!(
+                    "`{strategy}` is not a strategy; the strategies are: {}",
+                    crate::town::STRATEGIES.join(", ")
+                ),
+            );
         }
         if cash_cents < 0 {
-            return refuse("cash is not negative".into());
+            return refuse("cash_cents", "cash is not negative".into());
         }
         Ok(tile)
     }
@@ -407,13 +433,26 @@ impl<S: Storage> Sim<S> {
         origin: Tile,
     ) -> Result<(), SimError> {
         let mut trial = self.town.clone();
-        trial.add_building(template, name, origin).map_err(SimError::Refused)?;
+        trial.add_building(template, name, origin).map_err(|why| {
+            // The town's words name what is wrong: the template, the name, or where it goes.
+            let field = if why.starts_with("no sector") || why.contains("no floor to copy") {
+                "template"
+            } else if why.contains("not a sector name") || why.contains("exists already") {
+                "name"
+            } else {
+                "origin"
+            };
+            SimError::refused(field, why)
+        })?;
         if let Some(a) = self.folds.state.agents.values().find(|a| !trial.grid.is_walkable(a.tile))
         {
-            return Err(SimError::Refused(format!(
-                "{} stands at ({}, {}), where the building would put a wall",
-                a.name, a.tile.x, a.tile.y
-            )));
+            return Err(SimError::refused(
+                "origin",
+                format!(
+                    "{} stands at ({}, {}), where the building would put a wall",
+                    a.name, a.tile.x, a.tile.y
+                ),
+            ));
         }
         Ok(())
     }

@@ -57,9 +57,23 @@ pub enum SimError {
     /// The store holds no run to resume.
     #[error("{0}")]
     Resume(String),
-    /// An intervention that cannot be made (nothing is written).
-    #[error("{0}")]
-    Refused(String),
+    /// An intervention that cannot be made (nothing is written): the field of the change
+    /// that is wrong (`agent`, `text`, `place`, `until`, `address`, `state`, `persona`,
+    /// `name`, `home`, `strategy`, `cash_cents`, `template`, `origin`), and why.
+    #[error("{why}")]
+    Refused {
+        /// The field at fault, as a form names it.
+        field: &'static str,
+        /// Why, in words for the user.
+        why: String,
+    },
+}
+
+impl SimError {
+    /// A refusal of an intervention, for `field`.
+    pub(crate) fn refused(field: &'static str, why: impl Into<String>) -> SimError {
+        SimError::Refused { field, why: why.into() }
+    }
 }
 
 /// How the agents think.
@@ -156,22 +170,48 @@ impl<S: Storage> Sim<S> {
         gateway: Gateway,
         settings: SimSettings,
     ) -> Result<Sim<S>, SimError> {
+        Sim::resume_or_return(store, branch, gateway, settings).await.map_err(|(e, _)| e)
+    }
+
+    /// [`Sim::resume`], the store given back with the error when the run cannot go on (so
+    /// a window holding the store keeps it).
+    pub async fn resume_or_return(
+        store: Store<S>,
+        branch: BranchId,
+        gateway: Gateway,
+        settings: SimSettings,
+    ) -> Result<Sim<S>, (SimError, Store<S>)> {
         let head = store.branch(branch).map_or(0, |b| b.head_seq);
-        let events = store.events(branch, 0, head)?;
-        let source = events
-            .iter()
-            .find_map(|e| match &e.body {
-                Body::TownLoaded(t) => Some(t.source.clone()),
-                _ => None,
-            })
-            .ok_or_else(|| SimError::Resume(format!("branch {branch} holds no town to resume")))?;
-        let town = Definition::parse("the recorded town", &source)
-            .map_err(|e| SimError::Resume(format!("the recorded town does not load: {e}")))?;
+        let events = match store.events(branch, 0, head) {
+            Ok(events) => events,
+            Err(e) => return Err((e.into(), store)),
+        };
+        let source = events.iter().find_map(|e| match &e.body {
+            Body::TownLoaded(t) => Some(t.source.clone()),
+            _ => None,
+        });
+        let Some(source) = source else {
+            return Err((
+                SimError::Resume(format!("branch {branch} holds no town to resume")),
+                store,
+            ));
+        };
+        let town = match Definition::parse("the recorded town", &source) {
+            Ok(town) => town,
+            Err(e) => {
+                let e = SimError::Resume(format!("the recorded town does not load: {e}"));
+                return Err((e, store));
+            }
+        };
         // Asked as the run before would have gone on asking (the forms its server took).
         gateway.learn_from(events.iter().map(|e| &e.body));
         let mut sim = Sim::new(store, branch, town, gateway, settings);
-        sim.refold()?;
-        sim.remember_seeds().await?;
+        if let Err(e) = sim.refold() {
+            return Err((e.into(), sim.store));
+        }
+        if let Err(e) = sim.remember_seeds().await {
+            return Err((e, sim.store));
+        }
         Ok(sim)
     }
 

@@ -1012,13 +1012,30 @@ impl<S: Storage> Store<S> {
         branch: Option<BranchId>,
         writer: &mut RecordingWriter<W>,
     ) -> Result<(), StoreError> {
+        self.export_until(branch, None, writer)
+    }
+
+    /// [`Store::export_into`], the exported branch cut after seq `until` (its ancestry
+    /// then ends there too; a moment before the branch's fork point gives its ancestor up to
+    /// that moment). `None`: the whole branch.
+    pub fn export_until<W: io::Write>(
+        &self,
+        branch: Option<BranchId>,
+        until: Option<u64>,
+        writer: &mut RecordingWriter<W>,
+    ) -> Result<(), StoreError> {
         let plan: Vec<(BranchId, u64)> = match branch {
             Some(b) => self.ancestry(b)?,
             None => self.branches().iter().map(|b| (b.id, b.head_seq)).collect(),
         };
-        for (b, until) in plan {
+        for (b, until) in plan.into_iter().map(|(b, head)| (b, until.map_or(head, |u| u.min(head))))
+        {
             let row = self.branches.get(&b).ok_or_else(|| StoreError::NoBranch(b.to_string()))?;
             let first = row.fork_seq.map_or(0, |s| s + 1);
+            if first > until {
+                // The cut comes before this branch forked: its ancestors end the recording.
+                continue;
+            }
             let mut builder: Option<ChunkBuilder> = None;
             let mut failure = None;
             let mut prev = None;

@@ -84,6 +84,12 @@ pub enum ViewError {
     /// A change asked of a recording.
     #[error("a recording is read-only: import it into a store to fork it or change it")]
     ReadOnly,
+    /// A measurement that cannot be made as asked.
+    #[error("{0}")]
+    Research(String),
+    /// A change asked while a run holds the store.
+    #[error("the town is running on: wait for it, or cancel it, to change anything else")]
+    Busy,
     /// A fork or a deletion could not be made.
     #[error(transparent)]
     Ops(#[from] crate::ops::OpsError),
@@ -140,14 +146,23 @@ fn branch_hex<S: serde::Serializer>(id: &BranchId, s: S) -> Result<S::Ok, S::Err
     s.serialize_str(&id.0.to_hex())
 }
 
-/// The log behind a viewer: a recording's bytes or a store (one per viewer: its size
-/// does not matter).
+/// The log behind a viewer: a recording's bytes, a store, or a store a run holds and lends
+/// between its steps (one per viewer: its size does not matter).
 pub(crate) enum Source<'a> {
     Recording(Recording<'a>),
     Store(Store<FsStorage>),
+    Borrowed(&'a Store<FsStorage>),
 }
 
 impl Source<'_> {
+    fn store(&self) -> Option<&Store<FsStorage>> {
+        match self {
+            Source::Store(store) => Some(store),
+            Source::Borrowed(store) => Some(store),
+            Source::Recording(_) => None,
+        }
+    }
+
     fn for_each_stored(
         &self,
         branch: BranchId,
@@ -158,6 +173,7 @@ impl Source<'_> {
         match self {
             Source::Recording(rec) => rec.for_each_stored(branch, from, to, f)?,
             Source::Store(store) => store.for_each_stored(branch, from, to, f)?,
+            Source::Borrowed(store) => store.for_each_stored(branch, from, to, f)?,
         }
         Ok(())
     }
@@ -166,6 +182,7 @@ impl Source<'_> {
         Ok(match self {
             Source::Recording(rec) => state_at_recording(rec, branch, Moment::Seq(seq))?,
             Source::Store(store) => state_at_store(store, branch, Moment::Seq(seq))?,
+            Source::Borrowed(store) => state_at_store(store, branch, Moment::Seq(seq))?,
         })
     }
 
@@ -173,6 +190,7 @@ impl Source<'_> {
         Ok(match self {
             Source::Recording(rec) => rec.seq_at_time(branch, secs)?,
             Source::Store(store) => store.seq_at_time(branch, secs)?,
+            Source::Borrowed(store) => store.seq_at_time(branch, secs)?,
         })
     }
 
@@ -183,6 +201,7 @@ impl Source<'_> {
                 .take_while(|e| e.as_ref().map_or(true, |e| e.seq() <= head_seq))
                 .collect::<Result<_, _>>()?),
             Source::Store(store) => Ok(store.events(branch, 0, head_seq)?),
+            Source::Borrowed(store) => Ok(store.events(branch, 0, head_seq)?),
         }
     }
 }
@@ -257,6 +276,51 @@ pub struct Viewer<'a> {
     cache: BTreeMap<BranchId, BranchCache>,
 }
 
+/// What a viewer on a store knows, kept while its store is lent to a run (see
+/// [`Viewer::into_parts`]): what was opened, and what it has read of each branch.
+pub struct ViewState {
+    opened: Opened,
+    cache: BTreeMap<BranchId, BranchCache>,
+}
+
+impl Viewer<'static> {
+    /// A viewer on a store taken apart: the store (to lend to a run that writes it) and what
+    /// the viewer knows; a viewer on a recording is given back as it was.
+    pub fn into_parts(self) -> Result<(Store<FsStorage>, ViewState), Box<Viewer<'static>>> {
+        match self.source {
+            Source::Store(store) => {
+                Ok((store, ViewState { opened: self.opened, cache: self.cache }))
+            }
+            source => Err(Box::new(Viewer { source, opened: self.opened, cache: self.cache })),
+        }
+    }
+
+    /// A viewer on `store` again, knowing what it knew ([`Viewer::into_parts`]); the
+    /// branches are read again.
+    pub fn from_parts(store: Store<FsStorage>, state: ViewState) -> Viewer<'static> {
+        let mut viewer =
+            Viewer { source: Source::Store(store), opened: state.opened, cache: state.cache };
+        viewer.refresh();
+        viewer
+    }
+}
+
+impl<'a> Viewer<'a> {
+    /// A viewer on a store a run holds, for the queries answered between its steps: it
+    /// reads, and refuses changes ([`ViewError::Busy`]). The branches are read again.
+    pub fn borrowing(store: &'a Store<FsStorage>, state: ViewState) -> Viewer<'a> {
+        let mut viewer =
+            Viewer { source: Source::Borrowed(store), opened: state.opened, cache: state.cache };
+        viewer.refresh();
+        viewer
+    }
+
+    /// What a borrowing viewer knew, to make the next one with ([`Viewer::borrowing`]).
+    pub fn into_state(self) -> ViewState {
+        ViewState { opened: self.opened, cache: self.cache }
+    }
+}
+
 impl<'a> Viewer<'a> {
     /// Opens a recording over its bytes: verifies it first. An unsound recording opens with
     /// its findings and no branches; bytes that are not a recording are an error.
@@ -318,12 +382,13 @@ impl<'a> Viewer<'a> {
     /// Whether the viewer can change what it shows: a store can be; a recording is read
     /// only (import it into a store first).
     pub fn writable(&self) -> bool {
-        matches!(self.source, Source::Store(_))
+        self.source.store().is_some()
     }
 
     fn store_mut(&mut self) -> Result<&mut Store<FsStorage>, ViewError> {
         match &mut self.source {
             Source::Store(store) => Ok(store),
+            Source::Borrowed(_) => Err(ViewError::Busy),
             Source::Recording(_) => Err(ViewError::ReadOnly),
         }
     }
@@ -361,7 +426,7 @@ impl<'a> Viewer<'a> {
     /// forgetting what was kept of any branch that changed or is gone. A recording never
     /// changes.
     pub fn refresh(&mut self) {
-        let Source::Store(store) = &self.source else { return };
+        let Some(store) = self.source.store() else { return };
         let branches = store_rows(&store.branches());
         let same =
             |id: &BranchId, head: u64| branches.iter().any(|b| b.id == *id && b.head_seq == head);
@@ -562,6 +627,117 @@ impl<'a> Viewer<'a> {
         Ok(WhyGraph::of(&why))
     }
 
+    /// Two branches side by side from where they part: `hamlet diff`'s content, each agent
+    /// with when its days first differ.
+    pub fn compare(&mut self, a: &str, b: &str) -> Result<crate::diff::BranchDiff, ViewError> {
+        self.events(a)?;
+        self.events(b)?;
+        let (ia, ib) = (self.branch(a)?.id, self.branch(b)?.id);
+        let of = |id| self.cache.get(&id).and_then(|c| c.events.as_deref()).unwrap_or_default();
+        Ok(crate::diff::diff(a, of(ia), b, of(ib)))
+    }
+
+    /// One of the paper's measurements over a branch, as a chart draws it: `diffusion` (of
+    /// `keywords`), `density`, `relationships` (at `at_secs`) or `cost` (per agent and
+    /// purpose), measured every `every_secs`; with its table as CSV.
+    pub fn research(&mut self, name: &str, ask: &ResearchAsk) -> Result<ResearchAnswer, ViewError> {
+        let (_, events) = self.events(name)?;
+        let every = ask.every_secs.max(60);
+        let mut csv = String::new();
+        let rows = match ask.what.as_str() {
+            "diffusion" => {
+                let keywords: Vec<String> = ask
+                    .keywords
+                    .iter()
+                    .map(|k| k.trim().to_owned())
+                    .filter(|k| !k.is_empty())
+                    .collect();
+                if keywords.is_empty() {
+                    return Err(ViewError::Research(
+                        "say what to follow: one keyword or more".into(),
+                    ));
+                }
+                let rows = crate::research::diffusion(events, &keywords, every);
+                csv.push_str("secs,time,agents,knowing,share,who\n");
+                for r in &rows {
+                    csv.push_str(&format!(
+                        "{},{},{},{},{:.4},{}\n",
+                        r.at_secs,
+                        crate::describe::sim_time(r.at_secs),
+                        r.agents,
+                        r.knowing.len(),
+                        r.share,
+                        crate::research::csv_field(&r.knowing.join("; "))
+                    ));
+                }
+                serde_json::to_value(rows)
+            }
+            "density" => {
+                let rows = crate::research::network_density(events, every);
+                csv.push_str("secs,time,agents,pairs,density\n");
+                for r in &rows {
+                    csv.push_str(&format!(
+                        "{},{},{},{},{:.4}\n",
+                        r.at_secs,
+                        crate::describe::sim_time(r.at_secs),
+                        r.agents,
+                        r.pairs,
+                        r.density
+                    ));
+                }
+                serde_json::to_value(rows)
+            }
+            "relationships" => {
+                let at = ask.at_secs.unwrap_or(u64::MAX);
+                let graph = crate::research::relationships(events, at);
+                csv.push_str("a,b,conversations\n");
+                for &(i, j, n) in &graph.edges {
+                    let name = |k: u32| graph.agents.get(k as usize).cloned().unwrap_or_default();
+                    csv.push_str(&format!(
+                        "{},{},{n}\n",
+                        crate::research::csv_field(&name(i)),
+                        crate::research::csv_field(&name(j))
+                    ));
+                }
+                serde_json::to_value(graph)
+            }
+            "cost" => {
+                let rows = crate::research::cost_over_time(events, every, &ask.prices);
+                csv.push_str("secs,time,by,key,calls,prompt_tokens,completion_tokens,usd\n");
+                for r in &rows {
+                    csv.push_str(&format!(
+                        "{},{},{},{},{},{},{},{:.6}\n",
+                        r.at_secs,
+                        crate::describe::sim_time(r.at_secs),
+                        r.by,
+                        crate::research::csv_field(&r.key),
+                        r.calls,
+                        r.prompt_tokens,
+                        r.completion_tokens,
+                        r.money
+                    ));
+                }
+                serde_json::to_value(rows)
+            }
+            other => {
+                return Err(ViewError::Research(format!(
+                    "no measurement `{other}`: diffusion, density, relationships or cost"
+                )))
+            }
+        };
+        let rows = rows.map_err(|e| ViewError::Research(e.to_string()))?;
+        Ok(ResearchAnswer { what: ask.what.clone(), rows, csv })
+    }
+
+    /// A branch with its ancestry as a recording's bytes (checkpoints included), cut after
+    /// seq `until` if given: a store's branch only (a recording is a file already).
+    pub fn export(&mut self, name: &str, until: Option<u64>) -> Result<Vec<u8>, ViewError> {
+        let id = self.branch(name)?.id;
+        let Some(store) = self.source.store() else { return Err(ViewError::ReadOnly) };
+        crate::history::export_until_with_checkpoints(store, Some(id), until, Vec::new())
+            .map_err(ViewError::from)
+    }
+
     /// The model calls made in `from..=to` (seqs), by one agent or all.
     pub fn calls(
         &mut self,
@@ -574,6 +750,40 @@ impl<'a> Viewer<'a> {
         let past = Past::new(events);
         Ok(past.calls(from, to, agent.map(AgentId)))
     }
+}
+
+/// A measurement the window asks of a branch ([`Viewer::research`]).
+#[derive(Clone, Debug, Default, serde::Deserialize)]
+pub struct ResearchAsk {
+    /// `diffusion`, `density`, `relationships` or `cost`.
+    pub what: String,
+    /// What `diffusion` follows: a memory holding every keyword (any case).
+    #[serde(default)]
+    pub keywords: Vec<String>,
+    /// Seconds between rows (at least 60).
+    #[serde(default = "hourly")]
+    pub every_secs: u64,
+    /// The moment of `relationships` (default: the end).
+    #[serde(default)]
+    pub at_secs: Option<u64>,
+    /// Prices by model, for `cost` (the window passes the config file's).
+    #[serde(skip)]
+    pub prices: BTreeMap<String, hamlet_gateway::cost::Price>,
+}
+
+fn hourly() -> u64 {
+    3600
+}
+
+/// A measurement's rows (as `hamlet research --format json` has them) and its table as CSV.
+#[derive(Clone, Debug, Serialize)]
+pub struct ResearchAnswer {
+    /// What was measured.
+    pub what: String,
+    /// The rows.
+    pub rows: serde_json::Value,
+    /// The same as CSV, a header first.
+    pub csv: String,
 }
 
 /// The most events a "why?" graph walks before it stops (and says so).

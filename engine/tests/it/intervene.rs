@@ -29,25 +29,44 @@ fn changed_run() -> (tempfile::TempDir, Vec<Event>, u16) {
         }
         let head = |sim: &Sim<_>| sim.store().branch(sim.branch()).unwrap().head_seq;
         let before = head(&sim);
-        fn refused<T>(r: Result<T, SimError>) -> bool {
-            matches!(r, Err(SimError::Refused(_)))
+        // Each refusal names the field at fault, for the window's forms.
+        fn refused<T>(r: Result<T, SimError>) -> &'static str {
+            match r {
+                Err(SimError::Refused { field, .. }) => field,
+                Err(e) => panic!("not a refusal: {e}"),
+                Ok(_) => panic!("not refused"),
+            }
         }
-        assert!(refused(sim.set_object("Nowhere:at:all", "on")));
-        assert!(refused(sim.set_object(CAFE_MACHINE, " ")));
+        assert_eq!(refused(sim.set_object("Nowhere:at:all", "on")), "address");
+        assert_eq!(refused(sim.set_object(CAFE_MACHINE, " ")), "state");
         let dorm = "Reedbank dorm:common room";
-        assert!(refused(sim.add_agent("tamsin hale", ADA, dorm, "full", 0).await));
-        assert!(refused(sim.add_agent("Ada Brook", ADA, "Nowhere:hall", "full", 0).await));
-        assert!(refused(sim.add_agent("Ada Brook", ADA, dorm, "clever", 0).await));
-        assert!(refused(sim.add_agent("Ada Brook", " ; ", dorm, "full", 0).await));
+        assert_eq!(refused(sim.add_agent("tamsin hale", ADA, dorm, "full", 0).await), "name");
+        assert_eq!(
+            refused(sim.add_agent("Ada Brook", ADA, "Nowhere:hall", "full", 0).await),
+            "home"
+        );
+        assert_eq!(refused(sim.add_agent("Ada Brook", ADA, dorm, "clever", 0).await), "strategy");
+        assert_eq!(refused(sim.add_agent("Ada Brook", " ; ", dorm, "full", 0).await), "persona");
+        assert_eq!(refused(sim.add_agent("Ada Brook", ADA, dorm, "full", -1).await), "cash_cents");
         let on_the_cafe = Tile { x: 3, y: 16 };
-        assert!(refused(sim.add_building("Marigold café", "Second café", on_the_cafe)));
-        assert!(refused(sim.add_building("Nowhere", "Second café", Tile { x: 80, y: 1 })));
-        assert!(refused(sim.add_building(
-            "Marigold café",
-            "Fernside market",
-            Tile { x: 80, y: 1 }
-        )));
-        assert!(refused(sim.add_building("Marigold café", "Far", Tile { x: 1020, y: 1 })));
+        assert_eq!(
+            refused(sim.add_building("Marigold café", "Second café", on_the_cafe)),
+            "origin"
+        );
+        assert_eq!(
+            refused(sim.add_building("Nowhere", "Second café", Tile { x: 80, y: 1 })),
+            "template"
+        );
+        assert_eq!(
+            refused(sim.add_building("Marigold café", "Fernside market", Tile { x: 80, y: 1 })),
+            "name"
+        );
+        assert_eq!(
+            refused(sim.add_building("Marigold café", "Far", Tile { x: 1020, y: 1 })),
+            "origin"
+        );
+        assert_eq!(refused(sim.interview(AgentId(99), "Who are you?", false).await), "agent");
+        assert_eq!(refused(sim.inner_voice(AgentId(0), "  ").await), "text");
         assert_eq!(head(&sim), before, "a refused change writes nothing");
 
         sim.set_object(CAFE_MACHINE, "out of order").unwrap();
@@ -317,7 +336,7 @@ fn a_happening_is_noticed_where_it_goes_on_replans_the_hour_and_ends() {
         let head = |sim: &Sim<_>| sim.store().branch(sim.branch()).unwrap().head_seq;
         let (before, now) = (head(sim), sim.state().sim_time_secs);
         let step = u64::from(sim.state().seconds_per_step);
-        let refused = |r: Result<_, SimError>| matches!(r, Err(SimError::Refused(_)));
+        let refused = |r: Result<_, SimError>| matches!(r, Err(SimError::Refused { .. }));
         assert!(refused(sim.happen("Nowhere", alarm, now + 60)));
         assert!(refused(sim.happen("Ashcombe house:attic", alarm, now + 60)));
         assert!(refused(sim.happen("Ashcombe house", "  ", now + 60)));

@@ -2,6 +2,7 @@
 
 mod cli;
 mod crash;
+mod day;
 mod fold;
 mod golden;
 mod intervene;

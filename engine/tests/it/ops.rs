@@ -128,3 +128,98 @@ fn an_import_is_checkpointed_and_idempotent() {
     assert_eq!(store.find_branch("main").unwrap().head_seq, head);
     store.check_index().unwrap();
 }
+
+/// Goal: the window's changes are the engine's interventions: checked first, refusals
+/// naming the form's field and writing nothing, made at the branch's head, and the ones that
+/// ask no model made without one. Method: on a fork of the rule-based run, refused changes
+/// of each kind (the head unmoved), then an object set through `ops::no_model()` (no
+/// model: a call through it would fail) and an inner voice through the rule-based double.
+#[test]
+fn the_windows_changes_are_checked_by_field_and_written_at_the_head() {
+    use hamlet_engine::ops::Change;
+    use hamlet_engine::sim::SimError;
+    use hamlet_log::event::Intervention;
+    use hamlet_log::Body;
+
+    let (tmp, _) = crate::sim::run_town(town(), SimSettings::default(), rules(), 6);
+    let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+    let mut store = Store::open(tmp.path()).unwrap();
+    let fork = ops::fork_at(&mut store, "main", Moment::End, "what-if").unwrap();
+    let machine = "Marigold café:counter:coffee machine";
+    let mut sim =
+        rt.block_on(Sim::resume(store, fork.id, ops::no_model(), SimSettings::default())).unwrap();
+    let head = ops::head(&sim);
+    let text = |s: &str| s.to_owned();
+    for (change, field) in [
+        (Change::SetObject { address: text("Nowhere:at:all"), state: text("on") }, "address"),
+        (Change::SetObject { address: text(machine), state: text(" ") }, "state"),
+        (Change::Interview { agent: 99, question: text("Who are you?"), remember: false }, "agent"),
+        (Change::Interview { agent: 0, question: text(" "), remember: false }, "question"),
+        (Change::InnerVoice { agent: 0, text: text("") }, "text"),
+        (
+            Change::Happen {
+                place: text("Marigold café"), text: text("a fire alarm"), minutes: 0
+            },
+            "minutes",
+        ),
+        (
+            Change::Happen { place: text("Atlantis"), text: text("a fire alarm"), minutes: 5 },
+            "place",
+        ),
+        (
+            Change::AddBuilding {
+                template: text("Marigold café"),
+                name: text("Far"),
+                x: 1020,
+                y: 1,
+            },
+            "x",
+        ),
+        (
+            Change::AddAgent {
+                name: text("Ada Brook"),
+                persona: text("Ada Brook sings"),
+                home: text("Reedbank dorm:common room"),
+                strategy: text("clever"),
+                cash_cents: 0,
+            },
+            "strategy",
+        ),
+    ] {
+        let e = rt.block_on(change.make(&mut sim)).unwrap_err();
+        match &e {
+            OpsError::Sim(SimError::Refused { field: f, .. }) => {
+                assert_eq!(*f, field, "{change:?}")
+            }
+            other => panic!("{change:?}: not a refusal: {other}"),
+        }
+        assert_eq!(ops::head(&sim), head, "a refused {change:?} writes nothing");
+    }
+    assert!(!Change::SetObject { address: text(machine), state: text("x") }.needs_model());
+    assert!(Change::InnerVoice { agent: 0, text: text("x") }.needs_model());
+
+    let set = Change::SetObject { address: text(machine), state: text("out of order") };
+    let done = rt.block_on(set.make(&mut sim)).unwrap();
+    assert_eq!((done.from_seq, done.to_seq), (head + 1, head + 1), "{done:?}");
+    assert!(done.said.contains("out of order"), "{}", done.said);
+    let event = sim.store().event_at(sim.branch(), done.from_seq).unwrap();
+    assert!(
+        matches!(&event.body, Body::Intervened(i) if matches!(&i.intervention, Intervention::SetObjectState { state, .. } if state == "out of order")),
+        "{event:?}"
+    );
+    // A change that asks a model fails through `no_model`, saying so.
+    let voice = Change::InnerVoice { agent: 0, text: text("I should bake bread") };
+    assert!(rt.block_on(voice.make(&mut sim)).is_err(), "no model was there to ask");
+
+    let branch = sim.branch();
+    let store = sim.into_store();
+    let mut sim = rt.block_on(Sim::resume(store, branch, rules(), SimSettings::default())).unwrap();
+    let before = ops::head(&sim);
+    let done = rt.block_on(voice.make(&mut sim)).unwrap();
+    let name = sim.state().agents[&hamlet_log::event::AgentId(0)].name.clone();
+    assert!(done.said.starts_with(&name), "{}", done.said);
+    assert_eq!(done.from_seq, before + 1);
+    assert!(done.to_seq > done.from_seq, "the thought and what the agent made of it: {done:?}");
+    let main = sim.store().find_branch("main").unwrap();
+    assert_eq!(main.head_seq, fork.seq, "the parent is untouched");
+}

@@ -359,3 +359,131 @@ fn a_viewer_on_a_store_forks_and_deletes_as_the_engine_does() {
     let reopened = Viewer::store(tmp.path()).unwrap();
     assert_eq!(reopened.opened().branches.len(), 1);
 }
+
+/// Goal: what the window's Compare, Research and Export tabs show is the engine's, and a
+/// viewer lent to a run answers as the viewer it was. Method: a rule-based run of twelve
+/// steps in a store, forked half way; the fork changed (the café's coffee machine out of
+/// order, through the model-less gateway) and run on three steps by the rule-based double
+/// while the viewer is taken apart and made again over the borrowed store and over the store
+/// given back; then the compare says where the days part, each measurement has rows and a CSV
+/// table, and an export up to a moment verifies and ends there.
+#[test]
+fn a_viewer_compares_measures_and_exports_and_answers_the_same_when_lent() {
+    use hamlet_engine::history::Moment;
+    use hamlet_engine::ops::{self, Change};
+    use hamlet_engine::sim::{Sim, SimSettings};
+    use hamlet_engine::view::ResearchAsk;
+
+    let (tmp, main_events) =
+        crate::sim::run_town(crate::sim::town(), SimSettings::default(), crate::sim::rules(), 12);
+    let mut viewer = Viewer::store(tmp.path()).unwrap();
+    let mid = main_events[main_events.len() / 2].sim_time_secs();
+    let forked = viewer.fork("main", Moment::Time(mid), Some("broken")).unwrap();
+    let before = viewer.frame("main", forked.seq).unwrap();
+
+    // Lend the store to a run: a change, then three steps.
+    let (store, state) = viewer.into_parts().ok().unwrap();
+    let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+    let mut sim = rt
+        .block_on(Sim::resume(store, forked.id, ops::no_model(), SimSettings::default()))
+        .unwrap();
+    let set = Change::SetObject {
+        address: "Marigold café:counter:coffee machine".into(),
+        state: "out of order".into(),
+    };
+    rt.block_on(set.make(&mut sim)).unwrap();
+    // A viewer borrowing the run's store sees the change and refuses to write.
+    let mut borrowed = Viewer::borrowing(sim.store(), state);
+    let head = borrowed.opened().branches.iter().find(|b| b.name == "broken").unwrap().head_seq;
+    assert_eq!(head, forked.seq + 2, "the fork and the change");
+    let frame = borrowed.frame("broken", head).unwrap();
+    assert_eq!(
+        frame.objects.get("Marigold café:counter:coffee machine").map(String::as_str),
+        Some("out of order")
+    );
+    assert!(matches!(borrowed.fork("main", Moment::End, None), Err(ViewError::Busy)));
+    let state = borrowed.into_state();
+    let branch = sim.branch();
+    let store = sim.into_store();
+    let mut sim = rt
+        .block_on(Sim::resume(store, branch, crate::sim::rules(), SimSettings::default()))
+        .unwrap();
+    for _ in 0..3 {
+        rt.block_on(sim.step()).unwrap();
+    }
+    let mut viewer = Viewer::from_parts(sim.into_store(), state);
+    let again = viewer.frame("main", forked.seq).unwrap();
+    assert_eq!(
+        serde_json::to_value(&again.agents).unwrap(),
+        serde_json::to_value(&before.agents).unwrap(),
+        "main is as it was"
+    );
+
+    // Compare: they part at the fork; whoever's days differ says from when.
+    let d = viewer.compare("main", "broken").unwrap();
+    assert_eq!(d.shared, forked.seq + 1);
+    assert_eq!(d.parted_secs, Some(forked.secs));
+    let differing: Vec<_> = d.agents.iter().filter(|a| a.first_secs.is_some()).collect();
+    assert!(!differing.is_empty(), "the run on the fork parts from main's morning");
+    for a in &differing {
+        assert!(a.first_secs.unwrap() >= forked.secs, "{}: {:?}", a.name, a.first_secs);
+        assert!(!a.same());
+    }
+    for a in d.agents.iter().filter(|a| a.first_secs.is_none()) {
+        // No first difference: the same actions and conversations on both (memories or
+        // cash may still differ, and `same` says so).
+        assert_eq!(a.a.actions, a.b.actions, "{}", a.name);
+        assert_eq!(a.a.conversations, a.b.conversations, "{}", a.name);
+    }
+
+    // Research: every chart has rows and its CSV table.
+    for what in ["diffusion", "density", "relationships", "cost"] {
+        let ask = ResearchAsk {
+            what: what.into(),
+            keywords: vec!["party".into()],
+            every_secs: 1800,
+            at_secs: None,
+            ..ResearchAsk::default()
+        };
+        let answer = viewer.research("main", &ask).unwrap();
+        let lines = answer.csv.lines().count();
+        assert!(lines >= 2, "{what}: a header and rows: {}", answer.csv);
+        assert!(!answer.rows.is_null(), "{what}");
+    }
+    let diffusion = viewer
+        .research(
+            "main",
+            &ResearchAsk {
+                what: "diffusion".into(),
+                keywords: vec!["party".into()],
+                every_secs: 1800,
+                ..ResearchAsk::default()
+            },
+        )
+        .unwrap();
+    let rows = diffusion.rows.as_array().unwrap();
+    let knew = |r: &serde_json::Value| r["knowing"].as_array().unwrap().len();
+    assert!(knew(rows.last().unwrap()) >= knew(&rows[0]), "knowledge spreads, never forgets");
+    let graph = viewer
+        .research("main", &ResearchAsk { what: "relationships".into(), ..ResearchAsk::default() })
+        .unwrap();
+    let density = hamlet_engine::research::network_density(&main_events, 3600);
+    assert_eq!(
+        graph.rows["edges"].as_array().unwrap().len() as u32,
+        density.last().unwrap().pairs,
+        "the graph's edges are the pairs density counts"
+    );
+    let refused = viewer
+        .research("main", &ResearchAsk { what: "astrology".into(), ..ResearchAsk::default() });
+    assert!(refused.unwrap_err().to_string().contains("diffusion, density"));
+
+    // Export: the fork up to a moment after the change, which verifies and ends there.
+    let until = viewer.seq_at("broken", forked.secs).unwrap().max(forked.seq + 2);
+    let exported = viewer.export("broken", Some(until)).unwrap();
+    let (rec, report) = Recording::open_verified(&exported).unwrap();
+    assert!(report.is_clean(), "{:?}", report.problems);
+    let last = rec.branches().iter().map(|b| b.head_seq).max().unwrap();
+    assert_eq!(last, until, "the export ends at the moment asked");
+    let whole = viewer.export("broken", None).unwrap();
+    assert!(whole.len() > exported.len());
+}

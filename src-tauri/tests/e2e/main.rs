@@ -45,7 +45,7 @@ fn shots() -> PathBuf {
 }
 
 fn shipped() -> PathBuf {
-    root().join("recordings/willowmere-morning.hamlet")
+    root().join("recordings/willowmere-day.hamlet")
 }
 
 fn events_of(path: &Path) -> Vec<Event> {
