@@ -6,7 +6,7 @@
 
 import { app, emit } from './state.js';
 import { call, listen } from './ipc.js';
-import { el, button, untrusted, setChildren, fmtCount, fmtTime, fmtDuration } from './dom.js';
+import { el, button, untrusted, setChildren, fmtCount, fmtTime, fmtClock, fmtDuration } from './dom.js';
 
 let root = null;
 let kindSelect = null;
@@ -78,6 +78,12 @@ export function initChange(host) {
   listen('run-progress', (p) => showProgress(p));
 }
 
+/** Shown with its tab: the forms' lists (agents in town, places, objects) are made afresh. */
+export function setChangeVisible(v) {
+  if (v && !busy) drawFields(true);
+  showChangeTarget();
+}
+
 /** Says where changes land; called when the branch or the moment shown changes. */
 export function showChangeTarget() {
   if (!headLine) return;
@@ -136,10 +142,10 @@ function field(name, label, type, hint) {
   return el('div', { class: 'change-field' }, el('label', { attrs: { for: id }, text: label }), input, error);
 }
 
-function drawFields() {
+function drawFields(keepResult = false) {
   const kind = KINDS[kindSelect.value];
   setChildren(fieldsBox, ...kind.fields.map(([n, l, t, h]) => field(n, l, t, h)));
-  setChildren(resultBox);
+  if (!keepResult) setChildren(resultBox);
 }
 
 function drawModel() {
@@ -211,6 +217,23 @@ export async function makeChange(change) {
   busy = true;
   showChangeTarget();
   clearErrors();
+  if (change && KINDS[change.kind]) {
+    // Asked from outside (a test, a script): shown in the form as if typed there, so a
+    // refusal lands next to its field.
+    kindSelect.value = change.kind;
+    drawFields();
+    for (const input of fieldsBox.querySelectorAll('[data-field]')) {
+      const v = change[input.dataset.field];
+      if (v === undefined) continue;
+      if (input.type === 'checkbox') input.checked = !!v;
+      else {
+        if (input.tagName === 'SELECT' && ![...input.options].some((o) => o.value === String(v))) {
+          input.append(el('option', { value: String(v), text: String(v) }));
+        }
+        input.value = String(v);
+      }
+    }
+  }
   const asked = change || values();
   const needsModel = KINDS[asked.kind] ? KINDS[asked.kind].model : true;
   say(needsModel ? 'Asking the model… (the embedded model takes a few seconds to load the first time)' : 'Writing…');
@@ -271,17 +294,20 @@ function showProgress(p) {
   const cost = p.cost_usd === null || p.cost_usd === undefined ? 'cost: a model has no price in the config file' : `$${p.cost_usd.toFixed(4)}`;
   const eta = p.state === 'running' && Number.isFinite(p.eta_secs) ? ` · about ${fmtDuration(Math.round(p.eta_secs))} to go` : '';
   const what = p.state === 'done' ? 'Done' : p.state === 'stopped' ? 'Stopped (nothing is lost; Continue goes on from here)' : 'Running';
-  setChildren(runText, untrusted(`${what}: ${fmtTime(p.secs)} of ${fmtTime(p.from_secs)} → ${fmtTime(p.to_secs)} · ${fmtCount(p.calls)} calls · ${fmtCount(p.tokens)} tokens · ${cost} · ${fmtDuration(Math.round(p.wall_secs))} so far${eta}`));
+  const span = `${fmtClock(p.from_secs)} → ${fmtClock(p.to_secs)}`;
+  setChildren(runText, untrusted(`${what}: at ${fmtTime(p.secs)} (${span}) · ${fmtCount(p.calls)} calls · ${fmtCount(p.tokens)} tokens · ${cost} · ${fmtDuration(Math.round(p.wall_secs))}${p.state === 'running' ? ' so far' : ''}${eta}`));
   root.dataset.runState = p.state;
-  if (p.state === 'running') follow(p.head_seq, false);
+  if (p.state === 'running') follow(p.head_seq, false, p.secs);
 }
 
-/** The map follows the run: the branch is read again at most every 1.5 s (and at the end). */
-function follow(seq, now) {
+/** The map follows the run: while it runs, the head's frame is asked (at most every 0.5 s);
+ * at the end the branch is read again whole (timeline, tracks). */
+function follow(seq, now, secs) {
   clearTimeout(followTimer);
-  const go = () => { lastFollow = performance.now(); emit('branch-grew', { seq }); };
-  const wait = 1500 - (performance.now() - lastFollow);
-  if (now || wait <= 0) go();
+  if (now) { emit('branch-grew', { seq }); return; }
+  const go = () => { lastFollow = performance.now(); emit('run-head', { seq, secs }); };
+  const wait = 500 - (performance.now() - lastFollow);
+  if (wait <= 0) go();
   else followTimer = setTimeout(go, wait);
 }
 

@@ -17,7 +17,7 @@ import { initAgent, showAgent, setAgentVisible, agentState } from './agent.js';
 import { initWhy, openWhy, whyState, warmUp } from './why.js';
 import { initCalls, setCallsVisible, inspectNode, callsState } from './calls.js';
 import { initBranches, showBranches, forkHere, remove as deleteBranch } from './branches.js';
-import { initChange, showChangeTarget, makeChange, continueRun, cancelRun, changeState, setModel } from './change.js';
+import { initChange, showChangeTarget, setChangeVisible, makeChange, continueRun, cancelRun, changeState, setModel } from './change.js';
 import { initCompare, setCompareVisible, compare, compareState } from './compare.js';
 import { initPlots, setPlotsVisible, plot, saveCsv, plotsState } from './plots.js';
 
@@ -206,6 +206,7 @@ function setSideTab(id) {
   setCallsVisible(id === 'calls');
   setCompareVisible(id === 'compare');
   setPlotsVisible(id === 'research');
+  if (id === 'change') setChangeVisible(true);
 }
 
 function setPanelOpen(open) {
@@ -558,6 +559,16 @@ async function branchGrew(seq) {
   showChangeTarget();
 }
 
+/** A continuation committed a step: the map shows the new head, asked of the engine (the
+ * tracks are stale until the run ends and the branch is read again). */
+function runHead(seq, secs) {
+  if (!app.timeline || !Number.isFinite(seq)) return;
+  app.timeline.head_seq = Math.max(app.timeline.head_seq, seq);
+  if (Number.isFinite(secs)) app.timeline.end_secs = Math.max(app.timeline.end_secs, secs);
+  app.tracks = null;
+  seek({ seq });
+}
+
 function switchBranch(name) {
   if (!app.opened || name === app.branch) return;
   const secs = app.cursorSecs;
@@ -608,6 +619,7 @@ function wireEvents() {
   on('switch-branch', (name) => { tb.branch.value = name; switchBranch(name); });
   on('branches-changed', branchesChanged);
   on('branch-grew', ({ seq }) => branchGrew(seq));
+  on('run-head', ({ seq, secs }) => runHead(seq, secs));
   on('frame', () => showChangeTarget());
   on('open-now', (o) => { if (o) { handleOpened(o); setSideTab('branches'); } });
   on('inspect-call', (node) => { setSideTab('calls'); inspectNode(node); });

@@ -462,8 +462,8 @@ impl Change {
         let said = match self {
             Change::InnerVoice { agent, text } => {
                 let (intention, replanned) = sim.inner_voice(AgentId(*agent), text).await?;
-                let then = if replanned { "and re-plans now" } else { "from its next plan" };
-                format!("{} intends: {intention} ({then})", name(sim, *agent))
+                let then = if replanned { "re-plans now" } else { "acts on it from its next plan" };
+                format!("{} heard it and {then}: {intention}", name(sim, *agent))
             }
             Change::Interview { agent, question, remember } => {
                 let answer = sim.interview(AgentId(*agent), question, *remember).await?;
