@@ -294,8 +294,8 @@ function showProgress(p) {
   const cost = p.cost_usd === null || p.cost_usd === undefined ? 'cost: a model has no price in the config file' : `$${p.cost_usd.toFixed(4)}`;
   const eta = p.state === 'running' && Number.isFinite(p.eta_secs) ? ` · about ${fmtDuration(Math.round(p.eta_secs))} to go` : '';
   const what = p.state === 'done' ? 'Done' : p.state === 'stopped' ? 'Stopped (nothing is lost; Continue goes on from here)' : 'Running';
-  const span = `${fmtClock(p.from_secs)} → ${fmtClock(p.to_secs)}`;
-  setChildren(runText, untrusted(`${what}: at ${fmtTime(p.secs)} (${span}) · ${fmtCount(p.calls)} calls · ${fmtCount(p.tokens)} tokens · ${cost} · ${fmtDuration(Math.round(p.wall_secs))}${p.state === 'running' ? ' so far' : ''}${eta}`));
+  const between = `${fmtClock(p.from_secs)} → ${fmtClock(p.to_secs)}`;
+  setChildren(runText, untrusted(`${what}: at ${fmtTime(p.secs)} (${between}) · ${fmtCount(p.calls)} calls · ${fmtCount(p.tokens)} tokens · ${cost} · ${fmtDuration(Math.round(p.wall_secs))}${p.state === 'running' ? ' so far' : ''}${eta}`));
   root.dataset.runState = p.state;
   if (p.state === 'running') follow(p.head_seq, false, p.secs);
 }
