@@ -10,6 +10,7 @@
 //! * [`pending`]: batches of events whose causes point into the batch.
 //! * [`synth`]: synthetic, town-shaped event streams for benchmarks and tests.
 //! * [`rng`]: `SimRng`, the engine's only randomness, seeded from events.
+//! * [`rulebook`]: the numbered rules a run decides by, recorded with it.
 //! * [`view`]: what the desktop viewer shows (frames, timeline, map, panels, "why?" laid
 //!   out), answered from a recording or a store.
 //!
@@ -28,6 +29,7 @@ pub mod query;
 pub mod research;
 pub mod resim;
 pub mod rng;
+pub mod rulebook;
 pub mod sim;
 pub mod store;
 pub mod synth;

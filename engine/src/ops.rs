@@ -462,8 +462,9 @@ impl Change {
         let said = match self {
             Change::InnerVoice { agent, text } => {
                 let (intention, replanned) = sim.inner_voice(AgentId(*agent), text).await?;
-                let then = if replanned { "re-plans now" } else { "acts on it from its next plan" };
-                format!("{} heard it and {then}: {intention}", name(sim, *agent))
+                // The intention names the agent ("Tamsin Hale will bake bread…").
+                let then = if replanned { "re-planned now" } else { "from the next plan on" };
+                format!("{intention} ({then})")
             }
             Change::Interview { agent, question, remember } => {
                 let answer = sim.interview(AgentId(*agent), question, *remember).await?;

@@ -21,6 +21,7 @@ use hamlet_log::event::Intervention;
 use hamlet_log::{Body, Event};
 
 use crate::mind::think::ThinkError;
+use crate::rulebook::Rulebook;
 use crate::sim::{Sim, SimError, SimSettings};
 use crate::store::{Store, StoreError};
 use crate::town::Definition;
@@ -92,16 +93,20 @@ pub async fn resimulate(
         Body::TownLoaded(t) => Some(t.source.clone()),
         _ => None,
     });
-    let seed = recorded.iter().find_map(|e| match &e.body {
-        Body::RunConfigured(c) => Some(c.seed),
+    let configured = recorded.iter().find_map(|e| match &e.body {
+        Body::RunConfigured(c) => Some(c),
         _ => None,
     });
+    let seed = configured.map(|c| c.seed);
     let (Some(source), Some(seed)) = (source, seed) else {
         return Err(ResimError::NotARun(
             "the history holds no run (no TownLoaded and RunConfigured): nothing to re-simulate"
                 .into(),
         ));
     };
+    // Made again by the rulebook it was made by.
+    let rulebook = Rulebook::recorded(configured.map_or(&[][..], |c| &c.settings[..]))
+        .map_err(ResimError::NotARun)?;
     let mut town = Definition::parse("the recorded town", &source)
         .map_err(|e| ResimError::NotARun(format!("the recorded town does not load: {e}")))?;
     // A run of some of the town's personas (`hamlet run --agents`) recorded the whole town
@@ -129,9 +134,8 @@ pub async fn resimulate(
 
     let mut compared = 0usize;
     let store = Store::open(scratch)?;
-    let started =
-        Sim::start_as(store, &name, nonce, town, seed, gateway.clone(), SimSettings::default())
-            .await;
+    let settings = SimSettings { rulebook, ..SimSettings::default() };
+    let started = Sim::start_as(store, &name, nonce, town, seed, gateway.clone(), settings).await;
     let mut running = match started {
         Ok(sim) => Some(sim),
         Err(e) => {

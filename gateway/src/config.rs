@@ -18,7 +18,7 @@
 //! | timeout | `--timeout` (seconds) | — | `timeout_secs` | 120 (a remote server), 900 (the embedded model, or a server on this machine) |
 //! | concurrency | `--concurrency` | — | `concurrency` | 8 (openai), 4 or the slots if fewer (local) |
 //! | threads (local) | `--threads` | — | `threads` | every core |
-//! | slots (local) | `--slots` | — | `slots` | 12 |
+//! | slots (local) | `--slots` | — | `slots` | 40 ([`DEFAULT_SLOTS`]) |
 //!
 //! The config file is `--config FILE`, else `$HAMLET_CONFIG`, else
 //! `$XDG_CONFIG_HOME/hamlet/config.toml` (or `~/.config/hamlet/config.toml`) if it exists.

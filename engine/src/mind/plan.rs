@@ -25,6 +25,7 @@ use super::prompt::{template, Style};
 use super::retrieval::RetrievalSettings;
 use super::think::{ask, recall, remember, ThinkError, Who};
 use crate::pending::{Cause, Pending, PendingId};
+use crate::rulebook::Rulebook;
 use crate::town::spatial::SpatialMemory;
 
 /// "HH:MM" of minutes after midnight.
@@ -137,6 +138,30 @@ fn plausible(items: &mut [PlanItem]) {
                 next.duration_secs = next.duration_secs.saturating_add(gap as u32);
             }
         }
+    }
+}
+
+/// Keeps each everyday part of a decomposition to its bound while the parts still cover
+/// their stretch of time (rulebook 2, [`Rulebook::bounds_everyday_actions`]): the part after one
+/// cut short begins earlier; a last part cut short begins later, the part before it lasting
+/// until then; a part alone is only cut (the rest of its stretch is free time). `parts`
+/// are in time order, each lasting until the next begins.
+fn keep_everyday_bounds(parts: &mut [PlanItem]) {
+    for i in 0..parts.len() {
+        let Some(limit) = everyday_limit(&parts[i].description) else { continue };
+        let limit_secs = limit * 60;
+        let over = parts[i].duration_secs.saturating_sub(limit_secs);
+        if over == 0 {
+            continue;
+        }
+        if i + 1 < parts.len() {
+            parts[i + 1].start_secs -= u64::from(over);
+            parts[i + 1].duration_secs = parts[i + 1].duration_secs.saturating_add(over);
+        } else if i > 0 && everyday_limit(&parts[i - 1].description).is_none() {
+            parts[i].start_secs += u64::from(over);
+            parts[i - 1].duration_secs = parts[i - 1].duration_secs.saturating_add(over);
+        }
+        parts[i].duration_secs = limit_secs;
     }
 }
 
@@ -349,7 +374,8 @@ pub async fn plan_day(
 const PART_MINUTES: u16 = 60;
 
 /// How long an action is: an hour part's actions start on the quarter hour (the paper's
-/// actions last 5 to 15 minutes; an everyday one planned longer is cut, [`everyday_limit`]).
+/// actions last 5 to 15 minutes; an everyday one planned longer is cut, [`everyday_limit`],
+/// and by rulebook 2 it stays cut inside the hour, [`keep_everyday_bounds`]).
 const ACTION_MINUTES: u16 = 15;
 
 /// Start times from `first` to before `until` (minutes after midnight): `first`, then every
@@ -381,6 +407,7 @@ pub async fn decompose(
     item: &PlanItem,
     of: Option<PlanRef>,
     level: PlanLevel,
+    rulebook: Rulebook,
     now: u64,
     pending: &mut Pending,
 ) -> Result<(PlanMade, PendingId), ThinkError> {
@@ -439,6 +466,9 @@ pub async fn decompose(
     for (p, end) in parts.iter_mut().zip(ends) {
         p.duration_secs = u32::try_from(end - p.start_secs).unwrap_or(u32::MAX);
         p.address = item.address.clone();
+    }
+    if rulebook.bounds_everyday_actions() {
+        keep_everyday_bounds(&mut parts);
     }
     // A moment with no usable answer is acted on as it is (as an empty decomposition of a
     // planned item is), so the agent does not ask again every step.
@@ -564,6 +594,45 @@ pub async fn choose_place(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn part(description: &str, start_min: u64, minutes: u32) -> PlanItem {
+        PlanItem {
+            description: description.to_owned(),
+            address: String::new(),
+            start_secs: start_min * 60,
+            duration_secs: minutes * 60,
+        }
+    }
+
+    fn spans(parts: &[PlanItem]) -> Vec<(u64, u32)> {
+        parts.iter().map(|p| (p.start_secs / 60, p.duration_secs / 60)).collect()
+    }
+
+    #[test]
+    fn everyday_parts_keep_their_bound_and_the_hour_stays_covered() {
+        // 07:00 an hour of quarter-hour actions, as a decomposition stretches them.
+        let mut parts = vec![
+            part("Delphine brushes her teeth", 420, 15),
+            part("Delphine gets dressed", 435, 15),
+            part("Delphine eats breakfast", 450, 15),
+            part("Delphine brushes her teeth again", 465, 15),
+        ];
+        keep_everyday_bounds(&mut parts);
+        // Teeth 10 min, dressing from 07:10 (20 min stretched to its 15: breakfast from
+        // 07:25), the last teeth cut to 10 and begun later, breakfast lasting until then.
+        assert_eq!(spans(&parts), vec![(420, 10), (430, 15), (445, 25), (470, 10)]);
+        for w in parts.windows(2) {
+            assert_eq!(w[0].start_secs + u64::from(w[0].duration_secs), w[1].start_secs);
+        }
+        assert_eq!(parts[3].start_secs + u64::from(parts[3].duration_secs), 480 * 60);
+        // A part alone is cut; one within its bound is left as it is.
+        let mut alone = vec![part("Tobias takes a shower", 420, 60)];
+        keep_everyday_bounds(&mut alone);
+        assert_eq!(spans(&alone), vec![(420, 30)]);
+        let mut fine = vec![part("Tobias makes the bed", 420, 5), part("Tobias reads", 425, 10)];
+        keep_everyday_bounds(&mut fine);
+        assert_eq!(spans(&fine), vec![(420, 5), (425, 10)]);
+    }
 
     #[test]
     fn a_time_tacked_on_an_activity_is_taken_off() {

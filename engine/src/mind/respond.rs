@@ -14,6 +14,7 @@ use super::prompt::{template, Style};
 use super::retrieval::RetrievalSettings;
 use super::think::{ask, recall, remember, ThinkError, Who};
 use crate::pending::{Cause, Pending, PendingId};
+use crate::rulebook::Rulebook;
 
 /// The descriptions of a retrieval's hits, joined, for a prompt.
 fn context(stream: &MemoryStream, hits: &[hamlet_log::event::RetrievalHit]) -> String {
@@ -157,6 +158,7 @@ pub async fn speak(
     dialogue: &[(String, String)],
     now: u64,
     retrieval: &RetrievalSettings,
+    rulebook: Rulebook,
     pending: &mut Pending,
 ) -> Result<(Spoken, PendingId), ThinkError> {
     let last_said = dialogue.last().map_or_else(String::new, |(_, text)| text.clone());
@@ -200,7 +202,11 @@ pub async fn speak(
         Answer::Turn(t) => t,
         _ => Turn { say: String::new(), end: true },
     };
-    turn.say = without_speaker(&turn.say, who.name).to_owned();
+    turn.say = if rulebook.cleans_transcript_layout() {
+        as_said(&turn.say, who.name, other).to_owned()
+    } else {
+        without_speaker(&turn.say, who.name).to_owned()
+    };
     // A line that says again what was already said is not said: the speaker has nothing new
     // and the conversation ends there (the model's words stay in its recorded answer).
     let echo = dialogue.iter().any(|(_, earlier)| repeats(earlier, &turn.say));
@@ -244,6 +250,39 @@ pub fn without_speaker<'a>(line: &'a str, speaker: &str) -> &'a str {
         })
         .unwrap_or(line)
         .trim();
+    let unquoted = rest
+        .strip_prefix('"')
+        .and_then(|r| r.strip_suffix('"'))
+        .filter(|inner| !inner.contains('"'))
+        .unwrap_or(rest);
+    unquoted.trim()
+}
+
+/// A line as its speaker says it (rulebook 2, [`Rulebook::cleans_transcript_layout`]):
+/// every name of the two speakers that heads it with a colon goes ("Nnamdi Okafor: Sefa
+/// Okafor: Hey Nnamdi!" → "Hey Nnamdi!": small models copy the transcript's layout, the
+/// other's name included), then a brace left over from the answer's JSON at either end, then
+/// quotes around the rest.
+pub fn as_said<'a>(line: &'a str, speaker: &str, other: &str) -> &'a str {
+    let names: Vec<&str> = [speaker, other]
+        .iter()
+        .flat_map(|n| [*n, n.split_whitespace().next().unwrap_or(n)])
+        .filter(|n| !n.is_empty())
+        .collect();
+    let mut rest = line.trim();
+    while let Some(tail) = names.iter().find_map(|name| {
+        let head = rest.get(..name.len())?;
+        let tail = rest.get(name.len()..)?.trim_start().strip_prefix(':')?;
+        head.eq_ignore_ascii_case(name).then_some(tail.trim_start())
+    }) {
+        rest = tail;
+    }
+    if !rest.contains('{') {
+        rest = rest.trim_end_matches('}').trim_end();
+    }
+    if !rest.contains('}') {
+        rest = rest.trim_start_matches('{').trim_start();
+    }
     let unquoted = rest
         .strip_prefix('"')
         .and_then(|r| r.strip_suffix('"'))
@@ -365,6 +404,24 @@ mod tests {
         assert_eq!(without_speaker("\"A\" and \"B\"", sefa), "\"A\" and \"B\"");
         assert_eq!(without_speaker("Séfa: x", "Séfa"), "x");
         assert_eq!(without_speaker("", sefa), "");
+    }
+
+    #[test]
+    fn a_line_as_said_loses_both_speakers_names_and_the_jsons_braces() {
+        let (sefa, nnamdi) = ("Sefa Okafor", "Nnamdi Okafor");
+        // As the shipped day's model wrote it.
+        assert_eq!(
+            as_said("Nnamdi Okafor: Sefa Okafor: Hey Nnamdi! How was the bar?}", sefa, nnamdi),
+            "Hey Nnamdi! How was the bar?"
+        );
+        assert_eq!(as_said("Nnamdi: hi", sefa, nnamdi), "hi");
+        assert_eq!(as_said("sefa : \"Good morning!\"", sefa, nnamdi), "Good morning!");
+        // A name inside the line, a brace that belongs, another name: they stay.
+        assert_eq!(as_said("Nnamdi, are you coming?", sefa, nnamdi), "Nnamdi, are you coming?");
+        assert_eq!(as_said("Use {braces} here", sefa, nnamdi), "Use {braces} here");
+        assert_eq!(as_said("Tobias: hello", sefa, nnamdi), "Tobias: hello");
+        assert_eq!(as_said("Sefa:", sefa, nnamdi), "");
+        assert_eq!(as_said("", sefa, nnamdi), "");
     }
 
     #[test]

@@ -364,6 +364,7 @@ impl<S: Storage> Sim<S> {
                     &moment,
                     None,
                     PlanLevel::Action,
+                    self.settings.rulebook,
                     now,
                     pending,
                 )
@@ -386,6 +387,7 @@ impl<S: Storage> Sim<S> {
                     &what,
                     Some(item),
                     level,
+                    self.settings.rulebook,
                     now,
                     pending,
                 )
@@ -528,6 +530,7 @@ impl<S: Storage> Sim<S> {
             &rest,
             Some(hour),
             PlanLevel::Action,
+            self.settings.rulebook,
             now,
             pending,
         )

@@ -99,6 +99,7 @@ impl<S: Storage> Sim<S> {
                 &dialogue,
                 now,
                 &self.settings.retrieval,
+                self.settings.rulebook,
                 pending,
             )
             .await?;

@@ -139,6 +139,7 @@ impl<S: Storage> Sim<S> {
                 &what,
                 of,
                 PlanLevel::Action,
+                self.settings.rulebook,
                 now,
                 &mut pending,
             )

@@ -40,6 +40,7 @@ use crate::mind::prompt::Style;
 use crate::mind::retrieval::RetrievalSettings;
 use crate::mind::think::{ReflectionSettings, ThinkError};
 use crate::pending::{Cause, Pending};
+use crate::rulebook::Rulebook;
 use crate::store::{Storage, Store, StoreError};
 use crate::town::{actions, clock, genesis, Definition};
 
@@ -96,6 +97,9 @@ pub struct SimSettings {
     pub reconsider_secs: u64,
     /// How far ahead an agent without a day plan decides its actions, in minutes.
     pub moment_minutes: u32,
+    /// The rulebook a new run decides by (recorded in its `RunConfigured`). A resumed run
+    /// decides by the rulebook it recorded, whatever this says.
+    pub rulebook: Rulebook,
 }
 
 impl Default for SimSettings {
@@ -109,6 +113,7 @@ impl Default for SimSettings {
             talk_cooldown_secs: 3600,
             reconsider_secs: 1800,
             moment_minutes: 15,
+            rulebook: Rulebook::CURRENT,
         }
     }
 }
@@ -153,7 +158,7 @@ impl<S: Storage> Sim<S> {
         settings: SimSettings,
     ) -> Result<Sim<S>, SimError> {
         let branch = store.create_root_as(name, nonce)?;
-        store.append_durable(branch, &genesis::genesis(&town, seed))?;
+        store.append_durable(branch, &genesis::genesis_by(&town, seed, settings.rulebook))?;
         let mut sim = Sim::new(store, branch, town, gateway, settings);
         sim.refold()?;
         sim.remember_seeds().await?;
@@ -203,6 +208,20 @@ impl<S: Storage> Sim<S> {
                 return Err((e, store));
             }
         };
+        // It decides by the rulebook it was started with.
+        let recorded = events.iter().find_map(|e| match &e.body {
+            Body::RunConfigured(c) => Some(Rulebook::recorded(&c.settings)),
+            _ => None,
+        });
+        let rulebook = match recorded {
+            Some(Ok(rulebook)) => rulebook,
+            Some(Err(why)) => return Err((SimError::Resume(why), store)),
+            None => {
+                let why = format!("branch {branch} holds no run configuration to resume");
+                return Err((SimError::Resume(why), store));
+            }
+        };
+        let settings = SimSettings { rulebook, ..settings };
         // Asked as the run before would have gone on asking (the forms its server took).
         gateway.learn_from(events.iter().map(|e| &e.body));
         let mut sim = Sim::new(store, branch, town, gateway, settings);
@@ -262,6 +281,11 @@ impl<S: Storage> Sim<S> {
     /// The town run.
     pub fn town(&self) -> &Definition {
         &self.town
+    }
+
+    /// The rulebook the run decides by.
+    pub fn rulebook(&self) -> Rulebook {
+        self.settings.rulebook
     }
 
     /// The gateway the agents think through.

@@ -337,24 +337,26 @@ impl<S: Storage> Sim<S> {
     }
 
     /// What `agent` knows of the town: what it has perceived, plus its home and workplace
-    /// (known from the start, as the paper seeds them).
+    /// (known from the start, as the paper seeds them) and the town's public places (a town
+    /// file that marks none leaves every agent knowing only its own places and what it has
+    /// seen).
     pub(super) fn known(&self, agent: AgentId) -> SpatialMemory {
         let mut known = self.folds.spatial.get(&agent).cloned().unwrap_or_default();
-        if let Some(places) = self.folds.places.get(&agent) {
-            for address in places {
-                let mut parts = address.splitn(2, ':');
-                if let (Some(sector), Some(arena)) = (parts.next(), parts.next()) {
-                    let objects = known
-                        .known
-                        .entry(sector.to_owned())
-                        .or_default()
-                        .entry(arena.to_owned())
-                        .or_default();
-                    if let Some((s, a)) = crate::town::find_arena(&self.town.sectors, address) {
-                        for o in &self.town.sectors[s].arenas[a].objects {
-                            objects.entry(o.name.clone()).or_insert_with(|| "unknown".to_owned());
-                        }
-                    }
+        let public = self.town.sectors.iter().flat_map(|s| {
+            s.arenas.iter().filter(|a| a.public).map(move |a| format!("{}:{}", s.name, a.name))
+        });
+        let own = self.folds.places.get(&agent).into_iter().flatten().cloned();
+        for address in own.chain(public) {
+            let Some((sector, arena)) = address.split_once(':') else { continue };
+            let objects = known
+                .known
+                .entry(sector.to_owned())
+                .or_default()
+                .entry(arena.to_owned())
+                .or_default();
+            if let Some((s, a)) = crate::town::find_arena(&self.town.sectors, &address) {
+                for o in &self.town.sectors[s].arenas[a].objects {
+                    objects.entry(o.name.clone()).or_insert_with(|| "unknown".to_owned());
                 }
             }
         }

@@ -102,6 +102,7 @@ impl Definition {
                 .iter()
                 .map(|a| Arena {
                     name: a.name.clone(),
+                    public: a.public,
                     tiles: a.tiles.iter().copied().map(shift).collect(),
                     objects: a
                         .objects

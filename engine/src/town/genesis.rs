@@ -6,16 +6,20 @@
 use hamlet_log::event::{AgentId, AgentJoined, Body, NewEvent, RunConfigured, TownLoaded};
 
 use super::Definition;
+use crate::rulebook::Rulebook;
 
 /// The settings recorded in `RunConfigured`, sorted by key.
-fn settings(town: &Definition) -> Vec<(String, String)> {
+fn settings(town: &Definition, rulebook: Rulebook) -> Vec<(String, String)> {
     let p = town.perception;
-    vec![
+    let mut settings = vec![
         ("perception.attention_bandwidth".into(), p.attention_bandwidth.to_string()),
         ("perception.retention_steps".into(), p.retention_steps.to_string()),
         ("perception.vision_radius_tiles".into(), p.vision_radius_tiles.to_string()),
         ("town.start_secs".into(), town.start_secs.to_string()),
-    ]
+    ];
+    settings.extend(rulebook.setting());
+    settings.sort();
+    settings
 }
 
 /// The traits recorded for a persona, sorted by key.
@@ -33,8 +37,14 @@ fn traits(p: &super::Persona) -> Vec<(String, String)> {
     out
 }
 
-/// The first events of a run of `town` with `seed`, at the town's start time.
+/// The first events of a new run of `town` with `seed`, at the town's start time, deciding
+/// by this engine's [`Rulebook::CURRENT`].
 pub fn genesis(town: &Definition, seed: u64) -> Vec<NewEvent> {
+    genesis_by(town, seed, Rulebook::CURRENT)
+}
+
+/// [`genesis`] of a run deciding by `rules` (a recorded run made again keeps its own).
+pub fn genesis_by(town: &Definition, seed: u64, rulebook: Rulebook) -> Vec<NewEvent> {
     let at = town.start_secs;
     let mut events = vec![
         NewEvent::new(
@@ -43,7 +53,7 @@ pub fn genesis(town: &Definition, seed: u64) -> Vec<NewEvent> {
                 engine_version: env!("CARGO_PKG_VERSION").into(),
                 seed,
                 seconds_per_step: town.seconds_per_step,
-                settings: settings(town),
+                settings: settings(town, rulebook),
             }),
         ),
         NewEvent::new(

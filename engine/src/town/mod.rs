@@ -131,6 +131,8 @@ struct RawSector {
 struct RawArena {
     name: Spanned<String>,
     #[serde(default)]
+    public: bool,
+    #[serde(default)]
     objects: Vec<Spanned<RawObject>>,
 }
 
@@ -221,6 +223,9 @@ pub struct Arena {
     pub tiles: Vec<Tile>,
     /// Its objects.
     pub objects: Vec<Object>,
+    /// Every resident knows it from the start (a shop's floor, a café's dining room, a
+    /// park): it is in every agent's spatial memory before the agent has been there.
+    pub public: bool,
 }
 
 /// A sector (a building, a park).
@@ -445,6 +450,7 @@ impl Definition {
                     name: a_ref.name.get_ref().clone(),
                     tiles: Vec::new(),
                     objects: Vec::new(),
+                    public: a_ref.public,
                 });
             }
             sectors.push(Sector {

@@ -178,3 +178,23 @@ fn in_the_shipped_day_no_line_repeats_an_earlier_line_of_its_conversation() {
     assert!(stats.conversations > 0, "the town talked");
     assert_eq!(stats.repeated, 0, "{stats:?}");
 }
+
+#[test]
+fn the_shipped_day_is_made_again_identically_by_the_rulebook_it_recorded() {
+    use hamlet_engine::resim::{resimulate, Verdict};
+    use hamlet_engine::rulebook::Rulebook;
+    let (_, events) = day();
+    // Made again by the rulebook it names (none: the first), whatever this engine starts new
+    // runs with.
+    let rulebook = events.iter().find_map(|e| match &e.body {
+        Body::RunConfigured(c) => Some(Rulebook::recorded(&c.settings).unwrap()),
+        _ => None,
+    });
+    assert!(rulebook.is_some_and(|r| r <= Rulebook::CURRENT), "{rulebook:?}");
+    let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+    let scratch = tempfile::tempdir().unwrap();
+    match rt.block_on(resimulate(&events, scratch.path(), |_, _| {})).unwrap() {
+        Verdict::Identical { events: n } => assert_eq!(n, events.len()),
+        Verdict::Diverged(d) => panic!("the shipped day parts from its re-simulation: {d:?}"),
+    }
+}

@@ -12,6 +12,7 @@ use hamlet_engine::mind::think::{
     recall, reflect, reflection_due, remember, ReflectionSettings, Who,
 };
 use hamlet_engine::pending::Pending;
+use hamlet_engine::rulebook::Rulebook;
 use hamlet_engine::store::Store;
 use hamlet_gateway::backend::{
     Attempt, BackendError, BoxFuture, Completion, EmbedBackend, LlmBackend, Vectors,
@@ -387,6 +388,7 @@ fn a_day_is_planned_remembered_and_decomposed_to_cover_its_stroke() {
             &made.items[0],
             Some(of),
             PlanLevel::Action,
+            Rulebook::CURRENT,
             day1 + 25_200,
             &mut pending,
         ))
@@ -592,6 +594,7 @@ fn reacting_speaking_interviews_and_the_inner_voice_are_events_with_causes() {
             &[],
             60,
             &RetrievalSettings::default(),
+            Rulebook::CURRENT,
             &mut pending,
         ))
         .unwrap();
@@ -614,6 +617,7 @@ fn reacting_speaking_interviews_and_the_inner_voice_are_events_with_causes() {
             &so_far,
             60,
             &RetrievalSettings::default(),
+            Rulebook::CURRENT,
             &mut pending,
         ))
         .unwrap();

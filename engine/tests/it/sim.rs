@@ -606,3 +606,76 @@ fn a_conversation_that_echoes_itself_ends_at_the_first_repeat() {
     let said = turns.iter().filter(|t| !t.is_empty()).count();
     assert_eq!(said, ended.len(), "the echo is recorded as silence, never said");
 }
+
+#[test]
+fn a_run_decides_by_the_rulebook_it_started_with_and_knows_the_towns_public_places() {
+    use hamlet_engine::rulebook::Rulebook;
+    let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+    let tmp = tempfile::tempdir().unwrap();
+    let configured = |events: &[hamlet_log::Event]| {
+        events.iter().find_map(|e| match &e.body {
+            Body::RunConfigured(c) => Some(c.settings.clone()),
+            _ => None,
+        })
+    };
+    rt.block_on(async {
+        // A run by the first rulebook (as every run before rulebooks were numbered) records
+        // none; resumed by an engine whose new runs take the current one, it keeps the first.
+        let first = SimSettings { rulebook: Rulebook::FIRST, ..SimSettings::default() };
+        let store = Store::open(tmp.path()).unwrap();
+        let mut sim = Sim::start(store, "old", town(), 7, rules(), first).await.unwrap();
+        sim.step().await.unwrap();
+        let old = sim.branch();
+        let head = sim.store().branch(old).unwrap().head_seq;
+        let events = sim.store().events(old, 0, head).unwrap();
+        let settings = configured(&events).unwrap();
+        assert!(settings.iter().all(|(k, _)| k != "rulebook"), "{settings:?}");
+        let store = sim.into_store();
+        let sim = Sim::resume(store, old, rules(), SimSettings::default()).await.unwrap();
+        assert_eq!(sim.rulebook(), Rulebook::FIRST);
+
+        // A new run records the current rulebook, and a resumed one reads it back.
+        let store = sim.into_store();
+        let mut sim =
+            Sim::start(store, "new", town(), 7, rules(), SimSettings::default()).await.unwrap();
+        for _ in 0..12 {
+            sim.step().await.unwrap();
+        }
+        let new = sim.branch();
+        let head = sim.store().branch(new).unwrap().head_seq;
+        let events = sim.store().events(new, 0, head).unwrap();
+        let settings = configured(&events).unwrap();
+        let recorded = ("rulebook".to_owned(), Rulebook::CURRENT.number().to_string());
+        assert!(settings.contains(&recorded), "{settings:?}");
+        let mut sorted = settings.clone();
+        sorted.sort();
+        assert_eq!(settings, sorted, "settings stay sorted by key");
+        let sim =
+            Sim::resume(sim.into_store(), new, rules(), SimSettings::default()).await.unwrap();
+        assert_eq!(sim.rulebook(), Rulebook::CURRENT);
+
+        // Where to go is chosen among the town's public places too, not only an agent's home
+        // and workplace: Tobias (a pharmacist at the market) is offered Marigold café.
+        let tobias = events
+            .iter()
+            .find_map(|e| match &e.body {
+                Body::AgentJoined(j) if j.name == "Tobias Ashcombe" => Some(j.agent),
+                _ => None,
+            })
+            .unwrap();
+        let offered: Vec<String> = events
+            .iter()
+            .filter_map(|e| match &e.body {
+                Body::LlmRequested(r) if r.purpose == "location" && r.agent == Some(tobias) => {
+                    Some(format!("{:?}", r.prompt))
+                }
+                _ => None,
+            })
+            .collect();
+        assert!(!offered.is_empty(), "Tobias chose a place");
+        assert!(
+            offered.iter().any(|p| p.contains("Marigold café")),
+            "the café is among Tobias's places: {offered:?}"
+        );
+    });
+}
