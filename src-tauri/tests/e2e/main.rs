@@ -5,22 +5,32 @@
 //! down to a prompt, plays, and opens a recording full of hostile text to check that nothing
 //! in it runs. Others scrub a million events, scroll ten thousand memories, play 25 agents on
 //! the shipped map, reopen a file where it was left, drop one on the window, and fork one
-//! (imported into a store first) and delete the fork from the branch tree. Screenshots
-//! of each view go to `target/viewer-e2e/`; the latencies measured in the window are printed
-//! with the machine (`benches/window.rs` prints the same without the checks).
+//! (imported into a store first) and delete the fork from the branch tree. Two change a
+//! fork in the window against a scripted OpenAI-compatible test server (`scripted_server.rs`,
+//! a test double): one adds an inner-voice thought, sees its marker on the timeline,
+//! continues ten simulated minutes, cancels a second continuation part way, and compares the
+//! fork with main and plots it; the other kills the viewer with SIGKILL during a
+//! continuation, reopens the store in a new window, finds every step it was told of, and
+//! continues. Screenshots of each view go to `target/viewer-e2e/`; the latencies measured in
+//! the window are printed with the machine (`benches/window.rs` prints the same without the
+//! checks).
 //!
-//! Needs Xvfb, WebKitWebDriver, ImageMagick's `import`, xdotool and Debian's python3-gi
-//! (`./hamlet-dev setup` installs them); HAMLET_SKIP_VIEWER_E2E=1 skips.
+//! Needs Xvfb, WebKitWebDriver, ImageMagick's `import`, xdotool and Debian's python3-gi, and
+//! the embedded embedding model (`./hamlet-dev setup` installs them);
+//! HAMLET_SKIP_VIEWER_E2E=1 skips.
 
 mod hostile;
 mod measure;
+mod scripted_server;
 mod webdriver;
 
 use std::path::{Path, PathBuf};
+use std::time::Duration;
 
 use hamlet_engine::query::Past;
 use hamlet_log::{Event, Recording};
 use measure::{machine, report, seek, wait_open, wait_tracks, DRAG};
+use scripted_server::ScriptedServer;
 use serde_json::{json, Value};
 use webdriver::Window;
 
@@ -546,4 +556,391 @@ fn fork_here_imports_the_recording_and_the_tree_forks_and_deletes() {
     );
     drop(w);
     assert_eq!(std::fs::read(&file).unwrap(), before, "the recording is untouched");
+}
+
+/// Looks a tenth of a second apart: a minute of them (a continuation runs for minutes on
+/// two cores).
+const MINUTE: u32 = 600;
+
+/// 09:00 of the shipped day, in simulated seconds.
+const NINE: u64 = 9 * 3600;
+
+/// Whether a script's answer counts as given (as [`Window::wait_for`] counts it).
+fn truthy(v: &Value) -> bool {
+    !(v.is_null() || *v == json!(false) || *v == json!(0) || *v == json!(""))
+}
+
+/// Waits as [`Window::wait_for`] does, for up to `tries` looks a tenth of a second apart.
+fn wait_long(w: &Window, what: &str, script: &str, args: &Value, tries: u32) -> Value {
+    for _ in 0..tries {
+        let v = w.run(script, args.clone());
+        if truthy(&v) {
+            return v;
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    panic!("timed out waiting for {what}");
+}
+
+/// Starts `promise` (an expression; `arguments` holds `args`) in the page and keeps what it
+/// resolves to (a rejection as `{ error }`) under `key`: a fork, a change or a continuation
+/// outlasts what one WebDriver script may take.
+fn begin(w: &Window, key: &str, promise: &str, args: Value) {
+    let script = format!(
+        "const key = {key}; window.__e2e = window.__e2e || {{}}; delete window.__e2e[key]; \
+         Promise.resolve({promise}).then(\
+         (v) => {{ window.__e2e[key] = {{ v: v === undefined ? null : v }}; }}, \
+         (e) => {{ window.__e2e[key] = {{ v: {{ error: String(e && e.message ? e.message : e) }} }}; }}); \
+         return true;",
+        key = json!(key),
+    );
+    w.run(&script, args);
+}
+
+/// What [`begin`] kept under `key`, waited for up to `tries` looks.
+fn outcome(w: &Window, key: &str, tries: u32) -> Value {
+    let kept = wait_long(
+        w,
+        &format!("the page's answer to `{key}`"),
+        "const k = window.__e2e && window.__e2e[arguments[0]]; return k || null;",
+        &json!([key]),
+        tries,
+    );
+    kept["v"].clone()
+}
+
+/// From now on the page keeps every `run-progress` it hears in `window.__e2eProgress`
+/// (emptied here; the listener is added once per page).
+fn hear_progress(w: &Window) {
+    let heard = w.run_async(
+        "const done = arguments[arguments.length - 1]; window.__e2eProgress = []; \
+         if (window.__e2eHearing) { done(true); } else { \
+           window.__e2eHearing = true; \
+           window.__TAURI__.event.listen('run-progress', (e) => window.__e2eProgress.push(e.payload)) \
+             .then(() => done(true), (e) => done(String(e))); }",
+        json!([]),
+    );
+    assert_eq!(heard, json!(true), "listening to run-progress");
+}
+
+/// Waits until a step of the continuation under way is committed: the progress heard last.
+fn wait_step(w: &Window) -> Value {
+    wait_long(
+        w,
+        "a step of the continuation",
+        "const p = (window.__e2eProgress || []).filter((p) => p.secs > p.from_secs); return p.length ? p[p.length - 1] : null;",
+        &json!([]),
+        10 * MINUTE,
+    )
+}
+
+/// The progress heard with the highest head: the last event the window was told is written.
+fn last_told(w: &Window) -> Value {
+    let told = w.run(
+        "return (window.__e2eProgress || []).reduce((m, p) => (m && m.head_seq >= p.head_seq ? m : p), null);",
+        json!([]),
+    );
+    assert!(told["head_seq"].is_u64(), "progress was heard: {told}");
+    told
+}
+
+/// The branch tree's row for `name`, as the page has it (`null` if none).
+fn branch_row(w: &Window, name: &str) -> Value {
+    w.run(
+        "return window.hamlet.branches().find((b) => b.name === arguments[0]) || null;",
+        json!([name]),
+    )
+}
+
+/// How the Change tab says the last continuation went (`data-run-state`).
+fn run_state(w: &Window) -> Value {
+    w.run("return document.querySelector('#pane-change').dataset.runState || null;", json!([]))
+}
+
+/// Waits until the map shows `seq` of `branch` and the tree lists it as the branch's head.
+fn head_shown(w: &Window, branch: &str, seq: u64) {
+    wait_long(
+        w,
+        &format!("#{seq} of {branch} on the map and in the tree"),
+        "const s = window.hamlet.state(); const b = window.hamlet.branches().find((b) => b.name === arguments[0]); \
+         return s.branch === arguments[0] && s.seq === arguments[1] && b && b.head_seq === arguments[1];",
+        &json!([branch, seq]),
+        3 * MINUTE,
+    );
+}
+
+/// The embedding model the continuations embed with (the shipped recording's memories were
+/// embedded by it), installed where the window looks for it.
+fn need_embeddings() {
+    use hamlet_gateway::models::{installed_in, models_dir, ModelChoice};
+    let dir = models_dir().expect("a models directory");
+    assert!(
+        installed_in(&dir, ModelChoice::Embeddings).is_some(),
+        "the embedding model is not in {}: `./hamlet-dev setup` fetches it",
+        dir.display()
+    );
+}
+
+/// The Change tab asks the scripted server, with embeddings from the embedded model.
+fn use_scripted(w: &Window, server: &ScriptedServer) {
+    w.run(
+        "window.hamlet.setModel({ backend: 'server', base_url: arguments[0], model: arguments[1], api_key: '', embed: 'local', embed_model: '' }); return true;",
+        json!([server.base_url(), scripted_server::MODEL]),
+    );
+}
+
+/// Continues the branch shown for `hours` simulated hours from the Change tab (its end is
+/// kept under `continue`), after the progress heard so far is forgotten.
+fn start_continuing(w: &Window, hours: f64) {
+    hear_progress(w);
+    begin(w, "continue", "window.hamlet.continueRun(arguments[0])", json!([hours]));
+}
+
+/// The shipped recording in a window over `data`, the playhead at 09:00, forked there as
+/// `name` (the recording imported into a store under `data` first), the fork shown: the
+/// window, the engine's `Forked` and the store's folder.
+fn fork_the_morning(data: &Path, name: &str) -> (Window, Value, PathBuf) {
+    let file = shipped();
+    let events = events_of(&file);
+    let nine = events
+        .iter()
+        .take_while(|e| e.sim_time_secs() <= NINE)
+        .last()
+        .expect("the shipped day has events by 09:00")
+        .seq();
+    let w = Window::open(&[file.display().to_string()], data, &shots());
+    wait_open(&w);
+    seek(&w, nine);
+    begin(&w, "fork", "window.hamlet.fork(arguments[0])", json!([name]));
+    let forked = outcome(&w, "fork", 5 * MINUTE);
+    let status = w.run(
+        "return document.querySelector('#pane-branches .branches-status').textContent;",
+        json!([]),
+    );
+    assert_eq!(forked["name"].as_str(), Some(name), "the fork: {forked}; the window says {status}");
+    assert_eq!(forked["inside_step"], json!(false), "a fork at a time keeps whole steps: {forked}");
+    let store = PathBuf::from(
+        forked["imported"]["store"]
+            .as_str()
+            .unwrap_or_else(|| panic!("the recording was imported into a store: {forked}")),
+    );
+    assert!(store.starts_with(data), "a store under the data directory: {}", store.display());
+    w.wait_for(
+        "the fork shown",
+        "const s = window.hamlet.state(); return s.branch === arguments[0] && s.seq !== null ? s : null;",
+        json!([name]),
+    );
+    (w, forked, store)
+}
+
+/// Goal: "what if?" asked and answered in the window, against a model server. Method: the
+/// shipped day forked at 09:00; Delphine hears an inner voice through the Change tab, its
+/// model a scripted OpenAI-compatible test server, and the timeline marks it; the fork
+/// continues ten simulated minutes to the end, the map and the tree following its head; a
+/// second continuation of an hour, the server now slow, is cancelled after a step and stops
+/// part way with nothing lost; the tree lists main and the fork; Compare finds the days
+/// parting at or after the fork; Research plots the fork's relationship density.
+#[test]
+fn a_fork_is_changed_continued_cancelled_and_compared_in_the_window() {
+    if skip() {
+        return;
+    }
+    let _one = one_window();
+    need_embeddings();
+    let server = ScriptedServer::start();
+    let data = tempfile::tempdir().unwrap();
+    let fork = "voice";
+    let (w, forked, _store) = fork_the_morning(data.path(), fork);
+    let (fork_seq, fork_secs) = (forked["seq"].as_u64().unwrap(), forked["secs"].as_u64().unwrap());
+
+    // An inner voice, asked of the scripted server: the engine says what she means to do.
+    use_scripted(&w, &server);
+    let delphine = w.run(
+        "const a = window.hamlet.state().agents.find((a) => a.name === 'Delphine Ashcombe'); return a ? a.id : null;",
+        json!([]),
+    );
+    assert!(delphine.is_u64(), "Delphine is in town at 09:00");
+    let voice = json!({
+        "kind": "inner-voice",
+        "agent": delphine,
+        "text": "Invite everyone you meet to the party at the café tonight",
+    });
+    begin(&w, "change", "window.hamlet.change(arguments[0])", json!([voice]));
+    let changed = outcome(&w, "change", 5 * MINUTE);
+    let said = changed["said"].as_str().unwrap_or_else(|| panic!("the change: {changed}"));
+    assert!(said.contains("Delphine Ashcombe intends to"), "what the engine said: {said}");
+    let (from, to) = (changed["from_seq"].as_u64().unwrap(), changed["to_seq"].as_u64().unwrap());
+    assert!(from > fork_seq && to >= from, "written after the fork: {changed}");
+    let asked = server.answered();
+    assert!(asked > 0, "the change asked the scripted server");
+    let result = w.run(
+        "return document.querySelector('#pane-change .change-result').textContent;",
+        json!([]),
+    );
+    assert!(result.as_str().is_some_and(|t| t.contains(said)), "the window says it: {result}");
+    // It is a marker on the timeline.
+    w.wait_for(
+        "the inner voice's marker on the timeline",
+        "const seqs = [...document.querySelectorAll('.tl-marker.kind-intervention')] \
+           .map((n) => Number.parseInt(n.title.slice(n.title.lastIndexOf('#') + 1), 10)); \
+         return seqs.some((s) => s >= arguments[0] && s <= arguments[1]) ? seqs : null;",
+        json!([from, to]),
+    );
+
+    // Ten simulated minutes, to the end: the branch grows and the map follows its head.
+    start_continuing(&w, 10.0 / 60.0);
+    let ended = outcome(&w, "continue", 30 * MINUTE);
+    assert_eq!(ended["state"], "done", "the continuation: {ended}");
+    assert_eq!(ended["branch"], fork, "{ended}");
+    let span = ended["to_secs"].as_u64().unwrap() - ended["from_secs"].as_u64().unwrap();
+    assert!((600..=610).contains(&span), "ten simulated minutes: {ended}");
+    let head = ended["head_seq"].as_u64().unwrap();
+    assert!(head > to, "the branch grew from #{to}: {ended}");
+    assert!(server.answered() > asked, "the continuation asked the scripted server");
+    assert_eq!(run_state(&w), json!("done"));
+    assert!(last_told(&w)["head_seq"].as_u64().unwrap() <= head, "no progress past the end");
+    head_shown(&w, fork, head);
+    w.screenshot("15-continued");
+
+    // An hour more with the server slow, cancelled after a step: it stops part way, and
+    // every step it reported is kept.
+    server.set_delay(Duration::from_millis(400));
+    start_continuing(&w, 1.0);
+    let step = wait_step(&w);
+    w.run("window.hamlet.cancelRun(); return true;", json!([]));
+    let stopped = outcome(&w, "continue", 20 * MINUTE);
+    server.set_delay(Duration::ZERO);
+    assert_eq!(stopped["state"], "stopped", "the cancelled continuation: {stopped}");
+    let kept = stopped["head_seq"].as_u64().unwrap();
+    let told = last_told(&w)["head_seq"].as_u64().unwrap();
+    assert!(
+        told >= step["head_seq"].as_u64().unwrap() && kept >= told,
+        "told #{told}, kept {stopped}"
+    );
+    assert!(kept > head, "a step was made before the stop: {stopped}");
+    assert!(
+        stopped["secs"].as_u64().unwrap() < stopped["to_secs"].as_u64().unwrap(),
+        "stopped part way: {stopped}"
+    );
+    assert_eq!(run_state(&w), json!("stopped"));
+    head_shown(&w, fork, kept);
+    w.screenshot("16-stopped");
+
+    // The tree: main, and the fork under it where it was made.
+    let rows = w.run(
+        "return [...document.querySelectorAll('#pane-branches .branch-row')].map((r) => [r.dataset.branch, r.getAttribute('aria-level')]);",
+        json!([]),
+    );
+    assert_eq!(rows, json!([["main", "1"], [fork, "2"]]));
+    let row = branch_row(&w, fork);
+    assert_eq!((&row["parent"], &row["fork_seq"]), (&json!("main"), &json!(fork_seq)), "{row}");
+
+    // Compared with main: they share the day to the fork, and days part at or after it.
+    begin(
+        &w,
+        "compare",
+        "window.hamlet.compare(arguments[0]).then((d) => (d && !d.error ? { \
+           a: d.a, b: d.b, shared: d.shared, parted_secs: d.parted_secs, \
+           parted: d.agents.filter((x) => x.first_secs !== null && x.first_secs !== undefined).map((x) => [x.name, x.first_secs]), \
+           rows: document.querySelectorAll('#pane-compare .compare-agent.differs').length } : d))",
+        json!(["main"]),
+    );
+    let diff = outcome(&w, "compare", 5 * MINUTE);
+    assert_eq!((diff["a"].as_str(), diff["b"].as_str()), (Some(fork), Some("main")), "{diff}");
+    assert_eq!(diff["shared"].as_u64(), Some(fork_seq + 1), "shared to the fork: {diff}");
+    assert_eq!(diff["parted_secs"].as_u64(), Some(fork_secs), "parted at the fork: {diff}");
+    let parted = diff["parted"].as_array().unwrap_or_else(|| panic!("the diff: {diff}"));
+    assert!(!parted.is_empty(), "someone's day parted: {diff}");
+    for agent in parted {
+        assert!(agent[1].as_u64().is_some_and(|s| s >= fork_secs), "{agent} parts before the fork");
+    }
+    assert_eq!(diff["rows"], json!(parted.len()), "each agent whose day parted is listed");
+    w.screenshot("17-compare");
+
+    // Research: the fork's relationship density, drawn.
+    begin(
+        &w,
+        "plot",
+        "window.hamlet.plot(arguments[0]).then((a) => (a && Array.isArray(a.rows) ? { what: a.what, rows: a.rows.length } : a))",
+        json!([{ "what": "density" }]),
+    );
+    let plotted = outcome(&w, "plot", 5 * MINUTE);
+    assert_eq!(plotted["what"], "density", "{plotted}");
+    assert!(plotted["rows"].as_u64().is_some_and(|n| n > 0), "the chart has rows: {plotted}");
+    w.wait_for(
+        "the density chart",
+        "return window.hamlet.debug().plots.caption.startsWith('Density');",
+        json!([]),
+    );
+    w.screenshot("18-research");
+}
+
+/// Goal: a crash loses nothing the window was told is written. Method: the shipped day forked
+/// at 09:00 and continued for an hour against a slow scripted server; after a step the viewer
+/// is killed with SIGKILL (nothing flushed, nothing closed); the store opened in a new window
+/// (`hamlet-viewer --store DIR`: its lock died with the process) holds the fork with every
+/// event the progress acknowledged, shows the last of them, and Continue resumes from there
+/// to the end against a fast server.
+#[test]
+fn a_continuation_killed_part_way_is_reopened_whole_and_resumes() {
+    if skip() {
+        return;
+    }
+    let _one = one_window();
+    need_embeddings();
+    let server = ScriptedServer::start();
+    let data = tempfile::tempdir().unwrap();
+    let fork = "killed";
+    let (w, _forked, store) = fork_the_morning(data.path(), fork);
+    server.set_delay(Duration::from_millis(400));
+    use_scripted(&w, &server);
+    start_continuing(&w, 1.0);
+    wait_step(&w);
+    let told = last_told(&w);
+    let acked = told["head_seq"].as_u64().unwrap();
+    let pid = w.kill_hard();
+    drop(w);
+    println!(
+        "killed the viewer (pid {pid}) once the continuation had acknowledged #{acked}; \
+         the scripted server had answered {} calls",
+        server.answered()
+    );
+
+    let w =
+        Window::open(&["--store".to_owned(), store.display().to_string()], data.path(), &shots());
+    wait_open(&w);
+    let row = wait_long(
+        &w,
+        "the fork in the reopened store",
+        "return window.hamlet.branches().find((b) => b.name === arguments[0]) || null;",
+        &json!([fork]),
+        MINUTE,
+    );
+    let head = row["head_seq"].as_u64().unwrap();
+    assert!(head >= acked, "every acknowledged event is kept: head #{head}, acknowledged #{acked}");
+    w.run("window.hamlet.switchBranch(arguments[0]); return true;", json!([fork]));
+    w.wait_for(
+        "the fork shown",
+        "const s = window.hamlet.state(); return s.branch === arguments[0] && s.seq !== null ? s : null;",
+        json!([fork]),
+    );
+    let shown = seek(&w, acked);
+    assert_eq!(shown["branch"], fork, "the last acknowledged event, on the fork: {shown}");
+    w.screenshot("19-killed-reopened");
+
+    // Continue goes on from what was kept, to the end.
+    server.set_delay(Duration::ZERO);
+    use_scripted(&w, &server);
+    start_continuing(&w, 5.0 / 60.0);
+    let ended = outcome(&w, "continue", 30 * MINUTE);
+    assert_eq!(ended["state"], "done", "the resumed continuation: {ended}");
+    assert!(
+        ended["from_secs"].as_u64().unwrap() >= told["secs"].as_u64().unwrap(),
+        "it resumed where the killed one was: {ended}, told {told}"
+    );
+    let end = ended["head_seq"].as_u64().unwrap();
+    assert!(end > head, "the fork grew from #{head}: {ended}");
+    assert_eq!(run_state(&w), json!("done"));
+    head_shown(&w, fork, end);
+    w.screenshot("20-resumed");
 }

@@ -1,7 +1,8 @@
 //! A W3C WebDriver client over plain HTTP, enough to drive the viewer's window through
 //! WebKitWebDriver (Debian's `webkit2gtk-driver`): a virtual X display (Xvfb), the driver,
-//! one session on the real `hamlet-viewer` binary, scripts run in the page, clicks, and
-//! screenshots of the X screen (WebDriver's own screenshot command hangs under Xvfb).
+//! one session on the real `hamlet-viewer` binary, scripts run in the page, clicks,
+//! screenshots of the X screen (WebDriver's own screenshot command hangs under Xvfb), and
+//! the viewer killed with SIGKILL as a crash would end it.
 
 use std::io::{Read, Write};
 use std::net::TcpStream;
@@ -103,7 +104,8 @@ impl Window {
         }
         let display = format!(":{}", String::from_utf8_lossy(&number).trim());
         let port = free_port();
-        let driver = Command::new("WebKitWebDriver")
+        let mut command = Command::new("WebKitWebDriver");
+        command
             .arg(format!("--port={port}"))
             .env("DISPLAY", &display)
             .env("TAURI_WEBVIEW_AUTOMATION", "true")
@@ -112,9 +114,13 @@ impl Window {
             .env("NO_AT_BRIDGE", "1")
             .env("XDG_DATA_HOME", data_home)
             .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .expect("WebKitWebDriver starts");
+            .stderr(Stdio::null());
+        // The embedded models where the tests' own environment has them (`./hamlet-dev
+        // setup` put them there), not under the window's fresh data directory.
+        if let Ok(models) = hamlet_gateway::models::models_dir() {
+            command.env(hamlet_gateway::models::MODELS_DIR_ENV, models);
+        }
+        let driver = command.spawn().expect("WebKitWebDriver starts");
         // Tries, not a clock: about 30 s.
         let mut tries = 300;
         while http(port, "GET", "/status", None).is_err() {
@@ -201,6 +207,40 @@ impl Window {
         self.call("POST", &format!("/element/{id}/click"), Some(&json!({})));
     }
 
+    /// Kills the viewer as a crash would: SIGKILL to the `hamlet-viewer` process the driver
+    /// started (found among the driver's descendants in `/proc`), then to every process it
+    /// had started itself (WebKit's), with no chance to flush or close anything. Waits until
+    /// the viewer is gone and answers its pid; the window is of no use after this.
+    pub fn kill_hard(&self) -> u32 {
+        let table = processes();
+        let under_driver = descendants(&table, self.driver.id());
+        let viewers: Vec<u32> = under_driver
+            .iter()
+            .copied()
+            .filter(|pid| table.iter().any(|p| p.pid == *pid && p.name == "hamlet-viewer"))
+            .collect();
+        let [viewer] = viewers[..] else {
+            let seen: Vec<(u32, &str)> = table
+                .iter()
+                .filter(|p| under_driver.contains(&p.pid))
+                .map(|p| (p.pid, p.name.as_str()))
+                .collect();
+            panic!("one hamlet-viewer under WebKitWebDriver, not {viewers:?}: {seen:?}");
+        };
+        // Its own children are found before it dies: after, they belong to no one here.
+        let children = descendants(&table, viewer);
+        assert!(send_kill(&[viewer]), "SIGKILL to the viewer (pid {viewer})");
+        send_kill(&children);
+        // Tries, not a clock: about 10 s.
+        for _ in 0..200 {
+            if !alive(viewer) {
+                return viewer;
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        panic!("the viewer (pid {viewer}) outlived SIGKILL");
+    }
+
     /// A picture of the X screen, saved as `name.png`.
     pub fn screenshot(&self, name: &str) -> PathBuf {
         std::thread::sleep(Duration::from_millis(300));
@@ -213,6 +253,75 @@ impl Window {
         assert!(ok, "screenshot {name}");
         path
     }
+}
+
+/// A process as `/proc` shows it: its id, its parent's, and its program's file name.
+struct Process {
+    pid: u32,
+    parent: u32,
+    name: String,
+}
+
+/// Every process this user can see (one that ends while being read is left out).
+fn processes() -> Vec<Process> {
+    let Ok(entries) = std::fs::read_dir("/proc") else { return Vec::new() };
+    entries
+        .filter_map(Result::ok)
+        .filter_map(|e| e.file_name().to_str().and_then(|n| n.parse::<u32>().ok()))
+        .filter_map(|pid| {
+            let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+            // `pid (comm) state ppid …`: the name may hold spaces and parentheses.
+            let after = &stat[stat.rfind(')')? + 1..];
+            let parent = after.split_whitespace().nth(1)?.parse().ok()?;
+            let cmdline = std::fs::read(format!("/proc/{pid}/cmdline")).unwrap_or_default();
+            let program = cmdline.split(|b| *b == 0).next().unwrap_or_default();
+            let program = String::from_utf8_lossy(program);
+            let name = Path::new(&*program)
+                .file_name()
+                .map(|n| n.to_string_lossy().into_owned())
+                .unwrap_or_default();
+            Some(Process { pid, parent, name })
+        })
+        .collect()
+}
+
+/// The processes under `root`, children before grandchildren.
+fn descendants(table: &[Process], root: u32) -> Vec<u32> {
+    let mut found = Vec::new();
+    let mut next = vec![root];
+    while let Some(parent) = next.pop() {
+        for child in table.iter().filter(|p| p.parent == parent) {
+            if !found.contains(&child.pid) {
+                found.push(child.pid);
+                next.push(child.pid);
+            }
+        }
+    }
+    found
+}
+
+/// SIGKILL to `pids` (the shell's `kill`: the tests forbid unsafe code); true if every
+/// one was sent.
+fn send_kill(pids: &[u32]) -> bool {
+    if pids.is_empty() {
+        return true;
+    }
+    Command::new("sh")
+        .args(["-c", "kill -KILL \"$@\"", "sh"])
+        .args(pids.iter().map(u32::to_string))
+        .stderr(Stdio::null())
+        .status()
+        .is_ok_and(|s| s.success())
+}
+
+/// Whether `pid` still runs (a zombie, dead but not yet reaped, does not: its files, and
+/// the locks on them, are closed).
+fn alive(pid: u32) -> bool {
+    std::fs::read_to_string(format!("/proc/{pid}/stat")).ok().is_some_and(|stat| {
+        stat.rfind(')')
+            .and_then(|i| stat[i + 1..].split_whitespace().next())
+            .is_some_and(|state| state != "Z" && state != "X")
+    })
 }
 
 impl Drop for Window {
