@@ -11,7 +11,11 @@ let list = null;
 let nameInput = null;
 let forkButton = null;
 let status = null;
+let storeLine = null;
 let busy = false;
+/** Where Fork here imports a recording: a folder the user picked, or null (the default
+ * store under the data directory). */
+let chosenStore = null;
 
 export function initBranches(host) {
   root = host;
@@ -39,10 +43,12 @@ export function initBranches(host) {
     title: 'Save the branch shown up to the moment on the playhead, as a .hamlet recording',
     onClick: () => exportShown(true),
   });
+  storeLine = el('div', { class: 'branches-store dim small' });
   status = el('div', { class: 'branches-status', attrs: { 'aria-live': 'polite' } });
   list = el('ul', { class: 'branch-tree', attrs: { role: 'tree', 'aria-label': 'Branches' } });
   root.append(
     el('div', { class: 'branches-controls row' }, forkButton, nameInput),
+    storeLine,
     el('div', { class: 'branches-controls row' }, exportButton, exportUntil),
     status,
     list,
@@ -69,6 +75,7 @@ export function showBranches(branches) {
   for (const r of roots) walk(r, 0);
   setChildren(list, ...items);
   const writable = app.opened && app.opened.kind === 'store';
+  drawStoreLine(!writable && !!app.opened);
   forkButton.title = writable
     ? 'Make a new branch from the branch shown, at the moment on the playhead (whole steps); the branch shown is untouched'
     : 'Make a new branch at the moment on the playhead. A recording is read-only: it is first imported into a store under the viewer’s data directory (the recording is untouched), and the window shows that store';
@@ -92,6 +99,33 @@ function row(b, depth) {
   }, el('span', { class: 'branch-indent', attrs: { 'aria-hidden': 'true' }, text: depth ? `${'  '.repeat(depth - 1)}└ ` : '' }), name, meta, del);
 }
 
+/** On a recording, says where Fork here will import it, with a button to pick a folder. */
+function drawStoreLine(recording) {
+  if (!recording) { setChildren(storeLine); storeLine.hidden = true; return; }
+  storeLine.hidden = false;
+  const where = chosenStore
+    ? untrusted(`Fork here imports this recording into the store ${chosenStore}. `)
+    : untrusted('Fork here imports this recording into a new store under the viewer’s data directory. ');
+  const pick = button({ label: 'Choose a folder…', cls: 'btn-ghost btn-small', title: 'Import into a store of your choosing (an empty folder, or a store)', onClick: () => pickStore() });
+  const reset = chosenStore
+    ? button({ label: 'Use the default', cls: 'btn-ghost btn-small', onClick: () => { chosenStore = null; drawStoreLine(true); } })
+    : null;
+  setChildren(storeLine, where, pick, reset);
+}
+
+/** Picks the folder Fork here imports a recording into (or `dir` given, for tests). */
+export async function pickStore(dir) {
+  try {
+    const picked = dir === undefined ? await call('pick_store') : dir;
+    if (picked) chosenStore = picked;
+    drawStoreLine(app.opened && app.opened.kind !== 'store');
+    return chosenStore;
+  } catch (err) {
+    say(err.message, true);
+    return null;
+  }
+}
+
 const events = (n) => `${fmtCount(n)} event${n === 1 ? '' : 's'}`;
 
 function say(text, error = false) {
@@ -107,7 +141,8 @@ export async function forkHere(name) {
   const wanted = (name ?? nameInput.value).trim();
   try {
     const secs = Number.isFinite(app.cursorSecs) ? Math.floor(app.cursorSecs) : undefined;
-    const forked = await call('fork', { branch: app.branch, secs, name: wanted || null });
+    const store = app.opened.kind === 'store' ? null : chosenStore;
+    const forked = await call('fork', { branch: app.branch, secs, name: wanted || null, store });
     nameInput.value = '';
     const cut = forked.inside_step ? ' (inside a step: going on finishes it first)' : '';
     const where = forked.imported

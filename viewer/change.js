@@ -4,9 +4,9 @@
 // every change is the engine's (`change`, `continue_run`, `cancel_run`), and its refusals are
 // shown next to the field they name. A server's key lives in this page's memory only.
 
-import { app, emit } from './state.js';
+import { app, emit, on } from './state.js';
 import { call, listen } from './ipc.js';
-import { el, button, untrusted, setChildren, fmtCount, fmtTime, fmtClock, fmtDuration } from './dom.js';
+import { el, button, untrusted, setChildren, fmtMany, fmtTime, fmtClock, fmtDuration } from './dom.js';
 
 let root = null;
 let kindSelect = null;
@@ -76,6 +76,24 @@ export function initChange(host) {
   );
   drawFields();
   listen('run-progress', (p) => showProgress(p));
+  // The model chosen last time (the settings keep it without its key).
+  on('settings', () => {
+    const kept = app.settings.model;
+    if (!kept || typeof kept !== 'object') return;
+    const choice = {};
+    for (const k of KEPT) if (typeof kept[k] === 'string') choice[k] = kept[k];
+    setModel(choice, false);
+  });
+}
+
+/** What of the model the settings keep: all but the key. */
+const KEPT = ['backend', 'base_url', 'model', 'embed', 'embed_model'];
+
+/** Asks the page to keep the model chosen (without its key) in the settings. */
+function keepModel() {
+  const kept = {};
+  for (const k of KEPT) kept[k] = model[k];
+  emit('keep-model', kept);
 }
 
 /** Shown with its tab: the forms' lists (agents in town, places, objects) are made afresh. */
@@ -152,13 +170,13 @@ function drawModel() {
   const select = (key, choices, label) => {
     const s = el('select', { class: 'input', attrs: { 'aria-label': label } }, ...choices.map(([v, t]) => el('option', { value: v, text: t })));
     s.value = model[key];
-    s.addEventListener('change', () => { model[key] = s.value; drawServer(); });
+    s.addEventListener('change', () => { model[key] = s.value; drawServer(); keepModel(); });
     modelInputs[key] = s;
     return s;
   };
   const text = (key, label, type = 'text') => {
     const i = el('input', { type, class: 'input', value: model[key], attrs: { placeholder: label, 'aria-label': label, spellcheck: 'false', autocomplete: 'off' } });
-    i.addEventListener('input', () => { model[key] = i.value; });
+    i.addEventListener('input', () => { model[key] = i.value; if (key !== 'api_key') keepModel(); });
     i.addEventListener('keydown', (e) => e.stopPropagation());
     modelInputs[key] = i;
     return i;
@@ -295,7 +313,7 @@ function showProgress(p) {
   const eta = p.state === 'running' && Number.isFinite(p.eta_secs) ? ` · about ${fmtDuration(Math.round(p.eta_secs))} to go` : '';
   const what = p.state === 'done' ? 'Done' : p.state === 'stopped' ? 'Stopped (nothing is lost; Continue goes on from here)' : 'Running';
   const between = `${fmtClock(p.from_secs)} → ${fmtClock(p.to_secs)}`;
-  setChildren(runText, untrusted(`${what}: at ${fmtTime(p.secs)} (${between}) · ${fmtCount(p.calls)} calls · ${fmtCount(p.tokens)} tokens · ${cost} · ${fmtDuration(Math.round(p.wall_secs))}${p.state === 'running' ? ' so far' : ''}${eta}`));
+  setChildren(runText, untrusted(`${what}: at ${fmtTime(p.secs)} (${between}) · ${fmtMany(p.calls, 'call')} · ${fmtMany(p.tokens, 'token')} · ${cost} · ${fmtDuration(Math.round(p.wall_secs))}${p.state === 'running' ? ' so far' : ''}${eta}`));
   root.dataset.runState = p.state;
   if (p.state === 'running') follow(p.head_seq, false, p.secs);
 }
@@ -315,9 +333,11 @@ export function changeState() {
   return { busy, running, model: { ...model, api_key: model.api_key ? '(set)' : '' }, result: resultBox ? resultBox.textContent : '', run: runText ? runText.textContent : '', runState: root ? root.dataset.runState || null : null };
 }
 
-/** Sets the model (for tests and the settings a person types). */
-export function setModel(m) {
+/** Sets the model (from the settings, a test, or a script); kept in the settings unless
+ * `keep` is false. */
+export function setModel(m, keep = true) {
   Object.assign(model, m || {});
   for (const [k, i] of Object.entries(modelInputs)) i.value = model[k] ?? '';
-  drawServer();
+  if (modelBox) drawServer();
+  if (keep) keepModel();
 }

@@ -5,7 +5,7 @@
 
 import { app, emit, on } from './state.js';
 import { call, latest } from './ipc.js';
-import { el, button, untrusted, setChildren, fmtTime, fmtCount } from './dom.js';
+import { el, button, untrusted, setChildren, fmtTime, fmtCount, fmtMany } from './dom.js';
 import { setGhosts } from './map.js';
 
 let root = null;
@@ -101,7 +101,7 @@ function side(s) {
   if (!s.present) return 'not in town';
   const first = s.actions[0];
   const doing = first ? `${first[1] || ''} ${first[2]}`.trim() : 'no new action';
-  return `${fmtCount(s.actions.length)} actions, ${fmtCount(s.conversations.length)} talks · first: ${doing}`;
+  return `${fmtMany(s.actions.length, 'action')}, ${fmtMany(s.conversations.length, 'talk')} · first: ${doing}`;
 }
 
 function row(d, x) {

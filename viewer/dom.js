@@ -186,6 +186,11 @@ export function fmtCount(n) {
   return Number.isFinite(n) ? n.toLocaleString('en-US') : '—';
 }
 
+/** A count and its noun, singular for one: "1 call", "2 calls". */
+export function fmtMany(n, noun, plural = `${noun}s`) {
+  return `${fmtCount(n)} ${n === 1 ? noun : plural}`;
+}
+
 /** A score 0..1 as two decimals. */
 export function fmtScore(x) {
   return Number.isFinite(x) ? x.toFixed(2) : '—';

@@ -16,7 +16,7 @@ import {
 import { initAgent, showAgent, setAgentVisible, agentState } from './agent.js';
 import { initWhy, openWhy, whyState, warmUp } from './why.js';
 import { initCalls, setCallsVisible, inspectNode, callsState } from './calls.js';
-import { initBranches, showBranches, forkHere, remove as deleteBranch } from './branches.js';
+import { initBranches, showBranches, forkHere, pickStore, remove as deleteBranch } from './branches.js';
 import { initChange, showChangeTarget, setChangeVisible, makeChange, continueRun, cancelRun, changeState, setModel } from './change.js';
 import { initCompare, setCompareVisible, compare, compareState } from './compare.js';
 import { initPlots, setPlotsVisible, plot, saveCsv, plotsState } from './plots.js';
@@ -620,6 +620,7 @@ function wireEvents() {
   on('branches-changed', branchesChanged);
   on('branch-grew', ({ seq }) => branchGrew(seq));
   on('run-head', ({ seq, secs }) => runHead(seq, secs));
+  on('keep-model', (m) => { app.settings.model = m; saveSettings(); });
   on('frame', () => showChangeTarget());
   on('open-now', (o) => { if (o) { handleOpened(o); setSideTab('branches'); } });
   on('inspect-call', (node) => { setSideTab('calls'); inspectNode(node); });
@@ -771,6 +772,7 @@ window.hamlet = {
   fork: (name) => { setSideTab('branches'); return forkHere(name ?? ''); },
   /** Deletes a fork (as its × button); resolves to the answer, or null if refused. */
   deleteBranch: (name) => { setSideTab('branches'); return deleteBranch(name); },
+  pickStore: (dir) => pickStore(dir),
   /** Makes a change at the branch's head (the engine's `Change`: `{ kind: 'inner-voice', agent, text }`, …);
    * resolves to what the engine said, or `{ error, field }`. */
   change: (c) => { setSideTab('change'); return makeChange(c); },

@@ -108,6 +108,40 @@ async fn pick_and_open(app: AppHandle) -> Result<Option<OpenedView>, String> {
     }
 }
 
+/// A folder for a store, picked in the folder dialog (`null` if cancelled): where Fork here
+/// imports a recording when the user would rather not use the default under the data
+/// directory. A folder that holds files but no store is refused in words before anything
+/// is written.
+#[tauri::command]
+async fn pick_store(app: AppHandle) -> Result<Option<String>, String> {
+    tauri::async_runtime::spawn_blocking(move || {
+        let Some(dir) = app.dialog().file().blocking_pick_folder().and_then(|p| p.into_path().ok())
+        else {
+            return Ok(None);
+        };
+        store_folder_fits(&dir)?;
+        Ok(Some(dir.display().to_string()))
+    })
+    .await
+    .map_err(|e| e.to_string())?
+}
+
+/// Whether `dir` can take a store: empty, missing, or a store already (`segments/`).
+fn store_folder_fits(dir: &std::path::Path) -> Result<(), String> {
+    let mut entries = match std::fs::read_dir(dir) {
+        Ok(entries) => entries,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(()),
+        Err(e) => return Err(format!("cannot read {}: {e}", dir.display())),
+    };
+    if entries.next().is_none() || dir.join("segments").is_dir() {
+        return Ok(());
+    }
+    Err(format!(
+        "{} holds other files and no store: pick an empty folder or a store",
+        dir.display()
+    ))
+}
+
 /// What is open now (a file given on the command line opens before the page loads), or
 /// `null`; an error if the last open failed.
 #[tauri::command]
@@ -326,7 +360,11 @@ async fn fork(
         None
     } else {
         let dir = match store {
-            Some(dir) => PathBuf::from(dir),
+            Some(dir) => {
+                let dir = PathBuf::from(dir);
+                store_folder_fits(&dir)?;
+                dir
+            }
             None => default_store(&app, &path)?,
         };
         let events = import_into(path, dir.clone()).await?;
@@ -664,6 +702,7 @@ fn main() {
         .invoke_handler(tauri::generate_handler![
             open_path,
             pick_and_open,
+            pick_store,
             current,
             recent,
             settings,

@@ -1,6 +1,7 @@
 //! What the viewer remembers between runs, kept with tauri-plugin-store in
 //! `settings.json` (under `$XDG_DATA_HOME/town.hamlet.viewer/`): the settings (speed, panel
-//! width, what the map draws), the recent files, and the moment each file was left at.
+//! width, what the map draws, the model of the Change tab without its key), the recent files,
+//! and the moment each file was left at.
 //! The page reads and writes them through commands; it never touches the store itself.
 
 use serde::{Deserialize, Serialize};
@@ -25,11 +26,49 @@ pub struct Settings {
     pub show_paths: bool,
     /// Whether the map draws speech bubbles.
     pub show_bubbles: bool,
+    /// The model the Change tab asks and continues with, without its key.
+    pub model: ModelSetting,
 }
 
 impl Default for Settings {
     fn default() -> Settings {
-        Settings { speed: 60, panel_width: 420, show_paths: true, show_bubbles: true }
+        Settings {
+            speed: 60,
+            panel_width: 420,
+            show_paths: true,
+            show_bubbles: true,
+            model: ModelSetting::default(),
+        }
+    }
+}
+
+/// The model of the user's choice, as the settings keep it: everything of `ops::ModelSpec`
+/// but the key, which has no field here, so it is never written (a key sent along is
+/// dropped when the settings are read).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct ModelSetting {
+    /// `default`, `small` or `server`.
+    pub backend: String,
+    /// The server's base URL.
+    pub base_url: String,
+    /// The server's model.
+    pub model: String,
+    /// Embeddings from `local` or `server`.
+    pub embed: String,
+    /// The server's embedding model.
+    pub embed_model: String,
+}
+
+impl Default for ModelSetting {
+    fn default() -> ModelSetting {
+        ModelSetting {
+            backend: "default".into(),
+            base_url: String::new(),
+            model: String::new(),
+            embed: "local".into(),
+            embed_model: String::new(),
+        }
     }
 }
 
@@ -104,4 +143,29 @@ pub fn set_moment(app: &AppHandle, path: &str, seq: u64) -> Result<(), String> {
     moments.insert(0, (path.to_owned(), seq));
     moments.truncate(MAX_MOMENTS);
     put(app, "moments", &moments)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_model_is_kept_without_its_key() {
+        // As the page sends it: the key along with the rest.
+        let sent = serde_json::json!({
+            "speed": 600,
+            "model": { "backend": "server", "base_url": "http://localhost:11434/v1",
+                       "model": "qwen2.5:7b", "api_key": "sk-secret", "embed": "local" },
+        });
+        let settings: Settings = serde_json::from_value(sent).unwrap();
+        assert_eq!(settings.model.backend, "server");
+        assert_eq!(settings.model.model, "qwen2.5:7b");
+        assert_eq!(settings.model.embed_model, "", "a field left out takes its default");
+        let written = serde_json::to_string(&settings).unwrap();
+        assert!(!written.contains("sk-secret") && !written.contains("api_key"), "{written}");
+        // Settings written before the model was kept still read.
+        let old: Settings = serde_json::from_str(r#"{"speed": 60, "show_paths": false}"#).unwrap();
+        assert_eq!(old.model, ModelSetting::default());
+        assert!(!old.show_paths);
+    }
 }

@@ -486,4 +486,14 @@ fn a_viewer_compares_measures_and_exports_and_answers_the_same_when_lent() {
     assert_eq!(last, until, "the export ends at the moment asked");
     let whole = viewer.export("broken", None).unwrap();
     assert!(whole.len() > exported.len());
+    // Opened again, each export shows the town the store shows, moment for moment.
+    let head = viewer.opened().branches.iter().find(|b| b.name == "broken").unwrap().head_seq;
+    for (bytes, end) in [(&exported, until), (&whole, head)] {
+        let mut reopened = Viewer::recording(bytes, Path::new("broken.hamlet")).unwrap();
+        for seq in [forked.seq / 2, forked.seq, forked.seq + 1, end] {
+            let shown = serde_json::to_value(reopened.frame("broken", seq).unwrap()).unwrap();
+            let stored = serde_json::to_value(viewer.frame("broken", seq).unwrap()).unwrap();
+            assert_eq!(shown, stored, "the exported branch at #{seq}");
+        }
+    }
 }

@@ -562,6 +562,9 @@ fn fork_here_imports_the_recording_and_the_tree_forks_and_deletes() {
 /// two cores).
 const MINUTE: u32 = 600;
 
+/// A key typed into the Change tab: it must never reach a file.
+const KEY: &str = "sk-e2e-never-written";
+
 /// 09:00 of the shipped day, in simulated seconds.
 const NINE: u64 = 9 * 3600;
 
@@ -699,7 +702,7 @@ fn start_continuing(w: &Window, hours: f64) {
 /// The shipped recording in a window over `data`, the playhead at 09:00, forked there as
 /// `name` (the recording imported into a store under `data` first), the fork shown: the
 /// window, the engine's `Forked` and the store's folder.
-fn fork_the_morning(data: &Path, name: &str) -> (Window, Value, PathBuf) {
+fn fork_the_morning(data: &Path, name: &str, store: Option<&Path>) -> (Window, Value, PathBuf) {
     let file = shipped();
     let events = events_of(&file);
     let nine = events
@@ -711,6 +714,22 @@ fn fork_the_morning(data: &Path, name: &str) -> (Window, Value, PathBuf) {
     let w = Window::open(&[file.display().to_string()], data, &shots());
     wait_open(&w);
     seek(&w, nine);
+    if let Some(dir) = store {
+        // A folder that holds something else is refused in words, and nothing is imported.
+        let other = data.join("not-a-store");
+        std::fs::create_dir_all(&other).unwrap();
+        std::fs::write(other.join("notes.txt"), "mine").unwrap();
+        w.run("window.hamlet.pickStore(arguments[0]); return true;", json!([other]));
+        begin(&w, "refused", "window.hamlet.fork(arguments[0])", json!([name]));
+        assert_eq!(outcome(&w, "refused", MINUTE), Value::Null, "a fork into {}", other.display());
+        let status = w.run(
+            "return document.querySelector('#pane-branches .branches-status').textContent;",
+            json!([]),
+        );
+        assert!(status.as_str().unwrap().contains("no store"), "the window says why: {status}");
+        assert_eq!(std::fs::read_dir(&other).unwrap().count(), 1, "nothing written there");
+        w.run("window.hamlet.pickStore(arguments[0]); return true;", json!([dir]));
+    }
     begin(&w, "fork", "window.hamlet.fork(arguments[0])", json!([name]));
     let forked = outcome(&w, "fork", 5 * MINUTE);
     let status = w.run(
@@ -719,18 +738,25 @@ fn fork_the_morning(data: &Path, name: &str) -> (Window, Value, PathBuf) {
     );
     assert_eq!(forked["name"].as_str(), Some(name), "the fork: {forked}; the window says {status}");
     assert_eq!(forked["inside_step"], json!(false), "a fork at a time keeps whole steps: {forked}");
-    let store = PathBuf::from(
+    let imported = PathBuf::from(
         forked["imported"]["store"]
             .as_str()
             .unwrap_or_else(|| panic!("the recording was imported into a store: {forked}")),
     );
-    assert!(store.starts_with(data), "a store under the data directory: {}", store.display());
+    match store {
+        Some(dir) => assert_eq!(imported, dir, "the store picked"),
+        None => assert!(
+            imported.starts_with(data),
+            "a store under the data directory: {}",
+            imported.display()
+        ),
+    }
     w.wait_for(
         "the fork shown",
         "const s = window.hamlet.state(); return s.branch === arguments[0] && s.seq !== null ? s : null;",
         json!([name]),
     );
-    (w, forked, store)
+    (w, forked, imported)
 }
 
 /// Goal: "what if?" asked and answered in the window, against a model server. Method: the
@@ -750,7 +776,7 @@ fn a_fork_is_changed_continued_cancelled_and_compared_in_the_window() {
     let server = ScriptedServer::start();
     let data = tempfile::tempdir().unwrap();
     let fork = "voice";
-    let (w, forked, _store) = fork_the_morning(data.path(), fork);
+    let (w, forked, _store) = fork_the_morning(data.path(), fork, None);
     let (fork_seq, fork_secs) = (forked["seq"].as_u64().unwrap(), forked["secs"].as_u64().unwrap());
 
     // An inner voice, asked of the scripted server: the engine says what she means to do.
@@ -891,9 +917,12 @@ fn a_continuation_killed_part_way_is_reopened_whole_and_resumes() {
     let server = ScriptedServer::start();
     let data = tempfile::tempdir().unwrap();
     let fork = "killed";
-    let (w, _forked, store) = fork_the_morning(data.path(), fork);
+    let picked = data.path().join("picked");
+    let (w, _forked, store) = fork_the_morning(data.path(), fork, Some(&picked));
     server.set_delay(Duration::from_millis(400));
     use_scripted(&w, &server);
+    // A key typed in the window stays in its memory: the settings keep the rest.
+    w.run("window.hamlet.setModel({ api_key: arguments[0] }); return true;", json!([KEY]));
     start_continuing(&w, 1.0);
     wait_step(&w);
     let told = last_told(&w);
@@ -927,6 +956,18 @@ fn a_continuation_killed_part_way_is_reopened_whole_and_resumes() {
     let shown = seek(&w, acked);
     assert_eq!(shown["branch"], fork, "the last acknowledged event, on the fork: {shown}");
     w.screenshot("19-killed-reopened");
+
+    // The new window asks the same server, chosen last time; the key was never written.
+    let model = w.run("return window.hamlet.debug().change.model;", json!([]));
+    assert_eq!(
+        (&model["backend"], &model["base_url"], &model["api_key"]),
+        (&json!("server"), &json!(server.base_url()), &json!("")),
+        "{model}"
+    );
+    let settings = std::fs::read_to_string(data.path().join("town.hamlet.viewer/settings.json"))
+        .expect("the viewer's settings file");
+    assert!(settings.contains(&server.base_url()), "the model is kept: {settings}");
+    assert!(!settings.contains(KEY), "the key is not: {settings}");
 
     // Continue goes on from what was kept, to the end.
     server.set_delay(Duration::ZERO);
