@@ -195,6 +195,7 @@ pub fn summary(body: &Body, name: &dyn Fn(AgentId) -> String) -> String {
             format!("{} answers: \"{}\"", name(a.agent), clip(&a.answer, 90))
         }
         Body::SeedDrawn(s) => format!("seed {} drawn for {}", s.seed, s.purpose),
+        Body::BranchRenamed(r) => format!("branch renamed `{}`", r.name),
         Body::Unknown { kind, schema } => format!("event of unknown kind {kind} (schema {schema})"),
     }
 }

@@ -433,7 +433,12 @@ bodies! {
     24 InterviewAnswered(InterviewAnswered),
     /// A random seed is drawn for one purpose.
     25 SeedDrawn(SeedDrawn),
+    /// A branch takes a new name: appended to the branch it renames, at its head's time.
+    26 BranchRenamed(BranchRenamed),
 }
+
+/// The kind tag of [`BranchRenamed`], which readers look for to name a branch.
+pub const BRANCH_RENAMED: u16 = 26;
 
 /// The first event of a branch.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -446,6 +451,16 @@ pub struct BranchCreated {
     pub fork_seq: Option<u64>,
     /// Makes two forks of the same point with the same name distinct.
     pub nonce: u64,
+}
+
+/// A branch's new name. A branch is named by the last `BranchRenamed` among its **own**
+/// events (never an ancestor's: a parent renamed before the fork point leaves the fork's
+/// name alone), else by its [`BranchCreated`]. The name is not hashed into the branch id,
+/// so a rename changes no id.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct BranchRenamed {
+    /// The name people use for the branch from this event on.
+    pub name: String,
 }
 
 /// The run's configuration.
@@ -1369,6 +1384,13 @@ mod tests {
         let mut stored = NewEvent::new(5, Body::ClockStepped(ClockStepped { step: 1 })).encode(0);
         stored.push(0);
         assert!(matches!(decode_stored(&stored), Err(DecodeError::Trailing { extra: 1, .. })));
+    }
+
+    #[test]
+    fn the_rename_tag_is_the_kinds() {
+        assert_eq!(kind_by_name("BranchRenamed"), Some(BRANCH_RENAMED));
+        let body = Body::BranchRenamed(BranchRenamed { name: "x".into() });
+        assert_eq!(body.kind(), BRANCH_RENAMED);
     }
 
     #[test]

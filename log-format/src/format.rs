@@ -528,6 +528,20 @@ impl<'a> ChunkRef<'a> {
         ChunkEvents { check_chain: true, ..self.events() }
     }
 
+    /// The name given by the last `BranchRenamed` among the chunk's events (all of them its
+    /// branch's own), if any: the branch's name from there on (FORMAT.md §6.4). Only
+    /// events of that kind are decoded; one that does not decode names nothing.
+    pub fn last_rename(&self) -> Option<String> {
+        self.events()
+            .filter_map(Result::ok)
+            .filter(|e| e.kind == crate::event::BRANCH_RENAMED)
+            .filter_map(|e| match crate::event::decode_body(e.kind, e.schema, e.body) {
+                Ok(crate::event::Body::BranchRenamed(r)) => Some(r.name),
+                _ => None,
+            })
+            .last()
+    }
+
     /// Walks every event: framing, header decoding, seq and time order, and that the chain
     /// from the header's parent ends at the header's last id. Returns the kinds seen.
     pub fn verify_events(&self) -> Result<Vec<u16>, FormatError> {
@@ -826,7 +840,8 @@ pub struct BranchEntry {
     pub head_seq: u64,
     /// Events of its own (after the fork point) in this file.
     pub n_events: u64,
-    /// Its name.
+    /// Its name: that of the last `BranchRenamed` among its own events in this file, else
+    /// its `BranchCreated`'s.
     pub name: String,
 }
 

@@ -111,7 +111,8 @@ impl<'a> Recording<'a> {
         self.bytes
     }
 
-    /// The branch table.
+    /// The branch table, each branch under its current name (its last own `BranchRenamed`'s,
+    /// else its `BranchCreated`'s: the writer puts it there and `verify` checks it).
     pub fn branches(&self) -> &[BranchEntry] {
         &self.summary.branches
     }
@@ -121,7 +122,8 @@ impl<'a> Recording<'a> {
         self.summary.branches.iter().find(|b| b.id == id)
     }
 
-    /// A branch by name, or by a prefix of its hex id (`br_3fa2…` or `3fa2…`).
+    /// A branch by its current name, or by a prefix of its hex id (`br_3fa2…` or `3fa2…`).
+    /// A name a branch had before a rename no longer finds it.
     pub fn find_branch(&self, name: &str) -> Option<&BranchEntry> {
         if let Some(b) = self.summary.branches.iter().find(|b| b.name == name) {
             return Some(b);

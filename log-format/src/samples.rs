@@ -195,6 +195,8 @@ pub fn one_body_per_kind() -> Vec<Body> {
             answer: "Isabella is throwing a party on Friday.".into(),
         }),
         Body::SeedDrawn(SeedDrawn { purpose: "tick 1 agent 0 perceive".into(), seed: 99 }),
+        // The branch that holds the samples is renamed by the last of them.
+        Body::BranchRenamed(BranchRenamed { name: "market-day".into() }),
     ]
 }
 
@@ -210,8 +212,9 @@ pub fn stored_samples() -> Vec<Vec<u8>> {
         .collect()
 }
 
-/// A small recording: a main branch holding one event of every kind (in two chunks) and
-/// a fork of it at #5 named "what-if" with two more events.
+/// A small recording: a root branch created as "main" holding one event of every kind (in
+/// two chunks), so renamed "market-day" by its last, and a fork of it at #5 named "what-if"
+/// with two more events (the rename, after the fork point, is not the fork's).
 pub fn small_recording() -> Vec<u8> {
     let stored = stored_samples();
     let mut out = crate::writer::RecordingWriter::new(Vec::new(), "hamlet-log samples")

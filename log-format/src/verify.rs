@@ -4,7 +4,8 @@
 //! What is checked: the preamble; the footer and the summary's hash; the data section's
 //! hash; every chunk's framing, hash, events, seq order, time order and chain; the chunk
 //! index against the chunks; each branch's chain across chunks, its first event, its fork
-//! point and its head against the branch table; the statistics against the data.
+//! point, its head and its name (its last own `BranchRenamed`, else its `BranchCreated`)
+//! against the branch table; the statistics against the data.
 #![cfg_attr(
     not(test),
     deny(clippy::unwrap_used, clippy::expect_used, clippy::indexing_slicing, clippy::panic)
@@ -100,6 +101,8 @@ struct Found {
     kinds: Vec<(u16, u64)>,
     created: Option<crate::event::BranchCreated>,
     created_id: EventId,
+    /// The name of the chunk's last `BranchRenamed`, if it holds one.
+    renamed: Option<String>,
 }
 
 /// Scans records from `start` to `end`, checking each chunk by itself.
@@ -186,16 +189,19 @@ fn walk(chunk: &ChunkRef<'_>) -> Result<Found, FormatError> {
     let mut run: Option<(u16, u64)> = None;
     let mut created = None;
     let mut created_id = EventId::NONE;
+    let mut renamed = None;
     for event in chunk.events_checked() {
         let event = event?;
         let body = decode_body(event.kind, event.schema, event.body).map_err(|source| {
             FormatError::BadEvent { offset: chunk.offset, seq: event.header.seq, source }
         })?;
-        if event.header.seq == chunk.header.first_seq {
-            if let Body::BranchCreated(b) = body {
+        match body {
+            Body::BranchCreated(b) if event.header.seq == chunk.header.first_seq => {
                 created = Some(b);
                 created_id = event.id;
             }
+            Body::BranchRenamed(r) => renamed = Some(r.name),
+            _ => {}
         }
         run = match run {
             Some((kind, n)) if kind == event.kind => Some((kind, n + 1)),
@@ -231,6 +237,7 @@ fn walk(chunk: &ChunkRef<'_>) -> Result<Found, FormatError> {
         kinds,
         created,
         created_id,
+        renamed,
     })
 }
 
@@ -322,7 +329,12 @@ fn link(bytes: &[u8], found: &[Found], problems: &mut Vec<Problem>) -> Vec<Branc
             head_id: last.last_id,
             head_seq: last.entry.last_seq,
             n_events: chunks.iter().map(|c| u64::from(c.n_events)).sum(),
-            name: created.name.clone(),
+            // Its own chunks only: an ancestor's rename never names a fork.
+            name: chunks
+                .iter()
+                .rev()
+                .find_map(|c| c.renamed.clone())
+                .unwrap_or_else(|| created.name.clone()),
         });
     }
     table

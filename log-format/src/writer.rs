@@ -2,7 +2,9 @@
 //! footer. The writer refuses a chunk that is malformed or does not continue its branch
 //! (seq, parent id, time); a fork's first chunk must name a fork point among its parent's
 //! own events already written. It cannot check the fork point's id without keeping every
-//! id: callers (the store, `recover`) check that, and `verify` checks everything.
+//! id: callers (the store, `recover`) check that, and `verify` checks everything. Each
+//! branch's summary record carries its current name: that of the last `BranchRenamed` among
+//! its own events written, else its `BranchCreated`'s.
 
 use std::collections::BTreeMap;
 use std::io::{self, Write};
@@ -163,6 +165,11 @@ impl<W: Write> RecordingWriter<W> {
                 );
             }
         }
+        // A rename among the chunk's events (its branch's own) names the branch from then on.
+        let renamed = match kinds.contains(&crate::event::BRANCH_RENAMED) {
+            true => chunk.last_rename(),
+            false => None,
+        };
         self.out.write_all(record)?;
         crate::format::feed_data_record(&mut self.data, record);
         self.head_times.insert(header.branch, header.time_last);
@@ -170,6 +177,9 @@ impl<W: Write> RecordingWriter<W> {
             entry.head_id = header.last_id;
             entry.head_seq = header.last_seq();
             entry.n_events += u64::from(header.n_events);
+            if let Some(name) = renamed {
+                entry.name = name;
+            }
         }
         if self.stats.n_chunks == 0 {
             self.stats.time_first = header.time_first;

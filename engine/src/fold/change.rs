@@ -269,9 +269,13 @@ pub fn from_body(body: &Body) -> Change<'_> {
             }
             _ => Change::Intervened,
         },
-        Body::EmbeddingReturned(_) | Body::InterviewAnswered(_) | Body::SeedDrawn(_) => {
-            Change::Nothing
-        }
+        // A branch's new name is the store's and the recording's business, not the town's:
+        // a rename changes nothing folded, so no state hash depends on a branch's name
+        // beyond the one its `BranchCreated` gave.
+        Body::EmbeddingReturned(_)
+        | Body::InterviewAnswered(_)
+        | Body::SeedDrawn(_)
+        | Body::BranchRenamed(_) => Change::Nothing,
         Body::Unknown { .. } => Change::Unknown,
     }
 }
@@ -449,7 +453,7 @@ pub fn from_stored(kind: u16, schema: u16, body: &[u8]) -> Option<Change<'_>> {
         }
         12 => Change::LlmFailure,
         13 => Change::EmbeddingRequest,
-        14 | 24 | 25 => Change::Nothing,
+        14 | 24 | 25 | 26 => Change::Nothing,
         15 => {
             let p = view::<v1::PlanMade>(body)?;
             Change::Plan { agent: p.agent, level: p.level }

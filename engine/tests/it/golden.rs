@@ -62,6 +62,16 @@ const PINNED: &[(&str, &str, &str)] = &[
         "main",
         "st_012968b9cc69c21b584af3703111122f87ed10563a4b51e6bbff6aceb85ad1f4",
     ),
+    (
+        "branch-renamed-v1.hamlet",
+        "market-day",
+        "st_98beaaaa3f455d866e6c2732bc4c39da636b6d21668a4683345707f524a22bb8",
+    ),
+    (
+        "branch-renamed-v1.hamlet",
+        "what-if",
+        "st_c88523e1471d3259689e10352486f3c15c4917791f0f733c4bb58b08a5363442",
+    ),
 ];
 
 #[test]
@@ -164,7 +174,7 @@ fn schema_2_model_calls_upcast_to_no_items_and_the_v3_sample_carries_its_distrib
 fn write_missing_corpus() {
     let dir = corpus_dir();
     std::fs::create_dir_all(&dir).unwrap();
-    let files: [(&str, Vec<u8>); 7] = [
+    let files: [(&str, Vec<u8>); 8] = [
         ("schema-v1.hamlet", hamlet_log::samples::small_recording()),
         // EmbeddingRequested schema 2 (purpose, agent, server).
         ("embedding-requested-v2.hamlet", hamlet_log::samples::small_recording()),
@@ -178,6 +188,8 @@ fn write_missing_corpus() {
         ("llm-schema-v4.hamlet", hamlet_log::samples::small_recording()),
         // Intervened at schema 2 (a happening).
         ("intervened-v2.hamlet", hamlet_log::samples::small_recording()),
+        // BranchRenamed (kind 26, schema 1): the root renamed `market-day`.
+        ("branch-renamed-v1.hamlet", hamlet_log::samples::small_recording()),
         (
             "schema-v1-town.hamlet",
             hamlet_engine::synth::write_recording(
@@ -217,4 +229,35 @@ fn an_intervention_of_schema_2_can_be_a_happening_and_the_fold_keeps_it() {
     assert!(matches!(&v2, Intervention::Happening { place, .. } if place == "café:counter"));
     assert_eq!(town.happenings.len(), 1, "still going on at the sample's end");
     assert_eq!(town.happenings[0].text, "a fire alarm is ringing");
+}
+
+#[test]
+fn a_renamed_branch_is_found_by_its_new_name_and_its_rename_changes_nothing_in_the_town() {
+    let bytes = std::fs::read(corpus_dir().join("branch-renamed-v1.hamlet")).unwrap();
+    let rec = Recording::open(&bytes).unwrap();
+    assert!(rec.find_branch("main").is_none(), "created `main`, renamed since");
+    let root = rec.find_branch("market-day").unwrap();
+    let last = rec.events(root.id, root.head_seq).unwrap().next().unwrap().unwrap();
+    assert!(matches!(&last.body, hamlet_log::Body::BranchRenamed(r) if r.name == "market-day"));
+    // Up to the rename it is the previous file's history, event for event: the same town.
+    let before = state_at_recording(&rec, root.id, Moment::Seq(root.head_seq - 1)).unwrap();
+    assert_eq!(
+        before.state_hash().to_string(),
+        "st_012968b9cc69c21b584af3703111122f87ed10563a4b51e6bbff6aceb85ad1f4",
+        "intervened-v2.hamlet's main at its end"
+    );
+    // The rename moves the head on and changes nothing else: the branch keeps, in the
+    // town, the name it was created with.
+    let after = state_at_recording(&rec, root.id, Moment::End).unwrap();
+    assert_eq!(after.n_events, before.n_events + 1);
+    assert_eq!((after.n_unknown, after.n_anomalies), (before.n_unknown, before.n_anomalies));
+    assert_eq!(after.branch_name, "main");
+    let same = hamlet_engine::fold::Town {
+        head: before.head,
+        n_events: before.n_events,
+        // (The sample's events are 10 s apart; the engine renames at the head's time.)
+        sim_time_secs: before.sim_time_secs,
+        ..after
+    };
+    assert_eq!(same, before);
 }

@@ -3,4 +3,5 @@
 
 mod damage;
 mod format_doc;
+mod names;
 mod reading;

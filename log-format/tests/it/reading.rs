@@ -35,7 +35,8 @@ fn pieces_of_any_size_give_the_same_records() {
 fn main_holds_every_kind_and_the_fork_shares_its_prefix() {
     let bytes = small_recording();
     let rec = Recording::open(&bytes).unwrap();
-    let main = rec.find_branch("main").unwrap().id;
+    // The root was created as `main`; its last event renamed it.
+    let main = rec.find_branch("market-day").unwrap().id;
     let bodies: Vec<Body> = rec.events(main, 0).unwrap().map(|e| e.unwrap().body).collect();
     assert_eq!(bodies, one_body_per_kind());
 
@@ -56,10 +57,10 @@ fn main_holds_every_kind_and_the_fork_shares_its_prefix() {
 fn seek_by_time_finds_the_last_event_at_or_before() {
     let bytes = small_recording();
     let rec = Recording::open(&bytes).unwrap();
-    let main = rec.find_branch("main").unwrap().id;
+    let main = rec.find_branch("market-day").unwrap().id;
     assert_eq!(rec.seq_at_time(main, 0).unwrap(), Some(0));
     assert_eq!(rec.seq_at_time(main, 135).unwrap(), Some(13));
-    assert_eq!(rec.seq_at_time(main, 1_000_000).unwrap(), Some(24));
+    assert_eq!(rec.seq_at_time(main, 1_000_000).unwrap(), Some(25));
     let fork = rec.find_branch("what-if").unwrap().id;
     assert_eq!(rec.seq_at_time(fork, 45).unwrap(), Some(4));
     assert_eq!(rec.seq_at_time(fork, 55).unwrap(), Some(6));
