@@ -19,6 +19,16 @@
 //! After a failed write or sync the store refuses further writes until reopened: the page
 //! cache's contents are then unknown, and acknowledged events must stay a prefix.
 //!
+//! # Renaming a branch
+//! A branch's name is in its `BranchCreated`, which its id hashes, so a rename is an event:
+//! [`Store::rename_branch`] appends a `BranchRenamed` to the branch (its own events, at its
+//! head's time) through commit point 1, and the index row takes the new name only once it
+//! is durable. A branch is named by the last `BranchRenamed` among its own segments, else
+//! by its `BranchCreated`: the scan that rebuilds the index reads names so, and an import
+//! brings a renamed branch in under its new name. A rename reaches a segment only through
+//! `write_records`, which names the branch from it — made by `rename_branch`, or copied by
+//! an import; `append_durable` asserts it never writes one — so the index cannot miss one.
+//!
 //! # Deleting a branch
 //! [`Store::delete_branch`] removes a fork's own segments (its events after the fork point;
 //! the history it shares lives in its parent's). A tombstone (`<branch prefix>.deleting`) is
@@ -32,7 +42,9 @@ use std::collections::BTreeMap;
 use std::io;
 use std::path::Path;
 
-use hamlet_log::event::{decode_body, decode_header, Body, BranchCreated, Event, NewEvent};
+use hamlet_log::event::{
+    decode_body, decode_header, Body, BranchCreated, BranchRenamed, Event, NewEvent,
+};
 use hamlet_log::format::{
     file_preamble, parse_preamble, parse_record, ChunkBuilder, ChunkRef, FormatError, StoredRef,
 };
@@ -87,6 +99,14 @@ pub enum StoreError {
     /// A branch of that name exists.
     #[error("a branch named `{0}` exists already")]
     NameTaken(String),
+    /// A name no branch may take.
+    #[error("cannot name a branch `{name}`: {why}")]
+    BadName {
+        /// The name asked for.
+        name: String,
+        /// Why not.
+        why: &'static str,
+    },
     /// A seq past a branch's head.
     #[error("branch `{name}` holds events #0 to #{head_seq}; #{seq} is past its head")]
     SeqOutOfRange {
@@ -658,6 +678,47 @@ impl<S: Storage> Store<S> {
         Ok(row.n_events)
     }
 
+    /// Whether `name` may name a branch of this store (`branch`, when it is renamed): the
+    /// rules every name a branch takes follows, a fork's, an import's or a rename's. Not
+    /// empty (nor only spaces), and no other branch's.
+    fn check_name(&self, name: &str, branch: Option<BranchId>) -> Result<(), StoreError> {
+        let bad = |why| Err(StoreError::BadName { name: name.to_owned(), why });
+        if name.trim().is_empty() {
+            return bad("a branch's name cannot be empty");
+        }
+        match self.branches.iter().find(|(_, r)| r.name == name) {
+            Some((id, _)) if Some(*id) == branch => bad("the branch has that name already"),
+            Some(_) => Err(StoreError::NameTaken(name.to_owned())),
+            None => Ok(()),
+        }
+    }
+
+    /// Renames `branch` to `name`: a `BranchRenamed` event appended to the branch (at its
+    /// head's time, no causes) and made durable, then the index row renamed. Refused, with
+    /// nothing written, for an unknown branch, an empty name, or a name another branch has
+    /// (or this one has already). Returns the name it had.
+    ///
+    /// The branch's id does not change (it hashes its `BranchCreated`), nor does any other
+    /// branch's name: a fork is named by its own events only, so renaming a parent leaves
+    /// its forks as they are.
+    pub fn rename_branch(&mut self, branch: BranchId, name: &str) -> Result<String, StoreError> {
+        self.check_writable()?;
+        let row =
+            self.branches.get(&branch).ok_or_else(|| StoreError::NoBranch(branch.to_string()))?;
+        self.check_name(name, Some(branch))?;
+        let (old, seq) = (row.name.clone(), row.head_seq + 1);
+        let renamed = NewEvent::new(
+            row.head_time,
+            Body::BranchRenamed(BranchRenamed { name: name.to_owned() }),
+        );
+        let mut chunk = ChunkBuilder::new(branch, row.head_id, seq);
+        chunk.push(&renamed.encode(seq));
+        // `write_records` names the branch from the rename once the segment is synced.
+        self.write_records(branch, vec![chunk.finish().1])?;
+        debug_assert_eq!(self.branches.get(&branch).map(|r| r.name.as_str()), Some(name));
+        Ok(old)
+    }
+
     /// Starts a new root branch (the first event of a town's history) at time 0.
     pub fn create_root(&mut self, name: &str) -> Result<BranchId, StoreError> {
         self.create_root_as(name, self.next_nonce())
@@ -726,9 +787,7 @@ impl<S: Storage> Store<S> {
         parent: EventId,
     ) -> Result<BranchId, StoreError> {
         self.check_writable()?;
-        if name.is_empty() || self.branches.values().any(|r| r.name == name) {
-            return Err(StoreError::NameTaken(name.to_owned()));
-        }
+        self.check_name(name, None)?;
         let (kind, schema, header, body) =
             decode_header(stored).unwrap_or_else(|e| panic!("branch event decodes: {e}"));
         let created = match decode_body(kind, schema, body) {
@@ -776,7 +835,8 @@ impl<S: Storage> Store<S> {
     ///
     /// # Panics
     /// On an event the log must never hold: time before the branch's head, a
-    /// `BranchCreated` (use [`Store::fork`]), or an unknown kind.
+    /// `BranchCreated` (use [`Store::fork`]), a `BranchRenamed` (use
+    /// [`Store::rename_branch`]), or an unknown kind.
     pub fn append_durable(
         &mut self,
         branch: BranchId,
@@ -827,8 +887,13 @@ impl<S: Storage> Store<S> {
                 "{branch}: event #{seq} at {}s is before the branch's head at {time}s",
                 event.sim_time_secs
             );
+            // A branch's first event comes from `fork`, a rename from `rename_branch`
+            // (which names the branch in the index once it is durable): never from here.
             assert!(
-                !matches!(event.body, Body::BranchCreated(_) | Body::Unknown { .. }),
+                !matches!(
+                    event.body,
+                    Body::BranchCreated(_) | Body::BranchRenamed(_) | Body::Unknown { .. }
+                ),
                 "{branch}: event #{seq} is a {}, which append never writes",
                 hamlet_log::event::kind_name(event.body.kind())
             );
@@ -892,6 +957,9 @@ impl<S: Storage> Store<S> {
         // one that does not continue its branch, must never reach a segment.
         let mut expect = (row.head_seq, row.head_id, row.head_time);
         let mut headers = Vec::with_capacity(records.len());
+        // A rename among them (from `rename_branch`, or copied by an import) names the
+        // branch once they are durable.
+        let mut renamed = None;
         for record in &records {
             let parsed = parse_record(record, 0)
                 .ok()
@@ -903,6 +971,9 @@ impl<S: Storage> Store<S> {
             assert_eq!(h.first_seq, expect.0.wrapping_add(1), "{branch}: seq gap");
             assert!(h.time_first >= expect.2, "{branch}: time runs backwards at #{}", h.first_seq);
             expect = (h.last_seq(), h.last_id, h.time_last);
+            if let Some(name) = parsed.last_rename() {
+                renamed = Some(name);
+            }
             headers.push((h, llm_answers(&parsed)));
         }
         let mut segment = row.segments.last().cloned().unwrap_or_else(|| segment_name(branch, 1));
@@ -966,6 +1037,9 @@ impl<S: Storage> Store<S> {
         // Durable. The store's own state first; then the derived index, whose segment
         // lengths (what makes the index trusted on open) are written last. A failure here is
         // not lost data, but the index can no longer be trusted: refuse more writes.
+        if let Some(name) = renamed {
+            row.name = name;
+        }
         self.branches.insert(branch, row.clone());
         let indexed = (|| -> Result<(), IndexError> {
             for (loc, llm) in &locs {
@@ -1386,6 +1460,10 @@ fn scan_segment<S: Storage>(
                     row.segments.push(name.to_owned());
                 }
             }
+        }
+        // A branch is named by its last rename (its segments hold its own events only).
+        if let (Some((_, s)), Some(renamed)) = (found.as_mut(), chunk.last_rename()) {
+            s.row.name = renamed;
         }
         if let Some((_, s)) = found {
             s.chunks.push((

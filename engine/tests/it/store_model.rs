@@ -1,6 +1,7 @@
 //! Goal: the store agrees with a plain model after any sequence of operations.
-//! Method: proptest draws appends, forks, reopens, index deletions, export/import round
-//! trips and checks, run on the real store and on a `Vec` of ids per branch.
+//! Method: proptest draws appends, forks, renames, reopens, index deletions, export/import
+//! round trips and checks, run on the real store and on a `Vec` of ids and a name per
+//! branch.
 
 use hamlet_engine::rng::SimRng;
 use hamlet_engine::store::Store;
@@ -14,6 +15,7 @@ use crate::support::batch;
 enum Op {
     Append { branch: usize, n: usize },
     Fork { branch: usize, at_per_mille: u64 },
+    Rename { branch: usize },
     Reopen,
     DropIndex,
     ExportImport,
@@ -24,6 +26,7 @@ fn op() -> impl Strategy<Value = Op> {
     prop_oneof![
         4 => (0..4usize, 1..40usize).prop_map(|(branch, n)| Op::Append { branch, n }),
         2 => (0..4usize, 0..1000u64).prop_map(|(branch, at_per_mille)| Op::Fork { branch, at_per_mille }),
+        1 => (0..4usize).prop_map(|branch| Op::Rename { branch }),
         1 => Just(Op::Reopen),
         1 => Just(Op::DropIndex),
         1 => Just(Op::ExportImport),
@@ -31,11 +34,12 @@ fn op() -> impl Strategy<Value = Op> {
     ]
 }
 
-/// A branch as the model knows it: every id from the root, and each event's time.
+/// A branch as the model knows it: every id from the root, each event's time, its name.
 struct ModelBranch {
     id: BranchId,
     ids: Vec<EventId>,
     times: Vec<u64>,
+    name: String,
 }
 
 fn assert_agrees(store: &Store, model: &[ModelBranch]) {
@@ -46,6 +50,8 @@ fn assert_agrees(store: &Store, model: &[ModelBranch]) {
         let ids: Vec<EventId> =
             store.events(b.id, 0, info.head_seq).unwrap().iter().map(|e| e.id).collect();
         assert_eq!(ids, b.ids, "ids of {}", info.name);
+        assert_eq!(info.name, b.name, "the name of {}", b.id);
+        assert_eq!(store.find_branch(&b.name).unwrap().id, b.id);
     }
 }
 
@@ -53,7 +59,9 @@ fn run(ops: Vec<Op>) {
     let dir = tempfile::tempdir().unwrap();
     let mut store = Store::open(dir.path()).unwrap();
     let root = store.create_root("main").unwrap();
-    let mut model = vec![ModelBranch { id: root, ids: vec![root.0], times: vec![0] }];
+    let mut model =
+        vec![ModelBranch { id: root, ids: vec![root.0], times: vec![0], name: "main".into() }];
+    let mut n_renames = 0;
     let mut rng = SimRng::stream(7, &["model"]);
     for op in ops {
         match op {
@@ -76,7 +84,20 @@ fn run(ops: Vec<Op>) {
                 let mut times = parent.times[..keep].to_vec();
                 ids.push(id.0);
                 times.push(parent.times[at as usize]);
-                model.push(ModelBranch { id, ids, times });
+                model.push(ModelBranch { id, ids, times, name });
+            }
+            Op::Rename { branch } => {
+                let len = model.len();
+                let b = &mut model[branch % len];
+                n_renames += 1;
+                let name = format!("renamed-{n_renames}");
+                let old = store.rename_branch(b.id, &name).unwrap();
+                assert_eq!(old, b.name);
+                // One event of its own, at its head's time.
+                let info = store.branch(b.id).unwrap();
+                b.ids.push(info.head_id);
+                b.times.push(*b.times.last().unwrap());
+                b.name = name;
             }
             Op::Reopen => {
                 drop(store);
@@ -269,4 +290,114 @@ fn store_and_recording_seek_alike_by_time_across_forks() {
             );
         }
     }
+}
+
+/// Goal: a rename is one durable event, read back however the store is opened, and a
+/// refused one writes nothing. Method: a root with a fork made before its rename and one
+/// made after it (the rename then in the fork's history), each refusal checked against the
+/// segments' bytes, the store reopened, its index dropped and rebuilt, exported and
+/// imported.
+#[test]
+fn a_rename_is_an_event_of_the_branch_kept_by_every_road_and_a_refusal_writes_nothing() {
+    use hamlet_engine::store::StoreError;
+    use hamlet_log::event::{BranchRenamed, NewEvent};
+    use hamlet_log::Body;
+    let dir = tempfile::tempdir().unwrap();
+    let mut store = Store::open(dir.path()).unwrap();
+    let root = store.create_root("main").unwrap();
+    let mut rng = SimRng::stream(5, &[]);
+    let mut time = 0;
+    store.append_durable(root, &batch(&mut rng, &mut time, 40)).unwrap();
+    let early = store.fork(root, 20, "early").unwrap();
+    let head = store.branch(root).unwrap();
+
+    assert_eq!(store.rename_branch(root, "high-street").unwrap(), "main");
+    let renamed = store.branch(root).unwrap();
+    assert_eq!((renamed.name.as_str(), renamed.id), ("high-street", root), "the id stays");
+    assert_eq!((renamed.head_seq, renamed.head_time), (head.head_seq + 1, head.head_time));
+    let event = store.event_at(root, renamed.head_seq).unwrap();
+    assert_eq!(event.body, Body::BranchRenamed(BranchRenamed { name: "high-street".into() }));
+    assert!(event.header.causes.is_empty());
+    assert_eq!(store.find_branch("high-street").unwrap().id, root);
+    assert!(matches!(store.find_branch("main"), Err(StoreError::NoBranch(_))));
+    // A fork made after the rename has it in its history, and keeps its own name.
+    let late = store.fork(root, renamed.head_seq, "late").unwrap();
+    assert_eq!(store.branch(late).unwrap().name, "late");
+    assert_eq!(store.branch(early).unwrap().name, "early");
+
+    let segments = |dir: &std::path::Path| -> Vec<(String, Vec<u8>)> {
+        let mut all: Vec<_> = std::fs::read_dir(dir.join("segments"))
+            .unwrap()
+            .map(|e| e.unwrap())
+            .map(|e| {
+                (e.file_name().to_string_lossy().into_owned(), std::fs::read(e.path()).unwrap())
+            })
+            .collect();
+        all.sort();
+        all
+    };
+    let before = segments(dir.path());
+    let refused = [
+        (root, "early", "a branch named `early` exists already"),
+        (root, "", "cannot name a branch ``: a branch's name cannot be empty"),
+        (late, "  ", "cannot name a branch `  `: a branch's name cannot be empty"),
+        (
+            root,
+            "high-street",
+            "cannot name a branch `high-street`: the branch has that name already",
+        ),
+        (BranchId(EventId([7; 32])), "new", "no branch `br_070707070707` in this store"),
+    ];
+    for (branch, name, why) in refused {
+        let err = store.rename_branch(branch, name).unwrap_err();
+        assert_eq!(err.to_string(), why);
+    }
+    assert_eq!(segments(dir.path()), before, "a refusal writes nothing");
+    // Only `rename_branch` writes a rename: an append of one stops before the segment.
+    let append = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        let rename = Body::BranchRenamed(BranchRenamed { name: "sneaky".into() });
+        store.append_durable(early, &[NewEvent::new(time, rename)])
+    }));
+    assert!(append.is_err(), "append_durable wrote a BranchRenamed");
+    assert_eq!(segments(dir.path()), before);
+    store.check_index().unwrap();
+
+    let names = |store: &Store| -> Vec<String> {
+        let mut n: Vec<String> = store.branches().into_iter().map(|b| b.name).collect();
+        n.sort();
+        n
+    };
+    let expected = ["early", "high-street", "late"];
+    drop(store);
+    let store = Store::open(dir.path()).unwrap();
+    assert!(!store.was_rebuilt(), "the index was trusted");
+    assert_eq!(names(&store), expected);
+    drop(store);
+    std::fs::remove_dir_all(dir.path().join("index")).unwrap();
+    let store = Store::open(dir.path()).unwrap();
+    assert!(store.was_rebuilt());
+    assert_eq!(names(&store), expected, "the scan names branches by their renames");
+    store.check_index().unwrap();
+
+    // Exported and imported, the renamed branch keeps its new name; its forks keep theirs.
+    let bytes = store.export(None, Vec::new()).unwrap();
+    assert!(verify(&bytes).is_clean());
+    let listed: Vec<String> = hamlet_log::Recording::open(&bytes)
+        .unwrap()
+        .branches()
+        .iter()
+        .map(|b| b.name.clone())
+        .collect();
+    assert!(listed.contains(&"high-street".to_owned()) && !listed.contains(&"main".to_owned()));
+    let other = tempfile::tempdir().unwrap();
+    let mut copy = Store::open(other.path()).unwrap();
+    copy.import(&bytes).unwrap();
+    assert_eq!(names(&copy), expected);
+    assert_eq!(copy.find_branch("high-street").unwrap().id, root);
+    assert_eq!(copy.export(None, Vec::new()).unwrap(), bytes, "export → import → export");
+    copy.check_index().unwrap();
+    // Renamed again in the copy: an import of the old export adds nothing, changes no name.
+    copy.rename_branch(root, "market-day").unwrap();
+    assert_eq!(copy.import(&bytes).unwrap(), 0);
+    assert_eq!(copy.branch(root).unwrap().name, "market-day");
 }
