@@ -1,5 +1,6 @@
 //! What a person does to a store, for the command line and the viewer alike: fork a branch
-//! at a moment, import a recording, run a branch on until a step or until told to stop.
+//! at a moment, rename a branch, import a recording, run a branch on until a step or until
+//! told to stop.
 //! Nothing here prints; each operation answers what it did, or an error in words ready to
 //! show. The engine operations themselves live in `store` and `sim`: this module only joins
 //! them the way both front ends need.
@@ -7,11 +8,11 @@
 use std::sync::atomic::{AtomicBool, Ordering};
 
 use hamlet_log::event::{AgentId, Tile};
-use hamlet_log::{BranchId, Event};
+use hamlet_log::{Body, BranchId, Event};
 
 use crate::describe::sim_time;
-use crate::history::{checkpoint_store, HistoryError, Moment};
-use crate::sim::{Sim, SimError};
+use crate::history::{checkpoint_store, state_at_store, HistoryError, Moment};
+use crate::sim::{stopped_mid_step, Sim, SimError};
 use crate::store::{BranchInfo, Storage, Store, StoreError};
 
 /// Why an operation could not be done. Nothing was written unless it says so.
@@ -114,9 +115,13 @@ pub fn fork_at<S: Storage>(
     let from = branch_named(store, from)?;
     let seq = seq_for(store, &from, at)?;
     let point = store.event_at(from.id, seq)?;
-    // A step's events share its time: a fork inside one leaves the rest of that step undone.
-    let inside_step = seq < from.head_seq
-        && store.event_at(from.id, seq + 1)?.sim_time_secs() == point.sim_time_secs();
+    // A step's events share its time: a fork inside one leaves the rest of that step undone
+    // (a rename after it, at the same time, is no part of it).
+    let inside_step = seq < from.head_seq && {
+        let next = store.event_at(from.id, seq + 1)?;
+        !matches!(next.body, Body::BranchRenamed(_))
+            && next.sim_time_secs() == point.sim_time_secs()
+    };
     let id = store.fork(from.id, seq, name)?;
     store.flush_index()?;
     Ok(Forked {
@@ -127,6 +132,56 @@ pub fn fork_at<S: Storage>(
         secs: point.sim_time_secs(),
         inside_step,
     })
+}
+
+/// A rename made by [`rename_branch`].
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize)]
+pub struct Renamed {
+    /// The branch (its id does not change).
+    #[serde(skip)]
+    pub id: BranchId,
+    /// The name it had.
+    pub old: String,
+    /// The name it has now.
+    pub name: String,
+}
+
+/// Renames branch `old` (a name or an id prefix) to `new`: a `BranchRenamed` event at its
+/// head, made durable with the index. Refused, with nothing written, when the store refuses
+/// the name (empty, another branch's, or its own already) or when the branch's head is part
+/// way through a step (the rename would land inside it: continue the branch first). Its
+/// forks keep their names.
+pub fn rename_branch<S: Storage>(
+    store: &mut Store<S>,
+    old: &str,
+    new: &str,
+) -> Result<Renamed, OpsError> {
+    let branch = branch_named(store, old)?;
+    if head_mid_step(store, &branch)? {
+        return Err(OpsError::MidStep);
+    }
+    let was = store.rename_branch(branch.id, new)?;
+    store.flush_index()?;
+    Ok(Renamed { id: branch.id, old: was, name: new.to_owned() })
+}
+
+/// Whether `branch`'s head is part way through a step ([`crate::sim::stopped_mid_step`]),
+/// from its log: the fold to its head (from the nearest checkpoint) and its last events.
+pub fn head_mid_step<S: Storage>(store: &Store<S>, branch: &BranchInfo) -> Result<bool, OpsError> {
+    let town = state_at_store(store, branch.id, Moment::End).map_err(|e| match e {
+        HistoryError::Store(e) => OpsError::Store(e),
+        e => OpsError::History(e),
+    })?;
+    let mut seq = branch.head_seq;
+    let last = loop {
+        let event = store.event_at(branch.id, seq)?;
+        match event.body {
+            Body::BranchCreated(_) | Body::BranchRenamed(_) if seq > 0 => seq -= 1,
+            Body::BranchCreated(_) | Body::BranchRenamed(_) => break None,
+            body => break Some(body),
+        }
+    };
+    Ok(stopped_mid_step(&town, last.as_ref()))
 }
 
 /// Imports a recording's bytes (verified first; events already held are skipped), writes

@@ -6,8 +6,9 @@
 //! (a changed prompt shows as a prompt diff).
 //!
 //! The user's interventions in the recording (inner voice, interviews, objects set, personas
-//! edited, agents and buildings added) are made again where they were made; a fork is made
-//! again at its fork point (same name and nonce), after its parent's part; where the
+//! edited, agents and buildings added) are made again where they were made, and so is each
+//! rename of a branch (a `BranchRenamed`, between steps); a fork is made again at its fork
+//! point (same name and nonce), after its parent's part; where the
 //! recorded run stopped on a model failure and was resumed, the re-run is resumed there
 //! too; a recording that stops part way through a step (a crash, a second Ctrl-C) is
 //! identical when everything it holds is made again.
@@ -207,6 +208,14 @@ pub async fn resimulate(
         };
         // The user's voice, where the recording has it (after any step it finished).
         let done = match &next.body {
+            // A rename, where it was made: the run goes on under the new name.
+            Body::BranchRenamed(r) if !sim.mid_step() => {
+                let renamed = sim.rename_branch(&r.name);
+                if renamed.is_ok() {
+                    name.clone_from(&r.name);
+                }
+                renamed
+            }
             Body::Intervened(i) if !sim.mid_step() => match &i.intervention {
                 Intervention::InnerVoice { agent, text } => {
                     sim.inner_voice(*agent, text).await.map(|_| ())

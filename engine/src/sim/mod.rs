@@ -77,6 +77,15 @@ impl SimError {
     }
 }
 
+/// Whether a branch stopped part way through a step, told from its log without resuming a
+/// run on it: `last` is its last event of a step (its last that is not a `BranchCreated` or
+/// a `BranchRenamed`, which belong to no step), `town` the branch folded to its head. A tick
+/// is the last (its agents' thinking is still to do), or a conversation is still open (the
+/// step's conversations are). What [`Sim::mid_step`] says of a run resumed there.
+pub fn stopped_mid_step(town: &Town, last: Option<&Body>) -> bool {
+    matches!(last, Some(Body::ClockStepped(_))) || !town.conversations.is_empty()
+}
+
 /// How the agents think.
 #[derive(Clone, Debug)]
 pub struct SimSettings {
@@ -297,6 +306,23 @@ impl<S: Storage> Sim<S> {
     /// do): the next [`Sim::step`] finishes it without moving the clock.
     pub fn mid_step(&self) -> bool {
         self.at_tick || !self.folds.dialogues.is_empty()
+    }
+
+    /// Renames the branch the run writes ([`Store::rename_branch`]: a `BranchRenamed` at its
+    /// head), between steps only; the run goes on as before, under the new name. How a
+    /// re-simulation makes a recorded rename again.
+    pub fn rename_branch(&mut self, name: &str) -> Result<(), SimError> {
+        if self.mid_step() {
+            return Err(SimError::refused(
+                "name",
+                "the branch's last step stopped part way: continue it first",
+            ));
+        }
+        self.store.rename_branch(self.branch, name)?;
+        let head = self.store.branch(self.branch).map_or(0, |b| b.head_seq);
+        let event = self.store.event_at(self.branch, head)?;
+        self.fold(&event);
+        Ok(())
     }
 
     /// An agent's strategy.

@@ -183,8 +183,9 @@ impl<S: Storage> Sim<S> {
         self.folds.state.apply(event);
         self.folds.minds.apply(event);
         self.folds.schedules.apply(event);
-        // (A fork's first event does not end the step its parent stopped in.)
-        if !matches!(event.body, Body::BranchCreated(_)) {
+        // (A fork's first event does not end the step its parent stopped in, nor does a
+        // rename: neither is part of a step.)
+        if !matches!(event.body, Body::BranchCreated(_) | Body::BranchRenamed(_)) {
             self.at_tick = matches!(event.body, Body::ClockStepped(_));
         }
         match &event.body {

@@ -223,3 +223,75 @@ fn the_windows_changes_are_checked_by_field_and_written_at_the_head() {
     let main = sim.store().find_branch("main").unwrap();
     assert_eq!(main.head_seq, fork.seq, "the parent is untouched");
 }
+
+/// Goal: a rename lands between steps and a run goes on under the new name as if nothing
+/// happened. Method: the rule-based run renamed (its fork made after keeps its own name, a
+/// taken name refused in the store's words); a bare tick appended (a step stopped part
+/// way): the rename is refused and nothing written, a run resumed there still knows it is
+/// part way, even under a rename the store was made to write there; the step finished, the
+/// rename made, and the run continued under its new name.
+#[test]
+fn a_rename_lands_between_steps_and_the_run_goes_on_under_its_new_name() {
+    use hamlet_engine::town::clock;
+    use hamlet_log::Body;
+
+    let (tmp, _) = crate::sim::run_town(town(), SimSettings::default(), rules(), 4);
+    let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+    let mut store = Store::open(tmp.path()).unwrap();
+    let main = store.find_branch("main").unwrap();
+    assert!(!ops::head_mid_step(&store, &main).unwrap(), "a run stops between steps");
+    let renamed = ops::rename_branch(&mut store, "main", "high-street").unwrap();
+    assert_eq!(
+        (renamed.id, renamed.old.as_str(), renamed.name.as_str()),
+        (main.id, "main", "high-street")
+    );
+    let head = store.find_branch("high-street").unwrap();
+    assert_eq!(head.head_seq, main.head_seq + 1);
+    assert!(matches!(ops::rename_branch(&mut store, "main", "x"), Err(OpsError::NoBranch { .. })));
+    let fork = ops::fork_at(&mut store, "high-street", Moment::End, "what-if").unwrap();
+    assert_eq!(fork.parent, "high-street");
+    assert!(!fork.inside_step);
+    let taken = ops::rename_branch(&mut store, "what-if", "high-street").unwrap_err();
+    assert_eq!(taken.to_string(), "a branch named `high-street` exists already");
+    assert_eq!(store.find_branch("what-if").unwrap().head_seq, fork.seq + 1, "nothing written");
+
+    // A step stopped part way: its tick, and nothing after it yet.
+    let town_now = hamlet_engine::history::state_at_store(&store, main.id, Moment::End).unwrap();
+    let tick = clock::advance(&town(), &town_now, 1);
+    store.append_durable(main.id, &[tick]).unwrap();
+    let ticked = store.branch(main.id).unwrap();
+    assert!(ops::head_mid_step(&store, &ticked).unwrap());
+    let refused = ops::rename_branch(&mut store, "high-street", "market-day");
+    assert!(matches!(refused, Err(OpsError::MidStep)), "{refused:?}");
+    assert_eq!(store.branch(main.id).unwrap().head_seq, ticked.head_seq, "nothing written");
+    // The store itself does not know steps: a rename written there does not hide the step
+    // under way from a run resumed on it, nor from the window's check.
+    store.rename_branch(main.id, "market-day").unwrap();
+    assert!(ops::head_mid_step(&store, &store.branch(main.id).unwrap()).unwrap());
+    let mut sim =
+        rt.block_on(Sim::resume(store, main.id, rules(), SimSettings::default())).unwrap();
+    assert!(sim.mid_step(), "a rename at the head ends no step");
+    assert!(sim.rename_branch("later").is_err(), "the run refuses a rename part way too");
+    let step = sim.state().step;
+    rt.block_on(sim.step()).unwrap();
+    assert!(!sim.mid_step());
+    assert_eq!(sim.state().step, step, "the step under way was finished, the clock not moved");
+    sim.rename_branch("evening").unwrap();
+    rt.block_on(sim.step()).unwrap();
+    assert_eq!(sim.state().step, step + 1, "and the run goes on");
+    let store = sim.into_store();
+    let info = store.find_branch("evening").unwrap();
+    assert_eq!(info.id, main.id);
+    let renames: Vec<String> = store
+        .events(main.id, 0, info.head_seq)
+        .unwrap()
+        .into_iter()
+        .filter_map(|e| match e.body {
+            Body::BranchRenamed(r) => Some(r.name),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(renames, ["high-street", "market-day", "evening"]);
+    assert_eq!(store.find_branch("what-if").unwrap().name, "what-if", "its fork keeps its name");
+    store.check_index().unwrap();
+}

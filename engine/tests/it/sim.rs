@@ -508,16 +508,23 @@ fn a_run_resimulates_identically_with_its_interventions_and_the_first_difference
         for _ in 0..6 {
             sim.step().await.unwrap();
         }
+        // Renamed between steps, twice: made again where it was, the run goes on the same.
+        sim.rename_branch("high-street").unwrap();
         let tamsin = *sim.state().agents.iter().find(|(_, a)| a.name == "Tamsin Hale").unwrap().0;
         sim.inner_voice(tamsin, "You want to bake bread for the neighbours").await.unwrap();
         sim.interview(tamsin, "What are you doing today?", true).await.unwrap();
-        for _ in 0..4 {
+        for _ in 0..2 {
+            sim.step().await.unwrap();
+        }
+        sim.rename_branch("evening").unwrap();
+        for _ in 0..2 {
             sim.step().await.unwrap();
         }
         let head = sim.store().branch(sim.branch()).unwrap().head_seq;
         sim.store().events(sim.branch(), 0, head).unwrap()
     });
     assert!(events.iter().any(|e| matches!(e.body, Body::Intervened(_))));
+    assert_eq!(events.iter().filter(|e| matches!(e.body, Body::BranchRenamed(_))).count(), 2);
     let resim = |recorded: &[hamlet_log::Event]| {
         let scratch = tempfile::tempdir().unwrap();
         rt.block_on(resimulate(recorded, scratch.path(), |_, _| {})).unwrap()
@@ -570,6 +577,57 @@ fn a_run_resimulates_identically_with_its_interventions_and_the_first_difference
             assert!(cause.contains("hour_plan"), "{cause}");
         }
         other => panic!("{other:?}"),
+    }
+}
+
+/// Goal: renames re-simulate where they were made, on both sides of a fork, and an
+/// ancestor's rename never names the fork. Method: the rule-based run renamed, then forked
+/// after the rename (so the rename is in the fork's history); the fork run on, renamed
+/// itself, run on; both histories re-simulated.
+#[test]
+fn a_fork_of_a_renamed_run_renamed_in_turn_resimulates_identically() {
+    use hamlet_engine::resim::{resimulate, Verdict};
+    let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+    let tmp = tempfile::tempdir().unwrap();
+    let (parent, fork) = rt.block_on(async {
+        let store = Store::open(tmp.path()).unwrap();
+        let mut sim =
+            Sim::start(store, "main", town(), 7, rules(), SimSettings::default()).await.unwrap();
+        for _ in 0..3 {
+            sim.step().await.unwrap();
+        }
+        sim.rename_branch("high-street").unwrap();
+        sim.step().await.unwrap();
+        let main = sim.branch();
+        let mut store = sim.into_store();
+        let head = store.branch(main).unwrap().head_seq;
+        let fork = store.fork(main, head, "what-if").unwrap();
+        let mut sim = Sim::resume(store, fork, rules(), SimSettings::default()).await.unwrap();
+        for _ in 0..2 {
+            sim.step().await.unwrap();
+        }
+        sim.rename_branch("plan-b").unwrap();
+        for _ in 0..2 {
+            sim.step().await.unwrap();
+        }
+        let store = sim.into_store();
+        let names: Vec<String> = store.branches().into_iter().map(|b| b.name).collect();
+        assert_eq!(names, ["high-street", "plan-b"], "the parent's rename is not the fork's");
+        let history = |id| store.events(id, 0, store.branch(id).unwrap().head_seq).unwrap();
+        (history(main), history(fork))
+    });
+    let made_again: [(&[hamlet_log::Event], &[&str]); 2] =
+        [(&parent, &["high-street"]), (&fork, &["high-street", "plan-b"])];
+    for (log, want) in made_again {
+        let scratch = tempfile::tempdir().unwrap();
+        match rt.block_on(resimulate(log, scratch.path(), |_, _| {})).unwrap() {
+            Verdict::Identical { events } => assert_eq!(events, log.len()),
+            Verdict::Diverged(d) => panic!("{d:?}"),
+        }
+        let again = Store::open(scratch.path()).unwrap();
+        let mut names: Vec<String> = again.branches().into_iter().map(|b| b.name).collect();
+        names.sort();
+        assert_eq!(names, want, "made again under the names it had");
     }
 }
 
