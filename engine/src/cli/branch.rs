@@ -1,4 +1,5 @@
-//! `hamlet fork` and `hamlet branches`: branches of a store, and new ones from any moment.
+//! `hamlet fork`, `hamlet branches`, `hamlet rename-branch` and `hamlet delete-branch`:
+//! branches of a store, new ones from any moment, a new name, a fork gone.
 
 use std::path::PathBuf;
 
@@ -97,6 +98,33 @@ pub fn branches(a: BranchesArgs) -> anyhow::Result<Outcome> {
         );
         stack.extend(all.iter().rev().filter(|c| c.parent == Some(b.id)).map(|c| (c, depth + 1)));
     }
+    Ok(Outcome::Done)
+}
+
+/// `hamlet rename-branch`.
+#[derive(Debug, Args)]
+pub struct RenameBranchArgs {
+    /// The branch to rename (by name, or a prefix of its id)
+    branch: String,
+    /// Its new name (not another branch's, not empty)
+    name: String,
+    /// The store directory
+    #[arg(long, value_name = "DIR")]
+    store: PathBuf,
+}
+
+pub fn rename_branch(a: RenameBranchArgs) -> anyhow::Result<Outcome> {
+    if !a.store.is_dir() {
+        anyhow::bail!("no store at {}", a.store.display());
+    }
+    let mut store = Store::open(&a.store)
+        .with_context(|| format!("cannot open store {}", a.store.display()))?;
+    let renamed = ops::rename_branch(&mut store, &a.branch, &a.name)
+        .with_context(|| format!("cannot rename `{}`", a.branch))?;
+    println!(
+        "renamed `{}` to `{}` (one event at its head; its id {} and its forks' names stay)",
+        renamed.old, renamed.name, renamed.id
+    );
     Ok(Outcome::Done)
 }
 

@@ -137,6 +137,13 @@ Examples:\n  hamlet resim run.hamlet\n  hamlet resim --store run/ --branch main"
     Resim(resim::ResimArgs),
     /// List a store's branches as a tree: where each forks, its head, its own events
     Branches(branch::BranchesArgs),
+    /// Rename a branch: a `BranchRenamed` event at its head, between steps (its id, its
+    /// history and its forks' names stay)
+    #[command(
+        after_help = "Examples:\n  hamlet rename-branch --store run/ what-if bread-for-everyone\n  \
+hamlet run --resume --store run/ --branch bread-for-everyone --hours 4"
+    )]
+    RenameBranch(branch::RenameBranchArgs),
     /// Delete a fork: its own events after the fork point (refused for a root, or for a
     /// branch others fork from)
     #[command(after_help = "Example:\n  hamlet delete-branch --store run/ what-if")]
@@ -279,6 +286,7 @@ pub fn run(cli: Cli) -> anyhow::Result<Outcome> {
         Command::Fork(a) => branch::fork(a),
         Command::Resim(a) => resim::resim(a),
         Command::Branches(a) => branch::branches(a),
+        Command::RenameBranch(a) => branch::rename_branch(a),
         Command::DeleteBranch(a) => branch::delete_branch(a),
         Command::Import(a) => store::import(a),
         Command::Export(a) => store::export(a),
@@ -341,12 +349,19 @@ pub fn hints_for(err: &anyhow::Error) -> Vec<String> {
                 _ => out.push("`hamlet verify FILE` lists every problem; `hamlet recover` keeps what is sound".into()),
             }
         }
-        if let Some(e) = cause.downcast_ref::<StoreError>() {
+        // (`OpsError::Store` is transparent: the chain goes on past the store's error.)
+        let store_error = cause.downcast_ref::<StoreError>().or(match cause.downcast_ref() {
+            Some(hamlet_engine::ops::OpsError::Store(e)) => Some(e),
+            _ => None,
+        });
+        if let Some(e) = store_error {
             match e {
                 StoreError::NotSound { .. } => out.push(
                     "`hamlet verify FILE` lists the problems; `hamlet recover FILE --out FIXED` keeps the sound prefix".into(),
                 ),
-                StoreError::NoBranch(_) => out.push("`hamlet branches --store DIR` lists the branches".into()),
+                StoreError::NoBranch(_) | StoreError::NameTaken(_) => {
+                    out.push("`hamlet branches --store DIR` lists the branches".into())
+                }
                 StoreError::Corrupt { .. } => out.push(
                     "export what is readable with `hamlet export`, or restore the segment from a copy".into(),
                 ),
@@ -354,6 +369,13 @@ pub fn hints_for(err: &anyhow::Error) -> Vec<String> {
                 StoreError::Index(_) => out.push("`hamlet store rebuild --store DIR` rebuilds the index from the segments".into()),
                 _ => {}
             }
+        }
+        if let Some(hamlet_engine::ops::OpsError::MidStep) = cause.downcast_ref() {
+            out.push(
+                "`hamlet run --resume --store DIR --branch NAME --hours H` finishes the step \
+                 under way (H: no more hours than the run has gone)"
+                    .into(),
+            );
         }
         if let Some(hint) = gateway_error(cause).and_then(|e| e.hint()) {
             out.push(hint.to_owned());

@@ -347,11 +347,20 @@ pub fn replay(a: ReplayArgs) -> anyhow::Result<Outcome> {
     warn_unsound(&report, &a.file);
     let branch = pick_branch(&rec, a.branch.as_deref())?;
     let town = state_at_recording(&rec, branch, a.to).context("cannot fold the recording")?;
-    print_town(&town)?;
+    // The branch whose event was folded last, by its name in the file: a rename is the
+    // recording's, not the town's (which keeps the name the branch was created with).
+    let seq = town.head.map_or(0, |(s, _)| s);
+    let name = rec
+        .ancestry(branch)?
+        .into_iter()
+        .find(|part| part.until_seq.is_none_or(|until| seq <= until))
+        .and_then(|part| rec.branch(part.branch))
+        .map_or_else(|| town.branch_name.clone(), |b| b.name.clone());
+    print_town(&town, &name)?;
     Ok(Outcome::Done)
 }
 
-fn print_town(town: &Town) -> anyhow::Result<()> {
+fn print_town(town: &Town, branch_name: &str) -> anyhow::Result<()> {
     let mut out = BufWriter::new(std::io::stdout().lock());
     let (seq, id) = town.head.map_or((0, String::from("none")), |(s, id)| (s, id.to_string()));
     writeln!(out, "state hash   {}", town.state_hash())?;
@@ -361,7 +370,7 @@ fn print_town(town: &Town) -> anyhow::Result<()> {
         sim_time(town.sim_time_secs),
         town.step
     )?;
-    writeln!(out, "branch       {}", town.branch_name)?;
+    writeln!(out, "branch       {branch_name}")?;
     writeln!(out, "town         {}", town.town_name)?;
     writeln!(
         out,

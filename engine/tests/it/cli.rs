@@ -93,6 +93,62 @@ fn store_import_export_rebuild_and_log() {
     assert!(String::from_utf8_lossy(&a.stdout).starts_with("state hash   st_"));
 }
 
+/// `hamlet rename-branch`: a new name by an event, said, listed, logged and exported; a
+/// taken name and an unknown branch refused with the store's words and a hint.
+#[test]
+fn a_branch_is_renamed_from_the_command_line() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let out = hamlet(d, &["rename-branch", "--help"]);
+    assert!(
+        text(&out).contains("Examples:\n  hamlet rename-branch --store run/"),
+        "{}",
+        text(&out)
+    );
+    assert!(hamlet(d, &["synth", "--events", "2000", "--out", "t.hamlet"]).status.success());
+    assert!(hamlet(d, &["import", "t.hamlet", "--store", "st"]).status.success());
+    let out = hamlet(d, &["rename-branch", "--store", "st", "main", "high-street"]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    assert!(text(&out).starts_with("renamed `main` to `high-street`"), "{}", text(&out));
+    let out = hamlet(d, &["branches", "--store", "st"]);
+    assert!(text(&out).starts_with("high-street "), "{}", text(&out));
+    let out =
+        hamlet(d, &["log", "--store", "st", "--branch", "high-street", "--kind", "BranchRenamed"]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    assert!(text(&out).contains("branch renamed `high-street`"), "{}", text(&out));
+
+    let out = hamlet(d, &["rename-branch", "--store", "st", "main", "x"]);
+    assert_eq!(out.status.code(), Some(2));
+    let said = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        said.starts_with(
+            "error: cannot rename `main`: no branch `main`; the store has: high-street"
+        ),
+        "{said}"
+    );
+    assert!(hamlet(
+        d,
+        &["fork", "--store", "st", "--branch", "high-street", "--at", "end", "--name", "what-if"]
+    )
+    .status
+    .success());
+    let out = hamlet(d, &["rename-branch", "--store", "st", "what-if", "high-street"]);
+    assert_eq!(out.status.code(), Some(2));
+    let said = String::from_utf8_lossy(&out.stderr);
+    assert!(said.contains("a branch named `high-street` exists already"), "{said}");
+    assert!(said.contains("hint: `hamlet branches --store DIR` lists the branches"), "{said}");
+
+    // Exported, the branch is listed and replayed under its new name.
+    assert!(hamlet(
+        d,
+        &["export", "--store", "st", "--branch", "high-street", "--out", "r.hamlet"]
+    )
+    .status
+    .success());
+    let out = hamlet(d, &["replay", "r.hamlet"]);
+    assert!(text(&out).contains("branch       high-street\n"), "{}", text(&out));
+}
+
 #[test]
 fn wrong_input_gets_a_clear_error() {
     let dir = tempfile::tempdir().unwrap();
