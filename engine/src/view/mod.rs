@@ -9,9 +9,9 @@
 //! (trails, the lines of conversations under way) are decoded. Panels that need a whole
 //! prefix of the log (an agent, "why?", calls) decode the branch's events once and keep them.
 //!
-//! A viewer on a recording only reads it. On a store it also makes and deletes forks
-//! (through `ops`, as `hamlet fork` and `hamlet delete-branch` do) and reads the store's
-//! branches again after any change (`refresh`).
+//! A viewer on a recording only reads it. On a store it also makes, renames and deletes
+//! forks (through `ops`, as `hamlet fork`, `hamlet rename-branch` and `hamlet delete-branch`
+//! do) and reads the store's branches again after any change (`refresh`).
 
 pub mod frame;
 pub mod layout;
@@ -411,6 +411,26 @@ impl<'a> Viewer<'a> {
         Ok(forked)
     }
 
+    /// Renames branch `name` to `new` (spaces around it dropped), as `hamlet rename-branch`
+    /// does: a `BranchRenamed` at its head. The store refuses, and says why, a name another
+    /// branch has, an empty one or the branch's own, and so does `ops` while the branch's
+    /// last step is part way; a recording is read-only. The branches are read again: what
+    /// was kept of the branch is forgotten (its head moved), and if it was the branch shown
+    /// it is still shown, under its new name.
+    pub fn rename_branch(
+        &mut self,
+        name: &str,
+        new: &str,
+    ) -> Result<crate::ops::Renamed, ViewError> {
+        let store = self.store_mut()?;
+        let renamed = crate::ops::rename_branch(store, name, new.trim())?;
+        if self.opened.branch == renamed.old {
+            self.opened.branch.clone_from(&renamed.name);
+        }
+        self.refresh();
+        Ok(renamed)
+    }
+
     /// Deletes a fork (never a root, nor a branch others fork from: the store refuses, and
     /// says why); answers how many events went with it. The branches are read again.
     pub fn delete_branch(&mut self, name: &str) -> Result<u64, ViewError> {
@@ -422,7 +442,7 @@ impl<'a> Viewer<'a> {
         Ok(gone)
     }
 
-    /// Reads a store's branches again (after a fork, a deletion, or a run that wrote),
+    /// Reads a store's branches again (after a fork, a rename, a deletion, or a run that wrote),
     /// forgetting what was kept of any branch that changed or is gone. A recording never
     /// changes.
     pub fn refresh(&mut self) {

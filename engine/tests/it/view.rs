@@ -295,8 +295,10 @@ fn a_synthetic_town_walks_the_shipped_map() {
 /// Goal: the window forks and deletes as the command line does, and shows the store as it
 /// now is. Method: the shipped morning imported into a store, opened in a viewer: a fork at
 /// 08:00 (whole steps, the parent untouched, the new branch listed with its fork point and
-/// frames of its own), a named fork from it, deletions refused (a root; a branch forked
-/// from) and made (the leaf, then its parent); a recording refuses to fork.
+/// frames of its own), a named fork from it, renames (the fork, listed and shown under its
+/// new name, its own fork's parent renamed with it; the branch shown, still shown; a taken
+/// name refused in the store's words), deletions refused (a root; a branch forked from)
+/// and made (the leaf, then its parent); a recording refuses to fork or rename.
 #[test]
 fn a_viewer_on_a_store_forks_and_deletes_as_the_engine_does() {
     use hamlet_engine::history::Moment;
@@ -344,13 +346,52 @@ fn a_viewer_on_a_store_forks_and_deletes_as_the_engine_does() {
 
     let deeper = viewer.fork(&forked.name, Moment::End, Some("deeper")).unwrap();
     assert_eq!((deeper.parent.as_str(), deeper.name.as_str()), (forked.name.as_str(), "deeper"));
+
+    let read_only = recording.rename_branch("main", "other").unwrap_err();
+    assert!(matches!(read_only, ViewError::ReadOnly), "{read_only}");
+    let fork_frame = viewer.frame(&forked.name, forked.seq + 1).unwrap();
+    let renamed = viewer.rename_branch(&forked.name, "  bread ").unwrap();
+    assert_eq!((renamed.old.as_str(), renamed.name.as_str()), (forked.name.as_str(), "bread"));
+    let rows = &viewer.opened().branches;
+    let bread = rows.iter().find(|b| b.name == "bread").unwrap();
+    assert_eq!((bread.id, bread.head_seq, bread.own_events), (forked.id, forked.seq + 2, 2));
+    assert!(!rows.iter().any(|b| b.name == forked.name), "the old name is gone");
+    let deeper_row = rows.iter().find(|b| b.name == "deeper").unwrap();
+    assert_eq!(deeper_row.parent.as_deref(), Some("bread"), "its fork names it anew");
+    let again = viewer.frame("bread", forked.seq + 1).unwrap();
+    assert_eq!(
+        serde_json::to_value(&again.agents).unwrap(),
+        serde_json::to_value(&fork_frame.agents).unwrap(),
+        "the same town under the new name"
+    );
+    assert!(viewer.frame(&forked.name, 0).is_err(), "nothing answers to the old name");
+    let taken = viewer.rename_branch("bread", "main").unwrap_err().to_string();
+    assert_eq!(taken, "a branch named `main` exists already");
+    let empty = viewer.rename_branch("bread", "   ").unwrap_err().to_string();
+    assert!(empty.contains("cannot be empty"), "{empty}");
+    assert_eq!(
+        viewer.opened().branches.iter().find(|b| b.name == "bread").unwrap().head_seq,
+        forked.seq + 2,
+        "refusals write nothing"
+    );
+    // The branch shown (main, the first shown) is still shown under its new name, and back.
+    assert_eq!(viewer.opened().branch, "main");
+    viewer.rename_branch("main", "high-street").unwrap();
+    assert_eq!(viewer.opened().branch, "high-street");
+    assert_eq!(
+        viewer.opened().branches.iter().find(|b| b.name == "bread").unwrap().parent.as_deref(),
+        Some("high-street")
+    );
+    viewer.rename_branch("high-street", "main").unwrap();
+    assert_eq!(viewer.opened().branch, "main");
+
     let root = viewer.delete_branch("main").unwrap_err().to_string();
     assert!(root.contains("main"), "a root stays: {root}");
-    let parent = viewer.delete_branch(&forked.name).unwrap_err().to_string();
+    let parent = viewer.delete_branch("bread").unwrap_err().to_string();
     assert!(parent.contains("deeper"), "a branch forked from stays: {parent}");
     assert_eq!(viewer.opened().branches.len(), 3, "refusals change nothing");
     assert_eq!(viewer.delete_branch("deeper").unwrap(), 1);
-    assert_eq!(viewer.delete_branch(&forked.name).unwrap(), 1);
+    assert_eq!(viewer.delete_branch("bread").unwrap(), 2);
     let names: Vec<&str> = viewer.opened().branches.iter().map(|b| b.name.as_str()).collect();
     assert_eq!(names, ["main"]);
     assert!(viewer.frame("deeper", 0).is_err(), "a deleted branch is gone from the view");
@@ -402,6 +443,7 @@ fn a_viewer_compares_measures_and_exports_and_answers_the_same_when_lent() {
         Some("out of order")
     );
     assert!(matches!(borrowed.fork("main", Moment::End, None), Err(ViewError::Busy)));
+    assert!(matches!(borrowed.rename_branch("main", "x"), Err(ViewError::Busy)));
     let state = borrowed.into_state();
     let branch = sim.branch();
     let store = sim.into_store();
