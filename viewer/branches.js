@@ -1,6 +1,8 @@
 // The branch tree: every branch of what is open with its fork point and length; click one to
-// show it, fork the one shown at the moment on the playhead, delete a fork. Forks and
-// deletions are the engine's (`fork`, `delete_branch`): its refusals are shown as it words them.
+// show it, fork the one shown at the moment on the playhead, rename a branch (✎: its name
+// becomes a field; Enter renames, Escape leaves it as it was), delete a fork. Forks, renames
+// and deletions are the engine's (`fork`, `rename_branch`, `delete_branch`): its refusals are
+// shown as it words them.
 
 import { app, emit } from './state.js';
 import { call } from './ipc.js';
@@ -13,6 +15,8 @@ let forkButton = null;
 let status = null;
 let storeLine = null;
 let busy = false;
+/** The branch whose name is being edited (its row shows a field), or null. */
+let editing = null;
 /** Where Fork here imports a recording: a folder the user picked, or null (the default
  * store under the data directory). */
 let chosenStore = null;
@@ -83,12 +87,16 @@ export function showBranches(branches) {
 
 function row(b, depth) {
   const shown = b.name === app.branch;
+  const writable = app.opened && app.opened.kind === 'store';
   const where = b.parent ? `fork of ${b.parent} after #${b.fork_seq}` : 'root';
   const meta = el('span', { class: 'dim small', text: ` · ${where} · ${events(b.own_events)} of its own · head #${b.head_seq}` });
-  const name = el('button', {
+  const name = writable && editing === b.name ? nameField(b.name) : el('button', {
     type: 'button', class: 'branch-name linkish', title: shown ? 'The branch shown' : `Show ${b.name}`,
     on: { click: () => { if (!shown) emit('switch-branch', b.name); } },
   }, untrusted(b.name));
+  const edit = writable && editing !== b.name
+    ? button({ label: '✎', cls: 'btn-ghost btn-small branch-rename', title: `Rename ${b.name} (its id, history and forks stay)`, onClick: () => startRename(b.name) })
+    : null;
   const del = b.parent
     ? button({ icon: 'close', cls: 'btn-ghost btn-small', title: `Delete the fork ${b.name} (its own events go; its parent stays)`, onClick: () => remove(b.name) })
     : null;
@@ -96,7 +104,36 @@ function row(b, depth) {
     class: ['branch-row', shown ? 'shown' : ''],
     attrs: { role: 'treeitem', 'aria-level': String(depth + 1), 'aria-current': shown ? 'true' : null },
     dataset: { branch: b.name },
-  }, el('span', { class: 'branch-indent', attrs: { 'aria-hidden': 'true' }, text: depth ? `${'  '.repeat(depth - 1)}└ ` : '' }), name, meta, del);
+  }, el('span', { class: 'branch-indent', attrs: { 'aria-hidden': 'true' }, text: depth ? `${'  '.repeat(depth - 1)}└ ` : '' }), name, edit, meta, del);
+}
+
+/** The field a branch's name turns into: Enter renames, Escape (or leaving it) cancels. */
+function nameField(old) {
+  const field = el('input', {
+    type: 'text', class: 'input branch-name-input',
+    title: 'The branch’s new name: Enter renames it, Escape leaves it as it was',
+    attrs: { 'aria-label': `New name for ${old}`, spellcheck: 'false' },
+  });
+  field.value = old;
+  field.addEventListener('keydown', (e) => {
+    e.stopPropagation();
+    if (e.key === 'Enter') { e.preventDefault(); rename(old, field.value); }
+    if (e.key === 'Escape') { e.preventDefault(); stopRename(); }
+  });
+  field.addEventListener('blur', () => { if (!busy && editing === old) stopRename(); });
+  requestAnimationFrame(() => { field.focus(); field.select(); });
+  return field;
+}
+
+function startRename(name) {
+  editing = name;
+  say('');
+  if (app.opened) showBranches(app.opened.branches);
+}
+
+function stopRename() {
+  editing = null;
+  if (app.opened) showBranches(app.opened.branches);
 }
 
 /** On a recording, says where Fork here will import it, with a button to pick a folder. */
@@ -160,6 +197,32 @@ export async function forkHere(name) {
   } finally {
     busy = false;
     forkButton.disabled = false;
+  }
+}
+
+/**
+ * Renames branch `old` to `name` (a store only); the engine's refusal is shown as it words
+ * it, the field kept for another try. The branch shown stays shown, under its new name, at
+ * the same moment.
+ */
+export async function rename(old, name) {
+  if (busy) return null;
+  busy = true;
+  try {
+    const answer = await call('rename_branch', { branch: old, name: String(name ?? '') });
+    editing = null;
+    say(`Renamed ${answer.old} to ${answer.name}: its id, its history and its forks stay.`);
+    emit('branches-changed', {
+      branches: answer.branches,
+      select: app.branch === answer.old ? answer.name : null,
+      secs: app.branch === answer.old ? app.cursorSecs : undefined,
+    });
+    return answer;
+  } catch (err) {
+    say(err.message, true);
+    return null;
+  } finally {
+    busy = false;
   }
 }
 

@@ -16,7 +16,7 @@ import {
 import { initAgent, showAgent, setAgentVisible, agentState } from './agent.js';
 import { initWhy, openWhy, whyState, warmUp } from './why.js';
 import { initCalls, setCallsVisible, inspectNode, callsState } from './calls.js';
-import { initBranches, showBranches, forkHere, pickStore, remove as deleteBranch } from './branches.js';
+import { initBranches, showBranches, forkHere, pickStore, rename as renameBranch, remove as deleteBranch } from './branches.js';
 import { initChange, showChangeTarget, setChangeVisible, makeChange, continueRun, cancelRun, changeState, setModel } from './change.js';
 import { initCompare, setCompareVisible, compare, compareState } from './compare.js';
 import { initPlots, setPlotsVisible, plot, saveCsv, plotsState } from './plots.js';
@@ -474,8 +474,8 @@ function listBranches(branches) {
   showBranches(branches);
 }
 
-/** A fork or a deletion changed the branches: list them, and show `select` (or, if the
- * branch shown is gone, `main`). */
+/** A fork, a rename or a deletion changed the branches: list them, and show `select` (or,
+ * if the branch shown is gone, `main`); a renamed branch shown is `select`, at `secs`. */
 function branchesChanged({ branches, select, secs }) {
   if (!app.opened || !Array.isArray(branches)) return;
   app.opened.branches = branches;
@@ -770,6 +770,8 @@ window.hamlet = {
   branches: () => (app.opened && Array.isArray(app.opened.branches) ? app.opened.branches : []),
   /** Forks the branch shown at the playhead (as the Fork here button); resolves to `Forked` or null. */
   fork: (name) => { setSideTab('branches'); return forkHere(name ?? ''); },
+  /** Renames a branch of a store (as its ✎ field); resolves to `{ old, name, branches }`, or null if refused. */
+  renameBranch: (old, name) => { setSideTab('branches'); return renameBranch(old, name); },
   /** Deletes a fork (as its × button); resolves to the answer, or null if refused. */
   deleteBranch: (name) => { setSideTab('branches'); return deleteBranch(name); },
   pickStore: (dir) => pickStore(dir),

@@ -379,6 +379,28 @@ async fn fork(
         .await
 }
 
+/// Renames a branch of a store (a `BranchRenamed` at its head, as `hamlet rename-branch`
+/// does); a recording is read-only, and the store refuses a name taken or empty (and a
+/// branch whose last step is part way), saying why. Answers the name taken (spaces around
+/// it dropped) and the branches read again.
+#[tauri::command]
+async fn rename_branch(
+    worker: State<'_, Worker>,
+    branch: String,
+    name: String,
+) -> Result<serde_json::Value, String> {
+    worker
+        .run(move |v| {
+            let renamed = v.rename_branch(&branch, &name)?;
+            Ok(serde_json::json!({
+                "old": renamed.old,
+                "name": renamed.name,
+                "branches": v.opened().branches,
+            }))
+        })
+        .await
+}
+
 /// Deletes a fork; the store refuses a root or a branch others fork from, and says why.
 #[tauri::command]
 async fn delete_branch(
@@ -718,6 +740,7 @@ fn main() {
             calls,
             branches,
             fork,
+            rename_branch,
             delete_branch,
             change,
             continue_run,

@@ -5,7 +5,7 @@
 //! down to a prompt, plays, and opens a recording full of hostile text to check that nothing
 //! in it runs. Others scrub a million events, scroll ten thousand memories, play 25 agents on
 //! the shipped map, reopen a file where it was left, drop one on the window, and fork one
-//! (imported into a store first) and delete the fork from the branch tree. Two change a
+//! (imported into a store first), rename the fork and delete it from the branch tree. Two change a
 //! fork in the window against a scripted OpenAI-compatible test server (`scripted_server.rs`,
 //! a test double): one adds an inner-voice thought, sees its marker on the timeline,
 //! continues ten simulated minutes, cancels a second continuation part way, and compares the
@@ -489,8 +489,10 @@ fn a_recording_dropped_on_the_window_opens() {
 /// Goal: "what if?" starts with one click. Method: the shipped recording opened, the
 /// playhead at its middle, Fork here: the recording (read-only) is imported into a store
 /// under the data directory and the user told so, the new branch is shown at that moment,
-/// the tree lists it under main; deleting main is refused in the store's words; deleting the
-/// fork shows main again; the recording's bytes never change.
+/// the tree lists it under main; the fork renamed in the tree (✎, a new name, Enter): its
+/// row, the branch shown (at the same moment) and the store follow, and a taken name is
+/// refused in the store's words; deleting main is refused in the store's words; deleting
+/// the fork shows main again; the recording's bytes never change.
 #[test]
 fn fork_here_imports_the_recording_and_the_tree_forks_and_deletes() {
     if skip() {
@@ -544,11 +546,68 @@ fn fork_here_imports_the_recording_and_the_tree_forks_and_deletes() {
     assert_eq!(rows, json!([["main", "1"], ["what-if", "2"]]));
     w.screenshot("14-branch-tree");
 
+    // Renamed as a person does it: ✎ on the fork's row, a new name typed, Enter.
+    let field = w.run(
+        "const row = document.querySelector('#pane-branches .branch-row[data-branch=\"what-if\"]'); \
+         row.querySelector('.branch-rename').click(); \
+         const field = document.querySelector('#pane-branches .branch-name-input'); \
+         if (!field) return null; \
+         field.value = 'bread for everyone'; \
+         field.dispatchEvent(new KeyboardEvent('keydown', { key: 'Enter', bubbles: true })); \
+         return field.getAttribute('aria-label');",
+        json!([]),
+    );
+    assert_eq!(field, json!("New name for what-if"), "the name became a field");
+    let renamed = w.wait_for(
+        "the fork shown under its new name",
+        "const s = window.hamlet.state(); return s.branch === 'bread for everyone' && s.seq !== null ? s : null;",
+        json!([]),
+    );
+    assert_eq!(renamed["secs"], shown["secs"], "at the same moment: {renamed}");
+    let rows = w.run(
+        "return [...document.querySelectorAll('#pane-branches .branch-row')].map((r) => [r.dataset.branch, r.getAttribute('aria-level'), r.classList.contains('shown')]);",
+        json!([]),
+    );
+    assert_eq!(rows, json!([["main", "1", false], ["bread for everyone", "2", true]]));
+    let status = w.run(
+        "return document.querySelector('#pane-branches .branches-status').textContent;",
+        json!([]),
+    );
+    assert!(
+        status.as_str().unwrap().starts_with("Renamed what-if to bread for everyone"),
+        "{status}"
+    );
+    // The store says so too: asked again, and (a copy of it, the window holding its lock)
+    // opened by the engine.
+    let listed = w.run_async(
+        "const done = arguments[arguments.length - 1]; window.__TAURI__.core.invoke('branches').then((b) => done(b.map((x) => x.name)), (e) => done(String(e)));",
+        json!([]),
+    );
+    assert_eq!(listed, json!(["main", "bread for everyone"]));
+    let copy = tempfile::tempdir().unwrap();
+    copy_dir(&store, copy.path());
+    std::fs::remove_dir_all(copy.path().join("index")).unwrap();
+    let engine = hamlet_engine::store::Store::open(copy.path()).unwrap();
+    let found = engine.find_branch("bread for everyone").unwrap();
+    assert_eq!(found.parent, Some(engine.find_branch("main").unwrap().id));
+    assert!(engine.find_branch("what-if").is_err(), "the old name finds nothing");
+    drop(engine);
+    w.screenshot("14b-branch-renamed");
+    // A taken name: refused in the store's words, nothing renamed.
+    let rename = "const done = arguments[arguments.length - 1]; window.hamlet.renameBranch(arguments[0], arguments[1]).then((a) => done([a, document.querySelector('#pane-branches .branches-status').textContent]), (e) => done(String(e)));";
+    let refused = w.run_async(rename, json!(["bread for everyone", "main"]));
+    assert!(refused[0].is_null(), "{refused}");
+    assert_eq!(refused[1], json!("a branch named `main` exists already"));
+    assert_eq!(
+        w.run("return window.hamlet.branches().map((b) => b.name);", json!([])),
+        json!(["main", "bread for everyone"])
+    );
+
     let delete = "const done = arguments[arguments.length - 1]; window.hamlet.deleteBranch(arguments[0]).then((a) => done([a, document.querySelector('#pane-branches .branches-status').textContent]), (e) => done(String(e)));";
     let refused = w.run_async(delete, json!(["main"]));
     assert!(refused[0].is_null() && refused[1].as_str().unwrap().contains("root"), "{refused}");
-    let gone = w.run_async(delete, json!(["what-if"]));
-    assert_eq!(gone[0]["deleted"], json!(1), "{gone}");
+    let gone = w.run_async(delete, json!(["bread for everyone"]));
+    assert_eq!(gone[0]["deleted"], json!(2), "its first event and its rename: {gone}");
     w.wait_for(
         "main shown again",
         "const s = window.hamlet.state(); return s.branch === 'main' && window.hamlet.branches().length === 1;",
@@ -556,6 +615,20 @@ fn fork_here_imports_the_recording_and_the_tree_forks_and_deletes() {
     );
     drop(w);
     assert_eq!(std::fs::read(&file).unwrap(), before, "the recording is untouched");
+}
+
+/// Copies a directory and everything under it.
+fn copy_dir(from: &Path, to: &Path) {
+    std::fs::create_dir_all(to).unwrap();
+    for entry in std::fs::read_dir(from).unwrap() {
+        let entry = entry.unwrap();
+        let target = to.join(entry.file_name());
+        if entry.file_type().unwrap().is_dir() {
+            copy_dir(&entry.path(), &target);
+        } else {
+            std::fs::copy(entry.path(), &target).unwrap();
+        }
+    }
 }
 
 /// Looks a tenth of a second apart: a minute of them (a continuation runs for minutes on
