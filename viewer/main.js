@@ -555,7 +555,9 @@ async function branchGrew(seq) {
   emit('reset');
   app.selected = selected;
   emit('selected', selected);
-  await loadBranch(app.branch, Number.isFinite(seq) ? { seq } : null);
+  // No head to show (a continuation that failed): the moment shown stays.
+  const at = Number.isFinite(seq) ? { seq } : { secs: app.cursorSecs };
+  await loadBranch(app.branch, at);
   showChangeTarget();
 }
 

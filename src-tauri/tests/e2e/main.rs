@@ -925,6 +925,30 @@ fn a_fork_is_changed_continued_cancelled_and_compared_in_the_window() {
     head_shown(&w, fork, kept);
     w.screenshot("16-stopped");
 
+    // A model the server does not serve: the continuation fails at its first call and the
+    // window shows the engine's error and how to go on; the branch keeps what it had.
+    w.run("window.hamlet.setModel({ model: 'no-such-model' }); return true;", json!([]));
+    start_continuing(&w, 10.0 / 60.0);
+    let failed = outcome(&w, "continue", 5 * MINUTE);
+    let error = failed["error"].as_str().unwrap_or_else(|| panic!("a failure: {failed}"));
+    assert!(error.contains("no-such-model"), "the engine's error names the model: {error}");
+    let told = w.run(
+        "const t = document.querySelector('#pane-change .run-text');          return [t.querySelector('.error')?.textContent ?? '', t.querySelector('.dim')?.textContent ?? ''];",
+        json!([]),
+    );
+    assert_eq!(told[0], json!(error), "the window shows the error: {told}");
+    assert!(told[1].as_str().is_some_and(|h| !h.is_empty()), "and how to go on: {told}");
+    let row = branch_row(&w, fork);
+    assert!(row["head_seq"].as_u64().is_some_and(|h| h >= kept), "nothing lost: {row}");
+    let at = w.wait_for(
+        "the moment shown kept",
+        "const s = window.hamlet.state(); return s.seq !== null && s.branch === arguments[0] ? s : null;",
+        json!([fork]),
+    );
+    assert!(at["seq"].as_u64().is_some_and(|s| s >= kept), "the map stays at the head: {at}");
+    w.screenshot("16b-failed");
+    use_scripted(&w, &server);
+
     // The tree: main, and the fork under it where it was made.
     let rows = w.run(
         "return [...document.querySelectorAll('#pane-branches .branch-row')].map((r) => [r.dataset.branch, r.getAttribute('aria-level')]);",

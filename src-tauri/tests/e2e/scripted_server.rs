@@ -13,7 +13,8 @@
 //!   plain phrase, which Hamlet's free-text parser takes. A rating asked with `logprobs`
 //!   gets an answer with no `logprobs`, as many servers give: the gateway then generates
 //!   its ratings instead.
-//! - `GET /v1/models`: the one model it pretends to serve.
+//! - `GET /v1/models`: the one model it pretends to serve. A completion asked of any other
+//!   model is refused with 404 and "model '…' not found", as servers refuse one.
 //!
 //! Embeddings are not served (the tests embed with the local model). Each answer can be
 //! held back by a delay set at any time, so that a continuation lasts long enough to be
@@ -117,7 +118,14 @@ fn serve(mut stream: TcpStream, shared: &Shared) {
     let mut parts = line.split_whitespace();
     let (method, path) = (parts.next().unwrap_or_default(), parts.next().unwrap_or_default());
     let path = path.split('?').next().unwrap_or_default();
+    let asked_for = body.get("model").and_then(Value::as_str).unwrap_or(MODEL);
     let (status, reply, model_answer) = match (method, path) {
+        // A model it does not serve is refused as servers refuse one.
+        ("POST", p) if p.ends_with("completions") && asked_for != MODEL => (
+            404,
+            json!({ "error": { "message": format!("model '{asked_for}' not found"), "type": "invalid_request_error" } }),
+            false,
+        ),
         ("POST", p) if p.ends_with("/chat/completions") => {
             (200, chat_completion(&body, &answer_text(&body, n), n), true)
         }
