@@ -243,19 +243,26 @@ pub fn without_speaker<'a>(line: &'a str, speaker: &str) -> &'a str {
     let rest = [speaker, first]
         .iter()
         .filter(|name| !name.is_empty())
-        .find_map(|name| {
-            let head = line.get(..name.len())?;
-            let tail = line.get(name.len()..)?.trim_start().strip_prefix(':')?;
-            head.eq_ignore_ascii_case(name).then_some(tail)
-        })
+        .find_map(|name| after_name(line, name))
         .unwrap_or(line)
         .trim();
-    let unquoted = rest
-        .strip_prefix('"')
+    unquoted(rest)
+}
+
+/// `line` after `name` (any case) and a colon, if they head it.
+fn after_name<'a>(line: &'a str, name: &str) -> Option<&'a str> {
+    let head = line.get(..name.len())?;
+    let tail = line.get(name.len()..)?.trim_start().strip_prefix(':')?;
+    head.eq_ignore_ascii_case(name).then_some(tail)
+}
+
+/// `text` without the quotes around it (unless it holds quotes of its own), trimmed.
+fn unquoted(text: &str) -> &str {
+    text.strip_prefix('"')
         .and_then(|r| r.strip_suffix('"'))
         .filter(|inner| !inner.contains('"'))
-        .unwrap_or(rest);
-    unquoted.trim()
+        .unwrap_or(text)
+        .trim()
 }
 
 /// A line as its speaker says it (rulebook 2, [`Rulebook::cleans_transcript_layout`]):
@@ -270,12 +277,8 @@ pub fn as_said<'a>(line: &'a str, speaker: &str, other: &str) -> &'a str {
         .filter(|n| !n.is_empty())
         .collect();
     let mut rest = line.trim();
-    while let Some(tail) = names.iter().find_map(|name| {
-        let head = rest.get(..name.len())?;
-        let tail = rest.get(name.len()..)?.trim_start().strip_prefix(':')?;
-        head.eq_ignore_ascii_case(name).then_some(tail.trim_start())
-    }) {
-        rest = tail;
+    while let Some(tail) = names.iter().find_map(|name| after_name(rest, name)) {
+        rest = tail.trim_start();
     }
     if !rest.contains('{') {
         rest = rest.trim_end_matches('}').trim_end();
@@ -283,12 +286,7 @@ pub fn as_said<'a>(line: &'a str, speaker: &str, other: &str) -> &'a str {
     if !rest.contains('}') {
         rest = rest.trim_start_matches('{').trim_start();
     }
-    let unquoted = rest
-        .strip_prefix('"')
-        .and_then(|r| r.strip_suffix('"'))
-        .filter(|inner| !inner.contains('"'))
-        .unwrap_or(rest);
-    unquoted.trim()
+    unquoted(rest)
 }
 
 /// Answers an interviewer's question (the `Intervened` event `question`) from memory. The
