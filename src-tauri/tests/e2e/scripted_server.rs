@@ -30,6 +30,8 @@ use std::time::Duration;
 
 use serde_json::{json, Map, Value};
 
+use crate::webdriver::unchunk;
+
 /// The model the double says it serves.
 pub const MODEL: &str = "scripted-town";
 
@@ -210,23 +212,6 @@ fn read_request(stream: &mut TcpStream) -> Option<(String, Value)> {
     let body = if chunked { unchunk(&body) } else { body.into_iter().take(length).collect() };
     let value = serde_json::from_slice(&body).unwrap_or(Value::Null);
     Some((line, value))
-}
-
-/// The data of a chunked body.
-fn unchunk(mut data: &[u8]) -> Vec<u8> {
-    let mut out = Vec::new();
-    while let Some(end) = data.windows(2).position(|w| w == b"\r\n") {
-        let size = String::from_utf8_lossy(&data[..end]);
-        let size =
-            usize::from_str_radix(size.split(';').next().unwrap_or("0").trim(), 16).unwrap_or(0);
-        if size == 0 {
-            break;
-        }
-        let start = end + 2;
-        out.extend_from_slice(&data[start..(start + size).min(data.len())]);
-        data = data.get(start + size + 2..).unwrap_or(&[]);
-    }
-    out
 }
 
 fn respond(stream: &mut TcpStream, status: u16, body: &str) -> std::io::Result<()> {

@@ -39,11 +39,13 @@ fn http(port: u16, method: &str, path: &str, body: Option<&Value>) -> Result<Val
         .map_err(|e| format!("{e}: {}", String::from_utf8_lossy(&payload)))
 }
 
-fn unchunk(mut data: &[u8]) -> Vec<u8> {
+/// The data of a chunked HTTP body (a chunk's extensions after `;` ignored).
+pub fn unchunk(mut data: &[u8]) -> Vec<u8> {
     let mut out = Vec::new();
     while let Some(end) = data.windows(2).position(|w| w == b"\r\n") {
+        let size = String::from_utf8_lossy(&data[..end]);
         let size =
-            usize::from_str_radix(String::from_utf8_lossy(&data[..end]).trim(), 16).unwrap_or(0);
+            usize::from_str_radix(size.split(';').next().unwrap_or("0").trim(), 16).unwrap_or(0);
         if size == 0 {
             break;
         }
