@@ -23,7 +23,7 @@ impl Rulebook {
     /// The rulebook of every run recorded before rulebooks were numbered.
     pub const FIRST: Rulebook = Rulebook(1);
     /// The rulebook this engine starts a new run with.
-    pub const CURRENT: Rulebook = Rulebook(2);
+    pub const CURRENT: Rulebook = Rulebook(3);
 
     /// The rulebook numbered `n`, if this engine knows it.
     pub fn numbered(n: u32) -> Option<Rulebook> {
@@ -75,6 +75,49 @@ impl Rulebook {
     pub fn cleans_transcript_layout(self) -> bool {
         self >= Rulebook(2)
     }
+
+    /// Rulebook 3: the memories a retrieval puts in a prompt (what an agent remembers when it
+    /// reacts, attends, speaks or is interviewed) are listed in the order they were made, not
+    /// by score. Consecutive retrievals share most of their memories, so their prompts then
+    /// share a longer opening, which the embedded model reads from its cache.
+    pub fn lists_memories_in_time_order(self) -> bool {
+        self >= Rulebook(3)
+    }
+
+    /// Rulebook 3: memories a retrieval scores equally are ranked by the order they were
+    /// made (the later first), never by event id: an id hashes the recorded latencies and
+    /// response ids, so two runs given the same answers could otherwise part at the first tie.
+    pub fn breaks_retrieval_ties_by_creation(self) -> bool {
+        self >= Rulebook(3)
+    }
+
+    /// Rulebook 3: the tokens a day plan may take per stroke of the day. By rulebooks 1 and 2
+    /// it was 40, and a wordy plan could run out part way through its JSON (a fallback).
+    pub fn day_plan_tokens_per_stroke(self) -> u32 {
+        if self >= Rulebook(3) {
+            56
+        } else {
+            40
+        }
+    }
+
+    /// The version of the prompt template `name` this rulebook asks with: `None` for the
+    /// newest. Rulebook 3 changed the layout of `turn` (v6: the conversation after what the
+    /// speaker remembers, the time last), `react` (v4) and `attend` (v2) (memories first,
+    /// then what is noticed; "What X is doing:" instead of "X is wakes up…"), so that
+    /// consecutive calls share a longer opening; rulebooks 1 and 2 keep the versions they
+    /// were recorded with.
+    pub fn template_version(self, name: &str) -> Option<u32> {
+        if self >= Rulebook(3) {
+            return None;
+        }
+        match name {
+            "turn" => Some(5),
+            "react" => Some(3),
+            "attend" => Some(1),
+            _ => None,
+        }
+    }
 }
 
 impl fmt::Display for Rulebook {
@@ -98,6 +141,8 @@ mod tests {
         assert_eq!(Rulebook::FIRST.setting(), None);
         assert!(!Rulebook::FIRST.bounds_everyday_actions());
         assert!(!Rulebook::FIRST.cleans_transcript_layout());
+        assert!(!Rulebook::FIRST.lists_memories_in_time_order());
+        assert_eq!(Rulebook::FIRST.template_version("turn"), Some(5));
     }
 
     #[test]
@@ -106,6 +151,12 @@ mod tests {
         assert_eq!(Rulebook::recorded(&[(k, v)]), Ok(Rulebook::CURRENT));
         assert!(Rulebook::CURRENT.bounds_everyday_actions());
         assert!(Rulebook::CURRENT.cleans_transcript_layout());
+        assert!(Rulebook::CURRENT.lists_memories_in_time_order());
+        assert_eq!(Rulebook::CURRENT.template_version("turn"), None);
+        assert!(
+            Rulebook::CURRENT.day_plan_tokens_per_stroke()
+                > Rulebook::FIRST.day_plan_tokens_per_stroke()
+        );
     }
 
     #[test]

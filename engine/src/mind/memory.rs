@@ -50,6 +50,11 @@ impl MemoryStream {
         self.index.get(&id).map(|&i| &self.memories[i])
     }
 
+    /// Where a memory stands in the stream (0: the first made).
+    pub fn position(&self, id: EventId) -> Option<usize> {
+        self.index.get(&id).copied()
+    }
+
     /// The `n` most recent memories, oldest first.
     pub fn recent(&self, n: usize) -> &[Memory] {
         &self.memories[self.memories.len().saturating_sub(n)..]

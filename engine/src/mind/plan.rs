@@ -302,6 +302,7 @@ pub async fn plan_day(
     day_start_secs: u64,
     because: &[Cause],
     now: u64,
+    rulebook: Rulebook,
     pending: &mut Pending,
 ) -> Result<(PlanMade, PendingId), ThinkError> {
     let (agent, name) = (who.agent, who.name);
@@ -319,8 +320,8 @@ pub async fn plan_day(
     let shape = Shape::Schedule { starts, until: BEDTIME_MINUTE, leads, icons: Vec::new() };
     let mut call = template("day_plan")?.call(&vars, style, shape)?;
     call.agent = Some(agent);
-    // Each stroke is about 20 tokens of JSON around a few words.
-    call.max_tokens = Some(40 * times.len() as u32 + 16);
+    // Each stroke is about 20 tokens of JSON around a few words (a wordy one twice that).
+    call.max_tokens = Some(rulebook.day_plan_tokens_per_stroke() * times.len() as u32 + 16);
     let (answered, asked) = ask(gateway, call, because, now, pending).await?;
     let steps = match &answered.answer {
         Answer::Plan(steps) => steps.clone(),

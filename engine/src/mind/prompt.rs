@@ -15,6 +15,8 @@ use hamlet_gateway::Call;
 use hamlet_log::event::{ChatMessage, Prompt};
 use serde::Deserialize;
 
+use crate::rulebook::Rulebook;
+
 /// How the model takes its prompt.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Style {
@@ -107,6 +109,35 @@ const FILES: &[(&str, &str)] = &[
     ("interview", include_str!("../../prompts/interview.toml")),
     ("inner_voice", include_str!("../../prompts/inner_voice.toml")),
 ];
+
+/// Versions of templates that newer ones replaced, kept for the runs whose rulebook asks with
+/// them ([`crate::rulebook::Rulebook::template_version`]): such a run is resumed, forked and
+/// re-simulated with the words it was recorded with.
+const RETIRED: &[(&str, &str)] = &[
+    ("turn-v5", include_str!("../../prompts/retired/turn-v5.toml")),
+    ("react-v3", include_str!("../../prompts/retired/react-v3.toml")),
+    ("attend-v1", include_str!("../../prompts/retired/attend-v1.toml")),
+];
+
+/// The retired templates, by name and version.
+pub fn retired() -> &'static BTreeMap<(String, u32), Template> {
+    static ALL: std::sync::OnceLock<BTreeMap<(String, u32), Template>> = std::sync::OnceLock::new();
+    ALL.get_or_init(|| {
+        RETIRED
+            .iter()
+            .map(|(file, text)| {
+                let t: Template = toml::from_str(text)
+                    .unwrap_or_else(|e| panic!("engine/prompts/retired/{file}.toml: {e}"));
+                assert_eq!(
+                    format!("{}-v{}", t.name, t.version),
+                    *file,
+                    "engine/prompts/retired/{file}.toml names itself"
+                );
+                ((t.name.clone(), t.version), t)
+            })
+            .collect()
+    })
+}
 
 /// Every template, by name.
 pub fn templates() -> &'static BTreeMap<String, Template> {
@@ -244,9 +275,19 @@ impl Template {
     }
 }
 
-/// A template by name.
+/// A template by name (its newest version).
 pub fn template(name: &str) -> Result<&'static Template, PromptError> {
     templates().get(name).ok_or_else(|| PromptError::Unknown(name.to_owned()))
+}
+
+/// A template by name, in the version `rulebook` asks with.
+pub fn template_for(name: &str, rulebook: Rulebook) -> Result<&'static Template, PromptError> {
+    match rulebook.template_version(name) {
+        Some(version) if version != template(name)?.version => retired()
+            .get(&(name.to_owned(), version))
+            .ok_or_else(|| PromptError::Unknown(format!("{name} v{version}"))),
+        _ => template(name),
+    }
 }
 
 #[cfg(test)]
@@ -319,6 +360,30 @@ mod tests {
         let scored = t.scored(&vars, Style::Completion, vec!["the stove is idle".into()]).unwrap();
         let Prompt::Text(text) = scored.prompt else { panic!() };
         assert!(text.ends_with("The moment Mei Lin remembers:"), "{text}");
+    }
+
+    #[test]
+    fn each_rulebook_asks_with_the_template_versions_it_was_recorded_with() {
+        assert!(!retired().is_empty());
+        for ((name, version), old) in retired() {
+            let newest = template(name).unwrap();
+            assert!(old.version < newest.version, "{name} v{version}");
+            assert_eq!(
+                (old.shape.as_str(), old.preamble),
+                (newest.shape.as_str(), newest.preamble)
+            );
+        }
+        let first = template_for("turn", Rulebook::FIRST).unwrap();
+        assert_eq!(first.version, 5);
+        assert!(first.user.starts_with("It is {time}"), "{}", first.user);
+        let current = template_for("turn", Rulebook::CURRENT).unwrap();
+        assert_eq!(current.version, template("turn").unwrap().version);
+        assert!(current.user.trim_start().ends_with("It is {time}. {cue}"), "{}", current.user);
+        // A template no rulebook changed is the same for all.
+        assert_eq!(
+            template_for("location", Rulebook::FIRST).unwrap(),
+            template_for("location", Rulebook::CURRENT).unwrap()
+        );
     }
 
     #[test]

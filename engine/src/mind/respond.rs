@@ -10,16 +10,29 @@ use hamlet_log::event::{AgentId, DialogueTurn, InterviewAnswered, MemoryKind};
 use hamlet_log::{Body, EventId};
 
 use super::memory::MemoryStream;
-use super::prompt::{template, Style};
+use super::prompt::{template, template_for, Style};
 use super::retrieval::RetrievalSettings;
 use super::think::{ask, recall, remember, ThinkError, Who};
 use crate::pending::{Cause, Pending, PendingId};
 use crate::rulebook::Rulebook;
 
-/// The descriptions of a retrieval's hits, joined, for a prompt.
-fn context(stream: &MemoryStream, hits: &[hamlet_log::event::RetrievalHit]) -> String {
-    let lines: Vec<&str> =
-        hits.iter().filter_map(|h| stream.get(h.memory).map(|m| m.description.as_str())).collect();
+/// The descriptions of a retrieval's hits, joined, for a prompt: by score, or by rulebook 3
+/// in the order they were made ([`Rulebook::lists_memories_in_time_order`]).
+fn context(
+    stream: &MemoryStream,
+    hits: &[hamlet_log::event::RetrievalHit],
+    rulebook: Rulebook,
+) -> String {
+    let mut found: Vec<(usize, &str)> = hits
+        .iter()
+        .filter_map(|h| {
+            Some((stream.position(h.memory)?, stream.get(h.memory)?.description.as_str()))
+        })
+        .collect();
+    if rulebook.lists_memories_in_time_order() {
+        found.sort_by_key(|(at, _)| *at);
+    }
+    let lines: Vec<&str> = found.into_iter().map(|(_, text)| text).collect();
     if lines.is_empty() {
         "nothing in particular".to_owned()
     } else {
@@ -42,6 +55,8 @@ pub struct Situation<'a> {
     pub status: &'a str,
     /// Its memory stream.
     pub stream: &'a MemoryStream,
+    /// The rulebook its run decides by.
+    pub rulebook: Rulebook,
 }
 
 impl Situation<'_> {
@@ -84,10 +99,10 @@ pub async fn should_react(
         ("time", who.time.to_owned()),
         ("status", who.status.to_owned()),
         ("observation", observation.to_owned()),
-        ("context", context(who.stream, &hits)),
+        ("context", context(who.stream, &hits, who.rulebook)),
         ("other", subject.to_owned()),
     ]);
-    let mut call = template("react")?.call(&vars, style, Shape::YesNo)?;
+    let mut call = template_for("react", who.rulebook)?.call(&vars, style, Shape::YesNo)?;
     call.agent = Some(who.agent);
     call.max_tokens = Some(16);
     let (answered, at) =
@@ -113,8 +128,8 @@ pub async fn should_attend(
     vars.insert("time", who.time.to_owned());
     vars.insert("status", who.status.to_owned());
     vars.insert("observation", observation.to_owned());
-    vars.insert("context", context(who.stream, &about.hits));
-    let mut call = template("attend")?.call(&vars, style, Shape::YesNo)?;
+    vars.insert("context", context(who.stream, &about.hits, who.rulebook));
+    let mut call = template_for("attend", who.rulebook)?.call(&vars, style, Shape::YesNo)?;
     call.agent = Some(who.agent);
     call.max_tokens = Some(16);
     let (answered, asked) = ask(gateway, call, &[Cause::Pending(at)], now, pending).await?;
@@ -158,7 +173,6 @@ pub async fn speak(
     dialogue: &[(String, String)],
     now: u64,
     retrieval: &RetrievalSettings,
-    rulebook: Rulebook,
     pending: &mut Pending,
 ) -> Result<(Spoken, PendingId), ThinkError> {
     let last_said = dialogue.last().map_or_else(String::new, |(_, text)| text.clone());
@@ -173,7 +187,7 @@ pub async fn speak(
         ("time", who.time.to_owned()),
         ("place", place.to_owned()),
         ("other", other.to_owned()),
-        ("memories", context(who.stream, &recalled.hits)),
+        ("memories", context(who.stream, &recalled.hits, who.rulebook)),
         (
             "dialogue",
             if so_far.is_empty() { "(nothing yet)".to_owned() } else { so_far.join("\n") },
@@ -188,7 +202,7 @@ pub async fn speak(
             },
         ),
     ]);
-    let mut call = template("turn")?.call(&vars, style, Shape::Turn)?;
+    let mut call = template_for("turn", who.rulebook)?.call(&vars, style, Shape::Turn)?;
     call.agent = Some(who.agent);
     call.temperature = Some(TURN_TEMPERATURE);
     call.max_tokens = Some(120);
@@ -202,7 +216,7 @@ pub async fn speak(
         Answer::Turn(t) => t,
         _ => Turn { say: String::new(), end: true },
     };
-    turn.say = if rulebook.cleans_transcript_layout() {
+    turn.say = if who.rulebook.cleans_transcript_layout() {
         as_said(&turn.say, who.name, other).to_owned()
     } else {
         without_speaker(&turn.say, who.name).to_owned()
@@ -307,7 +321,7 @@ pub async fn answer_interview(
         recall(gateway, who.agent, who.stream, question, now, retrieval, pending).await?;
     let vars = BTreeMap::from([
         ("agent", who.name.to_owned()),
-        ("memories", context(who.stream, &recalled.hits)),
+        ("memories", context(who.stream, &recalled.hits, who.rulebook)),
         ("question", question.to_owned()),
     ]);
     let mut call = template("interview")?.call(&vars, style, Shape::Text)?;

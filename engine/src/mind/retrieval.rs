@@ -30,11 +30,21 @@ pub struct RetrievalSettings {
     pub decay: f32,
     /// How many memories to return.
     pub top_k: usize,
+    /// Equal scores go to the memory made later, by its place in the stream (rulebook 3,
+    /// [`crate::rulebook::Rulebook::breaks_retrieval_ties_by_creation`]); else to the later
+    /// simulated time, then to the smaller event id — and an id hashes the recorded latencies
+    /// and response ids, so two runs given the same answers could part at a tie.
+    pub ties_by_creation: bool,
 }
 
 impl Default for RetrievalSettings {
     fn default() -> RetrievalSettings {
-        RetrievalSettings { weights: [1.0, 1.0, 1.0], decay: 0.995, top_k: 8 }
+        RetrievalSettings {
+            weights: [1.0, 1.0, 1.0],
+            decay: 0.995,
+            top_k: 8,
+            ties_by_creation: true,
+        }
     }
 }
 
@@ -69,8 +79,8 @@ fn min_max(values: &mut [f64]) {
 }
 
 /// Ranks the memories of `stream` that `keep` accepts for `query` at `now_secs` and
-/// returns the `Retrieved` event body for the top k (best first; ties go to the newer
-/// memory, then to the smaller id).
+/// returns the `Retrieved` event body for the top k (best first; ties go to the memory made
+/// later, see [`RetrievalSettings::ties_by_creation`]).
 pub fn retrieve(
     agent: AgentId,
     stream: &MemoryStream,
@@ -99,10 +109,16 @@ pub fn retrieve(
     let mut ranked: Vec<(usize, f64)> = (0..candidates.len())
         .map(|i| (i, wr * recency[i] + wi * importance[i] + wv * relevance[i]))
         .collect();
+    // Candidates are in the stream's order, the order the memories were made.
     ranked.sort_by(|(a, sa), (b, sb)| {
-        sb.total_cmp(sa)
-            .then(candidates[*b].created_secs.cmp(&candidates[*a].created_secs))
-            .then(candidates[*a].id.cmp(&candidates[*b].id))
+        let by_score = sb.total_cmp(sa);
+        if settings.ties_by_creation {
+            by_score.then(b.cmp(a))
+        } else {
+            by_score
+                .then(candidates[*b].created_secs.cmp(&candidates[*a].created_secs))
+                .then(candidates[*a].id.cmp(&candidates[*b].id))
+        }
     });
     let hits = ranked
         .into_iter()
@@ -221,6 +237,29 @@ mod tests {
         let r =
             retrieve(MEI, minds.stream(MEI), "teeth", &[1.0, 0.0], 200, &only_relevance, |_| true);
         assert_eq!(r.hits[0].memory, EventId([2; 32]));
+    }
+
+    #[test]
+    fn equal_scores_go_to_the_memory_made_later_never_to_the_smaller_id() {
+        // Made in one step, alike in every score; the later one has the larger id here and
+        // the smaller there: ids hash what a run recorded, latencies among it.
+        for (first, second) in [(1u8, 9u8), (9, 1)] {
+            let mut minds = Minds::default();
+            minds.apply(&memory(first, 100, "Mei sees the kettle", 3, vec![1.0, 0.0]));
+            minds.apply(&memory(second, 100, "Mei sees the kettle", 3, vec![1.0, 0.0]));
+            let by = |ties_by_creation| {
+                let settings = RetrievalSettings { ties_by_creation, ..Default::default() };
+                retrieve(MEI, minds.stream(MEI), "kettle", &[1.0, 0.0], 200, &settings, |_| true)
+                    .hits[0]
+                    .memory
+            };
+            assert_eq!(by(true), EventId([second; 32]), "the later made, whatever its id");
+            assert_eq!(
+                by(false),
+                EventId([first.min(second); 32]),
+                "rulebooks 1–2: the smaller id"
+            );
+        }
     }
 
     #[test]

@@ -192,6 +192,7 @@ impl<S: Storage> Sim<S> {
                     time: &time,
                     status: &status,
                     stream: self.folds.minds.stream(agent),
+                    rulebook: self.settings.rulebook,
                 };
                 let (attend, at) = should_attend(
                     &self.gateway,
@@ -245,6 +246,7 @@ impl<S: Storage> Sim<S> {
                     time: &time,
                     status: &status,
                     stream: self.folds.minds.stream(agent),
+                    rulebook: self.settings.rulebook,
                 };
                 let (react, at) = should_react(
                     &self.gateway,
@@ -342,6 +344,7 @@ impl<S: Storage> Sim<S> {
                     day_start,
                     &because,
                     now,
+                    self.settings.rulebook,
                     pending,
                 )
                 .await?;

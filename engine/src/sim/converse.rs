@@ -88,6 +88,7 @@ impl<S: Storage> Sim<S> {
                 time: &time,
                 status: &status,
                 stream: self.folds.minds.stream(speaker),
+                rulebook: self.settings.rulebook,
             };
             let (spoken, at) = speak(
                 &self.gateway,
@@ -99,7 +100,6 @@ impl<S: Storage> Sim<S> {
                 &dialogue,
                 now,
                 &self.settings.retrieval,
-                self.settings.rulebook,
                 pending,
             )
             .await?;

@@ -51,6 +51,7 @@ impl<S: Storage> Sim<S> {
                 time: &time,
                 status: &status,
                 stream: self.folds.minds.stream(agent),
+                rulebook: self.settings.rulebook,
             };
             answer_interview(
                 &self.gateway,
@@ -97,6 +98,7 @@ impl<S: Storage> Sim<S> {
                 time: &time,
                 status: &status,
                 stream: self.folds.minds.stream(agent),
+                rulebook: self.settings.rulebook,
             };
             let intention = hear_inner_voice(
                 &self.gateway,

@@ -248,8 +248,9 @@ impl<S: Storage> Sim<S> {
         branch: BranchId,
         town: Definition,
         gateway: Gateway,
-        settings: SimSettings,
+        mut settings: SimSettings,
     ) -> Sim<S> {
+        settings.retrieval.ties_by_creation = settings.rulebook.breaks_retrieval_ties_by_creation();
         Sim { store, branch, town, gateway, settings, folds: Folds::default(), at_tick: false }
     }
 

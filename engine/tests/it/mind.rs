@@ -330,6 +330,7 @@ fn a_day_is_planned_remembered_and_decomposed_to_cover_its_stroke() {
             day1,
             &[],
             day1 + 25_200,
+            Rulebook::CURRENT,
             &mut pending,
         ))
         .unwrap();
@@ -563,6 +564,7 @@ fn reacting_speaking_interviews_and_the_inner_voice_are_events_with_causes() {
         time: "day0 17:00",
         status: "walking",
         stream: &stream,
+        rulebook: Rulebook::CURRENT,
     };
     let mut pending = Pending::new();
     let (react, at) = rt
@@ -594,7 +596,6 @@ fn reacting_speaking_interviews_and_the_inner_voice_are_events_with_causes() {
             &[],
             60,
             &RetrievalSettings::default(),
-            Rulebook::CURRENT,
             &mut pending,
         ))
         .unwrap();
@@ -617,7 +618,6 @@ fn reacting_speaking_interviews_and_the_inner_voice_are_events_with_causes() {
             &so_far,
             60,
             &RetrievalSettings::default(),
-            Rulebook::CURRENT,
             &mut pending,
         ))
         .unwrap();
@@ -675,4 +675,94 @@ fn reacting_speaking_interviews_and_the_inner_voice_are_events_with_causes() {
     let kinds: Vec<MemoryKind> = minds.stream(mei).memories().iter().map(|m| m.kind).collect();
     assert_eq!(kinds, [MemoryKind::Seed, MemoryKind::Chat, MemoryKind::Plan]);
     assert_eq!(events.iter().filter(|e| matches!(e.body, Body::InterviewAnswered(_))).count(), 2);
+}
+
+#[test]
+fn by_rulebook_3_a_reaction_lists_what_it_remembers_in_the_order_it_was_made() {
+    use hamlet_engine::mind::respond::{should_react, Situation};
+    let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+    let gateway = scripted_gateway(vec![
+        r#"{"rating": 2}"#,
+        r#"{"rating": 2}"#,
+        r#"{"rating": 2}"#,
+        r#"{"answer": "no"}"#,
+        r#"{"answer": "no"}"#,
+    ]);
+    let mei = AgentId(0);
+    let mut minds = Minds::default();
+    let tmp = tempfile::tempdir().unwrap();
+    let mut store = Store::open(tmp.path()).unwrap();
+    let branch = store.create_root("main").unwrap();
+    let who = Who { agent: mei, name: "Mei Lin", summary: "Mei Lin is an art student." };
+    // The last made is the most relevant to what she notices: by score it comes first.
+    let made = [
+        "Mei Lin paints in the morning light",
+        "Mei Lin keeps a jar of brushes by the window",
+        "Tamsin Hale is walking to the party at the café",
+    ];
+    for (i, memory) in made.iter().enumerate() {
+        let mut pending = Pending::new();
+        rt.block_on(remember(
+            &gateway,
+            Style::Chat,
+            &who,
+            MemoryKind::Observation,
+            &[(*memory).to_owned()],
+            &[],
+            &[],
+            60 * i as u64,
+            &mut pending,
+        ))
+        .unwrap();
+        let from = store.branch(branch).unwrap().head_seq + 1;
+        pending.commit(&mut store, branch).unwrap();
+        let head = store.branch(branch).unwrap().head_seq;
+        store.events(branch, from, head).unwrap().iter().for_each(|e| minds.apply(e));
+    }
+    let stream = minds.stream(mei).clone();
+    let remembered = |rulebook: Rulebook| {
+        let who = Situation {
+            agent: mei,
+            name: "Mei Lin",
+            summary: "Mei Lin is an art student.",
+            time: "day0 17:00",
+            status: "walking",
+            stream: &stream,
+            rulebook,
+        };
+        let mut pending = Pending::new();
+        rt.block_on(should_react(
+            &gateway,
+            Style::Chat,
+            &who,
+            "Tamsin Hale is walking to the party",
+            "Tamsin Hale",
+            600,
+            &RetrievalSettings::default(),
+            &mut pending,
+        ))
+        .unwrap();
+        let asked = pending
+            .events()
+            .iter()
+            .find_map(|e| match &e.body {
+                Body::LlmRequested(r) => Some(r.clone()),
+                _ => None,
+            })
+            .expect("a question");
+        let Prompt::Chat(messages) = &asked.prompt else { panic!("{:?}", asked.prompt) };
+        (asked.template_version, messages[1].content.clone())
+    };
+    let at = |text: &str, memory: &str| text.find(memory).unwrap_or_else(|| panic!("{text}"));
+
+    let (version, text) = remembered(Rulebook::CURRENT);
+    assert_eq!(version, 4, "react v4 by rulebook 3");
+    assert!(text.contains("\n\nWhat Mei Lin remembers: "), "memories first: {text}");
+    assert!(at(&text, made[0]) < at(&text, made[1]) && at(&text, made[1]) < at(&text, made[2]));
+    assert!(text.contains("What Mei Lin is doing: walking"), "{text}");
+
+    let (version, text) = remembered(Rulebook::FIRST);
+    assert_eq!(version, 3, "the version rulebook 1 recorded");
+    assert!(text.contains("\n\nIt is day0 17:00. Mei Lin is walking."), "{text}");
+    assert!(at(&text, made[2]) < at(&text, made[0]), "by score, the most relevant first: {text}");
 }
