@@ -183,8 +183,8 @@ fn the_shipped_day_is_made_again_identically_by_the_rulebook_it_recorded() {
 #[test]
 fn the_first_shipped_day_is_made_again_identically_by_rulebook_1() {
     use hamlet_engine::rulebook::Rulebook;
-    let path =
-        PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../recordings/willowmere-day-rulebook1.hamlet");
+    let path = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("../recordings/willowmere-day-rulebook1.hamlet");
     let bytes = std::fs::read(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
     let rec = Recording::open(&bytes).unwrap();
     let root = rec.root().unwrap().id;
