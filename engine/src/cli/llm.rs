@@ -92,7 +92,7 @@ pub struct LlmArgs {
     /// CPU threads of the embedded model [default: every core]
     #[arg(long, value_name = "N", help_heading = "Model")]
     threads: Option<u32>,
-    /// Sequences the embedded model decodes together (and prompt prefixes it keeps) [default: 40]
+    /// Sequences the embedded model decodes together (and prompt prefixes it keeps) [default: 64]
     #[arg(long, value_name = "N", help_heading = "Model")]
     slots: Option<u32>,
     /// A config file [default: $HAMLET_CONFIG, else ~/.config/hamlet/config.toml if present]
