@@ -126,13 +126,8 @@ pub fn retired() -> &'static BTreeMap<(String, u32), Template> {
         RETIRED
             .iter()
             .map(|(file, text)| {
-                let t: Template = toml::from_str(text)
-                    .unwrap_or_else(|e| panic!("engine/prompts/retired/{file}.toml: {e}"));
-                assert_eq!(
-                    format!("{}-v{}", t.name, t.version),
-                    *file,
-                    "engine/prompts/retired/{file}.toml names itself"
-                );
+                let t = parse(&format!("retired/{file}"), text);
+                assert_eq!(format!("{}-v{}", t.name, t.version), *file, "retired/{file}.toml");
                 ((t.name.clone(), t.version), t)
             })
             .collect()
@@ -146,13 +141,18 @@ pub fn templates() -> &'static BTreeMap<String, Template> {
         FILES
             .iter()
             .map(|(file, text)| {
-                let t: Template = toml::from_str(text)
-                    .unwrap_or_else(|e| panic!("engine/prompts/{file}.toml: {e}"));
+                let t = parse(file, text);
                 assert_eq!(&t.name, file, "engine/prompts/{file}.toml names itself");
                 (t.name.clone(), t)
             })
             .collect()
     })
+}
+
+/// A template file compiled in (`engine/prompts/{file}.toml`); a file that does not parse is
+/// a bug of this build.
+fn parse(file: &str, text: &str) -> Template {
+    toml::from_str(text).unwrap_or_else(|e| panic!("engine/prompts/{file}.toml: {e}"))
 }
 
 /// The names of a text's `{placeholders}`, in order of first appearance.

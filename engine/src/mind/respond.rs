@@ -26,7 +26,8 @@ fn context(
     let mut found: Vec<(usize, &str)> = hits
         .iter()
         .filter_map(|h| {
-            Some((stream.position(h.memory)?, stream.get(h.memory)?.description.as_str()))
+            let at = stream.position(h.memory)?;
+            Some((at, stream.memories()[at].description.as_str()))
         })
         .collect();
     if rulebook.lists_memories_in_time_order() {

@@ -510,11 +510,25 @@ fn a_place_is_chosen_down_the_spatial_tree_preferring_where_the_agent_is() {
     assert_eq!(asked, 1, "no sector or arena asked");
 }
 
+/// Mei Lin (agent 0), walking at 17:00 of day 0, with `stream` for her memories.
+fn mei_walking(
+    stream: &hamlet_engine::mind::memory::MemoryStream,
+    rulebook: Rulebook,
+) -> hamlet_engine::mind::respond::Situation<'_> {
+    hamlet_engine::mind::respond::Situation {
+        agent: AgentId(0),
+        name: "Mei Lin",
+        summary: "Mei Lin is an art student.",
+        time: "day0 17:00",
+        status: "walking",
+        stream,
+        rulebook,
+    }
+}
+
 #[test]
 fn reacting_speaking_interviews_and_the_inner_voice_are_events_with_causes() {
-    use hamlet_engine::mind::respond::{
-        answer_interview, hear_inner_voice, should_react, speak, Situation,
-    };
+    use hamlet_engine::mind::respond::{answer_interview, hear_inner_voice, should_react, speak};
     let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
     let gateway = scripted_gateway(vec![
         r#"{"rating": 7}"#,                                                 // seed memory
@@ -557,15 +571,7 @@ fn reacting_speaking_interviews_and_the_inner_voice_are_events_with_causes() {
     commit(pending, &mut minds);
 
     let stream = minds.stream(mei).clone();
-    let who = Situation {
-        agent: mei,
-        name: "Mei Lin",
-        summary: "Mei Lin is an art student.",
-        time: "day0 17:00",
-        status: "walking",
-        stream: &stream,
-        rulebook: Rulebook::CURRENT,
-    };
+    let who = mei_walking(&stream, Rulebook::CURRENT);
     let mut pending = Pending::new();
     let (react, at) = rt
         .block_on(should_react(
@@ -679,7 +685,7 @@ fn reacting_speaking_interviews_and_the_inner_voice_are_events_with_causes() {
 
 #[test]
 fn by_rulebook_3_a_reaction_lists_what_it_remembers_in_the_order_it_was_made() {
-    use hamlet_engine::mind::respond::{should_react, Situation};
+    use hamlet_engine::mind::respond::should_react;
     let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
     let gateway = scripted_gateway(vec![
         r#"{"rating": 2}"#,
@@ -721,15 +727,7 @@ fn by_rulebook_3_a_reaction_lists_what_it_remembers_in_the_order_it_was_made() {
     }
     let stream = minds.stream(mei).clone();
     let remembered = |rulebook: Rulebook| {
-        let who = Situation {
-            agent: mei,
-            name: "Mei Lin",
-            summary: "Mei Lin is an art student.",
-            time: "day0 17:00",
-            status: "walking",
-            stream: &stream,
-            rulebook,
-        };
+        let who = mei_walking(&stream, rulebook);
         let mut pending = Pending::new();
         rt.block_on(should_react(
             &gateway,
