@@ -29,9 +29,17 @@ fn n_events() -> u64 {
     })
 }
 
-struct Data {
+/// One recording of the synthetic town in one format version.
+struct Format {
+    name: &'static str,
     bytes: Vec<u8>,
     with_checkpoints: Vec<u8>,
+}
+
+/// The same events in format 1 (uncompressed) and format 2 (compressed): every reading
+/// benchmark runs on both, before and after compression in the same run.
+struct Data {
+    formats: Vec<Format>,
 }
 
 fn data() -> &'static Data {
@@ -50,53 +58,73 @@ fn data() -> &'static Data {
             .expect("segments")
             .map(|e| e.expect("entry").metadata().expect("metadata").len())
             .sum();
-        let rec = Recording::open(&with_checkpoints).expect("open");
-        let stats = &rec.summary().statistics;
+        let in_format_1 = |bytes: &[u8]| {
+            let rec = Recording::open(bytes).expect("open");
+            hamlet_log::writer::rewrite(&rec, Vec::new(), "bench", 1).expect("format 1")
+        };
+        let formats = vec![
+            Format {
+                name: "format 1",
+                bytes: in_format_1(&bytes),
+                with_checkpoints: in_format_1(&with_checkpoints),
+            },
+            Format { name: "format 2, compressed", bytes, with_checkpoints },
+        ];
+        for f in &formats {
+            let rec = Recording::open(&f.with_checkpoints).expect("open");
+            let stats = &rec.summary().statistics;
+            println!(
+                "size, {}: {} events; {:.1} bytes per event in a recording without checkpoints, \
+                 {:.1} with ({} checkpoints)",
+                f.name,
+                stats.n_events,
+                f.bytes.len() as f64 / stats.n_events as f64,
+                f.with_checkpoints.len() as f64 / stats.n_events as f64,
+                rec.summary().checkpoints.len(),
+            );
+        }
         println!(
-            "size: {} events; {:.1} bytes per event in a recording without checkpoints, {:.1} with \
-             ({} checkpoints); {:.1} bytes per event in store segments",
-            stats.n_events,
-            bytes.len() as f64 / stats.n_events as f64,
-            with_checkpoints.len() as f64 / stats.n_events as f64,
-            rec.summary().checkpoints.len(),
-            segments as f64 / stats.n_events as f64,
+            "size, store segments (uncompressed): {:.1} bytes per event",
+            segments as f64 / n as f64
         );
-        Data { bytes, with_checkpoints }
+        Data { formats }
     })
 }
 
 fn fold(c: &mut Criterion) {
-    let d = data();
-    // Verified once at open, as the viewer and `hamlet replay` do: reads then trust the
-    // chunk hashes verify checked.
-    let (rec, report) = Recording::open_verified(&d.bytes).expect("open");
-    assert!(report.is_clean());
-    let root = rec.root().expect("root").id;
-    let n = rec.summary().statistics.n_events;
     let mut group = c.benchmark_group("fold");
-    group.sample_size(10).throughput(Throughput::Elements(n));
-    group.bench_function("decode and fold every event, one core", |b| {
-        b.iter(|| {
-            let mut town = Town::default();
-            rec.for_each_stored(root, 0, u64::MAX, |_, event| {
-                town.apply_stored(event);
-                true
+    for f in &data().formats {
+        // Verified once at open, as the viewer and `hamlet replay` do: reads then trust the
+        // chunk hashes verify checked.
+        let (rec, report) = Recording::open_verified(&f.bytes).expect("open");
+        assert!(report.is_clean());
+        let root = rec.root().expect("root").id;
+        let n = rec.summary().statistics.n_events;
+        group.sample_size(10).throughput(Throughput::Elements(n));
+        group.bench_function(format!("decode and fold every event, one core, {}", f.name), |b| {
+            b.iter(|| {
+                let mut town = Town::default();
+                rec.for_each_stored(root, 0, u64::MAX, |_, event| {
+                    town.apply_stored(event);
+                    true
+                })
+                .expect("events");
+                black_box(town.n_events)
             })
-            .expect("events");
-            black_box(town.n_events)
-        })
-    });
+        });
+    }
     group.finish();
 }
 
 fn verify(c: &mut Criterion) {
-    let d = data();
-    let n = Recording::open(&d.bytes).expect("open").summary().statistics.n_events;
     let mut group = c.benchmark_group("verify");
-    group.sample_size(10).throughput(Throughput::Elements(n));
-    group.bench_function("every check, all cores", |b| {
-        b.iter(|| assert!(hamlet_log::verify::verify(black_box(&d.bytes)).is_clean()))
-    });
+    for f in &data().formats {
+        let n = Recording::open(&f.bytes).expect("open").summary().statistics.n_events;
+        group.sample_size(10).throughput(Throughput::Elements(n));
+        group.bench_function(format!("every check, all cores, {}", f.name), |b| {
+            b.iter(|| assert!(hamlet_log::verify::verify(black_box(&f.bytes)).is_clean()))
+        });
+    }
     group.finish();
 }
 
@@ -104,10 +132,20 @@ fn percentile(sorted: &[Duration], p: f64) -> Duration {
     sorted[((sorted.len() - 1) as f64 * p).round() as usize]
 }
 
-#[expect(clippy::disallowed_methods, reason = "a benchmark measures wall time")]
 fn seek(c: &mut Criterion) {
-    let d = data();
-    let (rec, _) = Recording::open_verified(&d.with_checkpoints).expect("open");
+    let mut group = c.benchmark_group("seek");
+    for f in &data().formats {
+        seek_in(&mut group, f);
+    }
+    group.finish();
+}
+
+#[expect(clippy::disallowed_methods, reason = "a benchmark measures wall time")]
+fn seek_in(
+    group: &mut criterion::BenchmarkGroup<'_, criterion::measurement::WallTime>,
+    f: &Format,
+) {
+    let (rec, _) = Recording::open_verified(&f.with_checkpoints).expect("open");
     let root = rec.root().expect("root").id;
     let head = rec.branch(root).expect("branch").head_seq;
     let mut rng = SimRng::stream(5, &["seek"]);
@@ -125,29 +163,29 @@ fn seek(c: &mut Criterion) {
     for _ in 0..30 {
         let seq = rng.int_inclusive(0, head);
         let start = Instant::now();
-        let rec = Recording::open(&d.with_checkpoints).expect("open");
+        let rec = Recording::open(&f.with_checkpoints).expect("open");
         black_box(state_at_recording(&rec, root, Moment::Seq(seq)).expect("seek"));
         cold.push(start.elapsed());
     }
     cold.sort();
     println!(
-        "seek: warm p50 {:.2} ms, p99 {:.2} ms, max {:.2} ms over 300 random moments; \
+        "seek, {}: warm p50 {:.2} ms, p99 {:.2} ms, max {:.2} ms over 300 random moments; \
          cold (open + seek) p50 {:.2} ms, p99 {:.2} ms",
+        f.name,
         percentile(&warm, 0.5).as_secs_f64() * 1e3,
         percentile(&warm, 0.99).as_secs_f64() * 1e3,
         warm.last().expect("samples").as_secs_f64() * 1e3,
         percentile(&cold, 0.5).as_secs_f64() * 1e3,
         percentile(&cold, 0.99).as_secs_f64() * 1e3,
     );
-    let mut group = c.benchmark_group("seek");
     group.sample_size(20);
-    group.bench_function("state at a random seq, from the nearest checkpoint", |b| {
+    let name = format!("state at a random seq, from the nearest checkpoint, {}", f.name);
+    group.bench_function(name, |b| {
         b.iter(|| {
             let seq = rng.int_inclusive(0, head);
             black_box(state_at_recording(&rec, root, Moment::Seq(seq)).expect("seek"))
         })
     });
-    group.finish();
 }
 
 fn small_events(n: usize, time: &mut u64) -> Vec<NewEvent> {
@@ -181,7 +219,7 @@ fn append(c: &mut Criterion) {
 
 fn fork(c: &mut Criterion) {
     let d = data();
-    let n = Recording::open(&d.bytes).expect("open").summary().statistics.n_events;
+    let n = Recording::open(&d.formats[0].bytes).expect("open").summary().statistics.n_events;
     let mut group = c.benchmark_group("fork");
     group.sample_size(10);
     for len in [n / 100, n / 10, n] {

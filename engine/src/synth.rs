@@ -457,7 +457,7 @@ pub fn write_recording_in<W: io::Write>(
         for event in &events {
             let id = chunk.push(&event.encode(chunk.next_seq()));
             ids.push(id);
-            if chunk.is_full() {
+            if chunk.is_full_for(writer.compresses()) {
                 let next = ChunkBuilder::new(branch, id, chunk.next_seq());
                 let full = std::mem::replace(&mut chunk, next);
                 writer.write_chunk(&full.finish().1).map_err(io::Error::other)?;

@@ -108,6 +108,7 @@ struct Found {
 /// Scans records from `start` to `end`, checking each chunk by itself.
 fn scan(
     bytes: &[u8],
+    preamble: &crate::format::Preamble,
     start: usize,
     end: usize,
     problems: &mut Vec<Problem>,
@@ -159,7 +160,7 @@ fn scan(
             .map(|part| {
                 scope.spawn(move || {
                     part.iter()
-                        .map(|r| ChunkRef::parse(*r).and_then(|c| walk(&c)))
+                        .map(|r| ChunkRef::parse(*r).and_then(|c| walk(&c, preamble)))
                         .collect::<Vec<_>>()
                 })
             })
@@ -181,7 +182,17 @@ fn scan(
     out
 }
 
-fn walk(chunk: &ChunkRef<'_>) -> Result<Found, FormatError> {
+fn walk(chunk: &ChunkRef<'_>, preamble: &crate::format::Preamble) -> Result<Found, FormatError> {
+    if !preamble.allows(chunk.header.compression) {
+        return Err(FormatError::BadChunk {
+            offset: chunk.offset,
+            problem: format!(
+                "compression {} in a format version {} file",
+                chunk.header.compression, preamble.version
+            ),
+        });
+    }
+    let opened = chunk.open()?;
     // One pass: the chain is recomputed, and every body of a known kind must decode, not
     // just frame, since a reader will decode it.
     // Counted here, on the walking threads; runs of one kind are common.
@@ -190,7 +201,7 @@ fn walk(chunk: &ChunkRef<'_>) -> Result<Found, FormatError> {
     let mut created = None;
     let mut created_id = EventId::NONE;
     let mut renamed = None;
-    for event in chunk.events_checked() {
+    for event in opened.events_checked() {
         let event = event?;
         let body = decode_body(event.kind, event.schema, event.body).map_err(|source| {
             FormatError::BadEvent { offset: chunk.offset, seq: event.header.seq, source }
@@ -245,7 +256,7 @@ fn walk(chunk: &ChunkRef<'_>) -> Result<Found, FormatError> {
 fn id_at(bytes: &[u8], found: &Found, seq: u64) -> Option<(EventId, u64)> {
     let record =
         parse_record(bytes.get(found.entry.offset as usize..)?, found.entry.offset).ok()??;
-    let chunk = ChunkRef::parse(record).ok()?;
+    let chunk = ChunkRef::parse(record).ok()?.open().ok()?;
     chunk
         .events()
         .filter_map(Result::ok)
@@ -360,8 +371,8 @@ fn statistics(found: &[Found]) -> Statistics {
 /// Checks every invariant of a recording; reports all that fail.
 pub fn verify(bytes: &[u8]) -> Report {
     let mut problems = Vec::new();
-    let data_start = match parse_preamble(bytes) {
-        Ok((_, end)) => Some(end),
+    let preamble = match parse_preamble(bytes) {
+        Ok(preamble) => Some(preamble),
         Err(e) => {
             problems.push(Problem::Preamble(e));
             None
@@ -375,16 +386,17 @@ pub fn verify(bytes: &[u8]) -> Report {
         }
     };
     let data_end = summary.as_ref().map_or(bytes.len(), |s| s.offset as usize).min(bytes.len());
-    let Some(data_start) = data_start else {
+    let Some(preamble) = preamble else {
         return Report { problems, ..Report::default() };
     };
+    let data_start = preamble.end;
     let mut states = Vec::new();
     let n_before = problems.len();
     // The data section's hash runs on its own thread while the chunks are walked.
     let (found, data_hash) = std::thread::scope(|scope| {
         let hashing = scope
             .spawn(|| crate::format::data_hash(bytes.get(..data_end).unwrap_or(&[]), data_start));
-        let found = scan(bytes, data_start, data_end, &mut problems, false, &mut states);
+        let found = scan(bytes, &preamble, data_start, data_end, &mut problems, false, &mut states);
         (found, hashing.join().ok())
     });
     if let Some(summary) = &summary {
@@ -499,12 +511,15 @@ pub fn recover(bytes: &[u8], writer_name: &str) -> Recovered {
         n_chunks: 0,
         problems,
     };
-    let Ok((_, start)) = parse_preamble(bytes) else {
+    let Ok(preamble) = parse_preamble(bytes) else {
         return nothing(report.problems);
     };
     let mut ignored = Vec::new();
-    let found = scan(bytes, start, bytes.len(), &mut ignored, true, &mut Vec::new());
-    let Ok(mut writer) = RecordingWriter::new(Vec::new(), writer_name) else {
+    let found =
+        scan(bytes, &preamble, preamble.end, bytes.len(), &mut ignored, true, &mut Vec::new());
+    // The recovered file keeps the damaged one's format version (and so its compression).
+    let Ok(mut writer) = RecordingWriter::with_version(Vec::new(), writer_name, preamble.version)
+    else {
         return nothing(report.problems);
     };
     let mut kept: Vec<&Found> = Vec::new();

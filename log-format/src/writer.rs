@@ -12,7 +12,7 @@ use std::io::{self, Write};
 use crate::event::{decode_body, Body};
 use crate::format::{
     file_preamble, op, push_record, BranchEntry, ChunkIndexEntry, ChunkRef, FormatError,
-    Statistics, FOOTER_BODY_LEN, MAGIC,
+    Statistics, FOOTER_BODY_LEN, FORMAT_VERSION, MAGIC,
 };
 use crate::id::{BranchId, EventId};
 
@@ -42,12 +42,26 @@ pub struct RecordingWriter<W: Write> {
     stats: Statistics,
     checkpoints: Vec<crate::format::CheckpointEntry>,
     head_times: BTreeMap<BranchId, u64>,
+    // Format version 2: chunks are stored compressed (when that makes them smaller).
+    compress: bool,
 }
 
 impl<W: Write> RecordingWriter<W> {
-    /// Starts a recording: writes the magic and the header record naming `writer`.
-    pub fn new(mut out: W, writer: &str) -> io::Result<RecordingWriter<W>> {
-        let preamble = file_preamble(writer);
+    /// Starts a recording of the newest format version ([`FORMAT_VERSION`], chunks stored
+    /// compressed): writes the magic and the header record naming `writer`.
+    pub fn new(out: W, writer: &str) -> io::Result<RecordingWriter<W>> {
+        RecordingWriter::with_version(out, writer, FORMAT_VERSION)
+    }
+
+    /// Starts a recording of format `version`: 1 stores every chunk uncompressed (readable
+    /// by every build), 2 stores chunks compressed with Zstandard when that makes them
+    /// smaller. Chunks given in the other form are stored again in this one: the events and
+    /// their ids are the same.
+    ///
+    /// # Panics
+    /// On a version this build does not write.
+    pub fn with_version(mut out: W, writer: &str, version: u16) -> io::Result<RecordingWriter<W>> {
+        let preamble = file_preamble(version, writer);
         out.write_all(&preamble)?;
         let mut data = crate::format::data_hasher();
         data.update(&preamble);
@@ -61,7 +75,14 @@ impl<W: Write> RecordingWriter<W> {
             stats: Statistics::default(),
             checkpoints: Vec::new(),
             head_times: BTreeMap::new(),
+            compress: version >= 2,
         })
+    }
+
+    /// Whether chunks are stored compressed (format version 2): callers that cut events
+    /// into chunks aim at [`crate::format::ChunkBuilder::is_full_for`] this.
+    pub fn compresses(&self) -> bool {
+        self.compress
     }
 
     /// The branches written so far, in the order they first appeared.
@@ -80,9 +101,24 @@ impl<W: Write> RecordingWriter<W> {
         if parsed.len_total() as usize != record.len() {
             return Err(WriteError::Refused("bytes after the record".into()));
         }
-        let chunk = ChunkRef::parse(parsed)?;
+        let stored = ChunkRef::parse(parsed)?;
+        let chunk = stored.open()?;
         let kinds = chunk.verify_events()?;
-        let header = chunk.header;
+        let header = stored.header;
+        // Stored in this file's form: compressed in version 2, not in version 1.
+        let recoded;
+        let record = match (self.compress, header.compression) {
+            (false, crate::format::compression::NONE)
+            | (true, crate::format::compression::ZSTD) => record,
+            _ => {
+                recoded = stored.recoded(self.compress)?;
+                recoded.as_slice()
+            }
+        };
+        let Some(written) = crate::format::parse_record(record, self.offset)? else {
+            return Err(WriteError::Refused("empty record".into()));
+        };
+        let written = ChunkRef::parse(written)?;
         match self.branches.get(&header.branch) {
             Some(entry) => {
                 let time = self.head_times.get(&header.branch).copied().unwrap_or(0);
@@ -199,7 +235,7 @@ impl<W: Write> RecordingWriter<W> {
             last_seq: header.last_seq(),
             time_first: header.time_first,
             time_last: header.time_last,
-            hash: chunk.hash,
+            hash: written.hash,
         });
         self.offset += record.len() as u64;
         Ok(())
@@ -262,4 +298,53 @@ impl<W: Write> RecordingWriter<W> {
         self.out.flush()?;
         Ok(self.out)
     }
+}
+
+/// Writes `rec` again in format `version` (1: chunks uncompressed; 2: compressed): the same
+/// branches, events and ids, cut into chunks afresh at the targets of that version, and
+/// every checkpoint whose bytes match its hash. A damaged chunk stops it with an error.
+pub fn rewrite<W: Write>(
+    rec: &crate::Recording<'_>,
+    out: W,
+    writer: &str,
+    version: u16,
+) -> Result<W, WriteError> {
+    let mut w = RecordingWriter::with_version(out, writer, version)?;
+    for branch in rec.branches() {
+        let mut builder: Option<crate::format::ChunkBuilder> = None;
+        for entry in rec.own_chunks(branch.id) {
+            let chunk = rec.chunk(entry).map_err(|e| WriteError::Refused(e.to_string()))?.open()?;
+            for event in chunk.events() {
+                let event = event?;
+                let current = builder.get_or_insert_with(|| {
+                    crate::format::ChunkBuilder::new(branch.id, event.parent, event.header.seq)
+                });
+                if current.push(event.stored) != event.id {
+                    return Err(WriteError::Refused(format!(
+                        "event #{} is stored as {}, which its bytes do not chain to",
+                        event.header.seq, event.id
+                    )));
+                }
+                if current.is_full_for(w.compresses()) {
+                    if let Some(full) = builder.take() {
+                        w.write_chunk(&full.finish().1)?;
+                    }
+                }
+            }
+        }
+        if let Some(rest) = builder.take() {
+            w.write_chunk(&rest.finish().1)?;
+        }
+    }
+    for cp in &rec.summary().checkpoints {
+        let state = usize::try_from(cp.offset)
+            .ok()
+            .zip(cp.offset.checked_add(cp.len_bytes).and_then(|end| usize::try_from(end).ok()))
+            .and_then(|(a, b)| rec.bytes().get(a..b))
+            .and_then(|bytes| rec.checkpoint_bytes(cp, bytes));
+        if let Some(state) = state {
+            w.add_checkpoint(cp.branch, cp.seq, cp.state_hash, state)?;
+        }
+    }
+    Ok(w.finish()?)
 }

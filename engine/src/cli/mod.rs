@@ -77,6 +77,14 @@ the branch table and the statistics.\n\nExample:\n  hamlet verify town.hamlet"
 1 nothing could be kept.\n\nExample:\n  hamlet recover cut.hamlet --out fixed.hamlet"
     )]
     Recover(recording::RecoverArgs),
+    /// Write a recording again in another format version: 2, its chunks compressed (the
+    /// default), or 1, readable by builds from before format 2. Events and ids are unchanged
+    #[command(
+        after_help = "The input is verified first and never modified. Checkpoints are kept.\n\n\
+Examples:\n  hamlet convert old.hamlet --out small.hamlet\n  \
+hamlet convert town.hamlet --out for-older-builds.hamlet --format-version 1"
+    )]
+    Convert(recording::ConvertArgs),
     /// Fold a recording to a moment and print the town's state hash and a summary (no LLM)
     #[command(after_help = "Example:\n  hamlet replay town.hamlet --to 'day0 14:30'")]
     Replay(recording::ReplayArgs),
@@ -275,6 +283,7 @@ pub fn run(cli: Cli) -> anyhow::Result<Outcome> {
         Command::Inspect(a) => recording::inspect(a),
         Command::Verify(a) => recording::verify(a),
         Command::Recover(a) => recording::recover(a),
+        Command::Convert(a) => recording::convert(a),
         Command::Replay(a) => recording::replay(a),
         Command::Log(a) => recording::log(a),
         Command::Why(a) => why::why(a),

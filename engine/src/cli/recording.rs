@@ -327,6 +327,52 @@ pub fn recover(a: RecoverArgs) -> anyhow::Result<Outcome> {
     }
 }
 
+/// `hamlet convert`.
+#[derive(Debug, Args)]
+pub struct ConvertArgs {
+    /// The recording (never modified)
+    #[arg(value_name = "FILE")]
+    file: PathBuf,
+    /// Where to write it
+    #[arg(long, value_name = "FILE")]
+    out: PathBuf,
+    /// 2: chunks compressed with Zstandard; 1: uncompressed, for builds from before format 2
+    #[arg(long, default_value_t = hamlet_log::format::FORMAT_VERSION,
+          value_parser = clap::value_parser!(u16).range(1..=i64::from(hamlet_log::format::FORMAT_VERSION)))]
+    format_version: u16,
+}
+
+pub fn convert(a: ConvertArgs) -> anyhow::Result<Outcome> {
+    if a.out == a.file {
+        bail!("--out must differ from the input: convert never modifies it");
+    }
+    let bytes = read_file(&a.file)?;
+    let (rec, report) = open_verified(&bytes, &a.file)?;
+    if let Some(first) = report.problems.first() {
+        bail!(
+            "{} is not sound ({} problems; the first: {first}): `hamlet recover` keeps what can \
+             be kept, then convert that",
+            a.file.display(),
+            report.problems.len()
+        );
+    }
+    let writer = concat!("hamlet convert ", env!("CARGO_PKG_VERSION"));
+    let out = hamlet_log::writer::rewrite(&rec, Vec::new(), writer, a.format_version)
+        .with_context(|| format!("cannot convert {}", a.file.display()))?;
+    write_file(&a.out, &out)?;
+    let n_events = rec.summary().statistics.n_events;
+    println!(
+        "{}: format {} → {}, {} → {} ({:.0}%), {n_events} events, ids unchanged",
+        a.out.display(),
+        rec.version(),
+        a.format_version,
+        bytes_human(bytes.len() as u64),
+        bytes_human(out.len() as u64),
+        100.0 * out.len() as f64 / bytes.len().max(1) as f64,
+    );
+    Ok(Outcome::Done)
+}
+
 /// `hamlet replay`.
 #[derive(Debug, Args)]
 pub struct ReplayArgs {

@@ -46,7 +46,8 @@ use hamlet_log::event::{
     decode_body, decode_header, Body, BranchCreated, BranchRenamed, Event, NewEvent,
 };
 use hamlet_log::format::{
-    file_preamble, parse_preamble, parse_record, ChunkBuilder, ChunkRef, FormatError, StoredRef,
+    file_preamble, parse_preamble, parse_record, Chunk, ChunkBuilder, ChunkRef, FormatError,
+    StoredRef,
 };
 use hamlet_log::verify::verify;
 use hamlet_log::{BranchId, EventId, Recording, RecordingWriter};
@@ -59,6 +60,9 @@ pub use storage::{FsStorage, Storage};
 pub const SEGMENT_TARGET_LEN: u64 = 64 << 20;
 const SEGMENT_DIR: &str = "segments";
 const WRITER_NAME: &str = concat!("hamlet ", env!("CARGO_PKG_VERSION"));
+/// Segment files hold uncompressed chunks: an append is one chunk of a few events, and the
+/// store reads them back often. Recordings written from the store compress them.
+const SEGMENT_VERSION: u16 = hamlet_log::format::FORMAT_VERSION_UNCOMPRESSED;
 
 /// What went wrong in the store.
 #[derive(Debug, thiserror::Error)]
@@ -443,7 +447,9 @@ impl<S: Storage> Store<S> {
                     let record = parse_record(&bytes, loc.offset)
                         .map_err(|e| corrupt(e.to_string()))?
                         .ok_or_else(|| corrupt("no record".into()))?;
-                    let chunk = ChunkRef::parse(record).map_err(|e| corrupt(e.to_string()))?;
+                    let chunk = ChunkRef::parse(record)
+                        .and_then(|c| c.open())
+                        .map_err(|e| corrupt(e.to_string()))?;
                     for event in chunk.events() {
                         let event = event.map_err(|e| corrupt(e.to_string()))?;
                         let seq = event.header.seq;
@@ -824,7 +830,9 @@ impl<S: Storage> Store<S> {
     fn new_segment(&mut self, name: &str) -> Result<(), StoreError> {
         let path = format!("{SEGMENT_DIR}/{name}");
         self.storage.create(&path).map_err(io_err("create", &path))?;
-        self.storage.append(&path, &file_preamble(WRITER_NAME)).map_err(io_err("write", &path))?;
+        self.storage
+            .append(&path, &file_preamble(SEGMENT_VERSION, WRITER_NAME))
+            .map_err(io_err("write", &path))?;
         self.storage.sync(&path).map_err(io_err("sync", &path))?;
         self.storage.sync_dir(SEGMENT_DIR).map_err(io_err("sync", SEGMENT_DIR))
     }
@@ -965,6 +973,7 @@ impl<S: Storage> Store<S> {
                 .ok()
                 .flatten()
                 .and_then(|r| ChunkRef::parse(r).ok())
+                .and_then(|c| c.open().ok())
                 .unwrap_or_else(|| panic!("{branch}: the store built a chunk it cannot read"));
             let h = parsed.header;
             assert_eq!(h.parent, expect.1, "{branch}: commit out of order");
@@ -989,7 +998,7 @@ impl<S: Storage> Store<S> {
         let mut touched = vec![];
         for (record, (h, llm)) in records.iter().zip(headers) {
             if len + record.len() as u64 > SEGMENT_TARGET_LEN
-                && len > file_preamble(WRITER_NAME).len() as u64
+                && len > file_preamble(SEGMENT_VERSION, WRITER_NAME).len() as u64
             {
                 // Roll over: the full segment is synced first, so acknowledged stays a prefix.
                 if let Err(e) = self.storage.sync(&path).map_err(io_err("sync", &path)) {
@@ -1118,7 +1127,7 @@ impl<S: Storage> Store<S> {
                     .get_or_insert_with(|| ChunkBuilder::new(b, event.parent, event.header.seq));
                 current.push(event.stored);
                 prev = Some(event.id);
-                if current.is_full() {
+                if current.is_full_for(writer.compresses()) {
                     if let Some(full) = builder.take() {
                         if let Err(e) = writer.write_chunk(&full.finish().1) {
                             failure = Some(e);
@@ -1157,10 +1166,12 @@ impl<S: Storage> Store<S> {
         let mut n_new = 0;
         for entry in rec.branches().to_vec() {
             let own: Vec<_> = rec.own_chunks(entry.id).into_iter().copied().collect();
-            let mut pending: Vec<&[u8]> = Vec::new();
-            let mut last = EventId::NONE;
             for chunk in &own {
-                let chunk = rec.chunk(chunk)?;
+                let chunk =
+                    rec.chunk(chunk)?.open().map_err(hamlet_log::recording::ReadError::from)?;
+                // A chunk's new events are appended together, before the next is opened.
+                let mut pending: Vec<&[u8]> = Vec::new();
+                let mut last = EventId::NONE;
                 for event in chunk.events() {
                     let event = event.map_err(hamlet_log::recording::ReadError::from)?;
                     let seq = event.header.seq;
@@ -1204,10 +1215,10 @@ impl<S: Storage> Store<S> {
                         }
                     }
                 }
-            }
-            if !pending.is_empty() {
-                n_new += pending.len() as u64;
-                self.append_stored(entry.id, &pending, last)?;
+                if !pending.is_empty() {
+                    n_new += pending.len() as u64;
+                    self.append_stored(entry.id, &pending, last)?;
+                }
             }
         }
         self.index.flush()?;
@@ -1266,7 +1277,7 @@ fn parse_segment_name(name: &str) -> Option<(&str, u32)> {
 }
 
 /// The LLM answers in a chunk: (request hash, seq).
-fn llm_answers(chunk: &ChunkRef<'_>) -> Vec<([u8; 32], u64)> {
+fn llm_answers(chunk: &Chunk<'_>) -> Vec<([u8; 32], u64)> {
     const LLM_RESPONDED: u16 = 11;
     chunk
         .events()
@@ -1331,7 +1342,8 @@ fn scan<S: Storage>(storage: &S) -> Result<(BTreeMap<BranchId, Scanned>, Vec<Rep
                 p.chunks.iter().find(|(l, _)| l.first_seq <= fork_seq && fork_seq <= l.last_seq)?;
             let path = format!("{SEGMENT_DIR}/{}", loc.segment);
             let bytes = storage.read_at(&path, loc.offset, loc.len_bytes as usize).ok()?;
-            let chunk = ChunkRef::parse(parse_record(&bytes, loc.offset).ok()??).ok()?;
+            let chunk =
+                ChunkRef::parse(parse_record(&bytes, loc.offset).ok()??).ok()?.open().ok()?;
             let hit = chunk.events().filter_map(Result::ok).find(|e| e.header.seq == fork_seq);
             hit.map(|e| e.id)
         });
@@ -1362,9 +1374,9 @@ fn scan_segment<S: Storage>(
     let bytes = storage.read(&path).map_err(io_err("read", &path))?;
     let corrupt =
         |offset: u64, problem: String| StoreError::Corrupt { path: path.clone(), offset, problem };
-    let preamble_len = file_preamble(WRITER_NAME).len();
+    let preamble_len = file_preamble(SEGMENT_VERSION, WRITER_NAME).len();
     let mut at = match parse_preamble(&bytes) {
-        Ok((_, end)) => end,
+        Ok(preamble) => preamble.end,
         // A segment whose creation was cut short holds nothing acknowledged.
         Err(_) if last_segment && bytes.len() <= preamble_len && is_cut_preamble(&bytes) => {
             repairs.push(Repair::Remove { path: path.clone() });
@@ -1385,7 +1397,11 @@ fn scan_segment<S: Storage>(
             Err(e) => return Err(corrupt(at as u64, e.to_string())),
         };
         let end = at + record.len_total() as usize;
-        let chunk = match ChunkRef::parse(record).and_then(|c| c.verify_events().map(|_| c)) {
+        // Segments hold uncompressed chunks (format version 1); `open` borrows their data.
+        let chunk = match ChunkRef::parse(record)
+            .and_then(|c| c.open())
+            .and_then(|c| c.verify_events().map(|_| c))
+        {
             Ok(c) => c,
             // A damaged last record is a write the crash cut short.
             Err(_) if last_segment && end == bytes.len() => {
@@ -1491,6 +1507,6 @@ fn scan_segment<S: Storage>(
 
 /// Whether `bytes` is a prefix of a segment preamble (a creation cut short).
 fn is_cut_preamble(bytes: &[u8]) -> bool {
-    let preamble = file_preamble(WRITER_NAME);
+    let preamble = file_preamble(SEGMENT_VERSION, WRITER_NAME);
     preamble.starts_with(bytes)
 }

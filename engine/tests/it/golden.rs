@@ -72,6 +72,21 @@ const PINNED: &[(&str, &str, &str)] = &[
         "what-if",
         "st_c88523e1471d3259689e10352486f3c15c4917791f0f733c4bb58b08a5363442",
     ),
+    (
+        "format-v2.hamlet",
+        "market-day",
+        "st_98beaaaa3f455d866e6c2732bc4c39da636b6d21668a4683345707f524a22bb8",
+    ),
+    (
+        "format-v2.hamlet",
+        "what-if",
+        "st_c88523e1471d3259689e10352486f3c15c4917791f0f733c4bb58b08a5363442",
+    ),
+    (
+        "format-v2-town.hamlet",
+        "main",
+        "st_ace6d5fcd7f81668933bb103cdc84cd9391e0108cfce2659c5b2edc18e66fc80",
+    ),
 ];
 
 #[test]
@@ -86,6 +101,32 @@ fn the_golden_corpus_reads_and_folds_to_its_pinned_states() {
         let town = state_at_recording(&rec, id, Moment::End).unwrap();
         assert_eq!(town.state_hash().to_string(), *pinned, "{file} branch {branch}");
         assert_eq!(town.n_unknown, 0, "{file}: every kind is known to this build");
+    }
+}
+
+#[test]
+fn the_format_2_corpus_holds_compressed_chunks_and_the_same_history_as_format_1() {
+    for (file, same_as) in
+        [("format-v2.hamlet", "branch-renamed-v1.hamlet"), ("format-v2-town.hamlet", "")]
+    {
+        let bytes = std::fs::read(corpus_dir().join(file)).unwrap();
+        let rec = Recording::open(&bytes).unwrap();
+        assert_eq!(rec.version(), 2, "{file}");
+        let codes: Vec<u8> =
+            rec.summary().chunks.iter().map(|e| rec.chunk(e).unwrap().header.compression).collect();
+        assert!(codes.contains(&hamlet_log::format::compression::ZSTD), "{file}: {codes:?}");
+        if same_as.is_empty() {
+            continue;
+        }
+        // The same events, ids and all, as the format 1 file written from the same sample.
+        let old_bytes = std::fs::read(corpus_dir().join(same_as)).unwrap();
+        let old = Recording::open(&old_bytes).unwrap();
+        assert_eq!(old.version(), 1);
+        for branch in old.branches() {
+            let a: Vec<_> = old.events(branch.id, 0).unwrap().map(Result::unwrap).collect();
+            let b: Vec<_> = rec.events(branch.id, 0).unwrap().map(Result::unwrap).collect();
+            assert_eq!(a, b, "{file} branch {}", branch.name);
+        }
     }
 }
 
@@ -174,7 +215,7 @@ fn schema_2_model_calls_upcast_to_no_items_and_the_v3_sample_carries_its_distrib
 fn write_missing_corpus() {
     let dir = corpus_dir();
     std::fs::create_dir_all(&dir).unwrap();
-    let files: [(&str, Vec<u8>); 8] = [
+    let files: [(&str, Vec<u8>); 10] = [
         ("schema-v1.hamlet", hamlet_log::samples::small_recording()),
         // EmbeddingRequested schema 2 (purpose, agent, server).
         ("embedding-requested-v2.hamlet", hamlet_log::samples::small_recording()),
@@ -190,6 +231,17 @@ fn write_missing_corpus() {
         ("intervened-v2.hamlet", hamlet_log::samples::small_recording()),
         // BranchRenamed (kind 26, schema 1): the root renamed `market-day`.
         ("branch-renamed-v1.hamlet", hamlet_log::samples::small_recording()),
+        // Format version 2: the sample and a synthetic town with their chunks compressed.
+        ("format-v2.hamlet", hamlet_log::samples::small_recording()),
+        (
+            "format-v2-town.hamlet",
+            hamlet_engine::synth::write_recording(
+                hamlet_engine::synth::SynthSpec { n_events: 600, n_agents: 4, seed: 11 },
+                Vec::new(),
+                |_| {},
+            )
+            .unwrap(),
+        ),
         (
             "schema-v1-town.hamlet",
             hamlet_engine::synth::write_recording(

@@ -63,7 +63,7 @@ fn the_log_format_keeps_its_dependencies_short() {
         .collect();
     assert_eq!(
         names,
-        ["serde", "postcard", "blake3", "thiserror"],
+        ["serde", "postcard", "blake3", "thiserror", "zstd"],
         "every dependency of hamlet-log is a format decision"
     );
 }
