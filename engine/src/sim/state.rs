@@ -146,26 +146,43 @@ impl<S: Storage> Sim<S> {
                     .then(|| (*id, a.name.clone(), rest))
             })
             .collect();
-        for (agent, name, seeds) in missing {
-            let mut pending = Pending::new();
-            let style = self.settings.style;
-            let summary = self.summary(agent);
-            let result = remember(
-                &self.gateway,
-                style,
-                &Who { agent, name: &name, summary: &summary },
-                MemoryKind::Seed,
-                &seeds,
-                &[],
-                &[],
-                now,
-                &mut pending,
-            )
-            .await;
+        // Every agent's seeds at once (their calls overlap at the gateway), committed in
+        // agent order: the log is the one a loop over the agents would write.
+        let style = self.settings.style;
+        let jobs: Vec<(AgentId, String, Vec<String>, String)> = missing
+            .into_iter()
+            .map(|(agent, name, seeds)| (agent, name, seeds, self.summary(agent)))
+            .collect();
+        let gateway = &self.gateway;
+        let done = futures::future::join_all(jobs.iter().map(|(agent, name, seeds, summary)| {
+            async move {
+                let mut pending = Pending::new();
+                let who = Who { agent: *agent, name, summary };
+                let result = remember(
+                    gateway,
+                    style,
+                    &who,
+                    MemoryKind::Seed,
+                    seeds,
+                    &[],
+                    &[],
+                    now,
+                    &mut pending,
+                )
+                .await;
+                (pending, result)
+            }
+        }))
+        .await;
+        // Every call made is kept, those of agents after one that failed too.
+        let mut first_error = None;
+        for (pending, result) in done {
             self.commit(pending)?;
-            result?;
+            if let (Err(e), None) = (result, &first_error) {
+                first_error = Some(e);
+            }
         }
-        Ok(())
+        first_error.map_or(Ok(()), |e| Err(e.into()))
     }
 
     /// Folds the whole branch again.

@@ -9,6 +9,7 @@
 pub mod actions;
 pub mod build;
 pub mod clock;
+pub mod generate;
 pub mod genesis;
 pub mod map;
 pub mod objects;

@@ -16,6 +16,7 @@ mod power_loss;
 mod query;
 mod rules;
 mod run;
+mod scale;
 mod sim;
 mod store_model;
 mod support;

@@ -23,6 +23,13 @@ pub enum Reply {
     Status(u16, Option<u32>, String),
     /// Wait, then give the reply.
     Slow(Duration, Box<Reply>),
+    /// 503 for a request whose body hashes to a multiple of `n` the first time it comes,
+    /// the reply the second time: failures that fall on the same calls whatever the order
+    /// of arrival, each retried once.
+    FailFirst(u64, Box<Reply>),
+    /// Wait a time drawn for each request from `0..=max` by a hash of the seed and the
+    /// request's arrival number, then give the reply: a server whose latencies vary.
+    Jitter(Duration, u64, Box<Reply>),
     /// 200 with a body that is not JSON.
     Malformed,
     /// Read the request, then close the connection without a word.
@@ -50,6 +57,10 @@ pub struct LoopbackServer {
     /// What it received, in order.
     pub received: Arc<Mutex<Vec<Received>>>,
     fallback: Reply,
+    /// Requests being answered now, and the most there ever were at once.
+    in_flight: Arc<Mutex<(usize, usize)>>,
+    /// The bodies [`Reply::FailFirst`] has failed once.
+    failed: Arc<Mutex<std::collections::BTreeSet<[u8; 32]>>>,
 }
 
 impl LoopbackServer {
@@ -62,24 +73,51 @@ impl LoopbackServer {
             script: Arc::new(Mutex::new(script.into())),
             received: Arc::new(Mutex::new(Vec::new())),
             fallback,
+            in_flight: Arc::new(Mutex::new((0, 0))),
+            failed: Arc::default(),
         };
-        let (script, received, fallback) =
-            (server.script.clone(), server.received.clone(), server.fallback.clone());
+        let (script, received, fallback, in_flight, failed) = (
+            server.script.clone(),
+            server.received.clone(),
+            server.fallback.clone(),
+            server.in_flight.clone(),
+            server.failed.clone(),
+        );
         tokio::spawn(async move {
             loop {
                 let Ok((mut socket, _)) = listener.accept().await else { return };
-                let (script, received, fallback) =
-                    (script.clone(), received.clone(), fallback.clone());
+                let (script, received, fallback, in_flight, failed) = (
+                    script.clone(),
+                    received.clone(),
+                    fallback.clone(),
+                    in_flight.clone(),
+                    failed.clone(),
+                );
                 tokio::spawn(async move {
                     let Some(request) = read_request(&mut socket).await else { return };
+                    {
+                        let mut n = in_flight.lock().unwrap();
+                        n.0 += 1;
+                        n.1 = n.1.max(n.0);
+                    }
                     let reply = script.lock().unwrap().pop_front().unwrap_or(fallback);
-                    let reply = by_rule(reply, &request);
-                    received.lock().unwrap().push(request);
+                    let arrival = {
+                        let mut received = received.lock().unwrap();
+                        received.push(request.clone());
+                        received.len() as u64
+                    };
+                    let reply = by_rule(reply, &request, arrival, &failed);
                     let _ = respond(&mut socket, reply).await;
+                    in_flight.lock().unwrap().0 -= 1;
                 });
             }
         });
         server
+    }
+
+    /// The most requests it was answering at once.
+    pub fn max_in_flight(&self) -> usize {
+        self.in_flight.lock().unwrap().1
     }
 
     /// The base URL to give the client.
@@ -93,11 +131,34 @@ impl LoopbackServer {
     }
 }
 
-/// A reply with its rules applied to the request.
-fn by_rule(reply: Reply, request: &Received) -> Reply {
+/// A reply with its rules applied to the request, the `arrival`-th the server received.
+fn by_rule(
+    reply: Reply,
+    request: &Received,
+    arrival: u64,
+    failed: &Mutex<std::collections::BTreeSet<[u8; 32]>>,
+) -> Reply {
     match reply {
         Reply::Rules(rule) => rule(request),
-        Reply::Slow(delay, then) => Reply::Slow(delay, Box::new(by_rule(*then, request))),
+        Reply::Slow(delay, then) => {
+            Reply::Slow(delay, Box::new(by_rule(*then, request, arrival, failed)))
+        }
+        Reply::FailFirst(n, then) => {
+            let hash = *blake3::hash(request.body.to_string().as_bytes()).as_bytes();
+            let draw = u64::from_le_bytes(hash[..8].try_into().unwrap());
+            if draw % n == 0 && failed.lock().unwrap().insert(hash) {
+                Reply::Status(503, None, "{\"error\": \"busy, try again\"}".into())
+            } else {
+                by_rule(*then, request, arrival, failed)
+            }
+        }
+        Reply::Jitter(max, seed, then) => {
+            let mut hasher = blake3::Hasher::new();
+            hasher.update(&seed.to_le_bytes()).update(&arrival.to_le_bytes());
+            let draw = u64::from_le_bytes(hasher.finalize().as_bytes()[..8].try_into().unwrap());
+            let delay = max.mul_f64((draw >> 11) as f64 / (1u64 << 53) as f64);
+            Reply::Slow(delay, Box::new(by_rule(*then, request, arrival, failed)))
+        }
         other => other,
     }
 }
@@ -156,6 +217,9 @@ fn respond(
             Reply::Slow(delay, then) => {
                 tokio::time::sleep(delay).await;
                 return respond(socket, *then).await;
+            }
+            Reply::Jitter(..) | Reply::FailFirst(..) => {
+                (500, String::new(), "{\"error\": \"a rule made a rule\"}".into())
             }
             Reply::Malformed => (200, String::new(), "{\"id\": \"x\", \"choices\": [".to_owned()),
             Reply::Drop => return socket.shutdown().await,
