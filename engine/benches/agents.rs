@@ -9,8 +9,13 @@
 //!    with the serial sum of those 200 ms (what a loop that waits for one call at a time
 //!    would take).
 //!
+//! 4. **a big generated town** (`hamlet town generate`, `HAMLET_BENCH_AGENTS`, default 1,000)
+//!    with the instant double: engine time per agent-step, simulated half hour by half
+//!    hour, with the process's resident memory (`HAMLET_BENCH_HOURS`, default 1).
+//!
 //! Run: `cargo bench -p hamlet-engine --bench agents` (`HAMLET_BENCH_STEPS` sets the steps of
-//! part 1, default 360 = one simulated hour; `-- --test` is CI's tiny run).
+//! part 1, default 360 = one simulated hour; `HAMLET_BENCH_ONLY=big` runs part 4 alone;
+//! `-- --test` is CI's tiny run: 100 and 1,000 agents for a few steps).
 
 #[path = "../../gateway/tests/it/loopback.rs"]
 #[allow(dead_code, reason = "shared with the tests, which use all of it")]
@@ -41,14 +46,30 @@ fn town() -> Definition {
     .expect("the shipped town loads")
 }
 
-/// Runs `steps` steps of the town through `gateway`; returns the wall time of the steps
-/// (seed memories excluded) and the run's events.
-fn run(gateway: Gateway, steps: u64) -> (Duration, Vec<hamlet_log::Event>) {
-    let rt = tokio::runtime::Builder::new_multi_thread()
+/// The benchmarks' runtime: two worker threads, as the machine has two cores.
+fn runtime() -> tokio::runtime::Runtime {
+    tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()
         .build()
-        .expect("runtime");
+        .expect("runtime")
+}
+
+/// A gateway to the instant rule-based double, with `in_flight` calls at once.
+fn instant(in_flight: usize) -> Gateway {
+    Gateway::new(
+        Arc::new(RuleModel),
+        Arc::new(LetterEmbedder),
+        Params::default(),
+        RetryPolicy::default(),
+        in_flight,
+    )
+}
+
+/// Runs `steps` steps of the town through `gateway`; returns the wall time of the steps
+/// (seed memories excluded) and the run's events.
+fn run(gateway: Gateway, steps: u64) -> (Duration, Vec<hamlet_log::Event>) {
+    let rt = runtime();
     let tmp = tempfile::tempdir().expect("tempdir");
     let store = Store::open(tmp.path()).expect("store");
     rt.block_on(async {
@@ -66,9 +87,98 @@ fn run(gateway: Gateway, steps: u64) -> (Duration, Vec<hamlet_log::Event>) {
     })
 }
 
+/// The process's resident memory, from `/proc/self/status` (Linux), in MiB.
+fn rss_mib() -> Option<f64> {
+    let status = std::fs::read_to_string("/proc/self/status").ok()?;
+    let line = status.lines().find(|l| l.starts_with("VmRSS:"))?;
+    let kib: f64 = line.split_whitespace().nth(1)?.parse().ok()?;
+    Some(kib / 1024.0)
+}
+
+/// Part 4: a generated town of `agents` for `steps` steps with the instant double, printed
+/// every `every` steps.
+#[expect(clippy::disallowed_methods, reason = "a benchmark measures wall time")]
+fn big_town(agents: usize, steps: u64, every: u64) {
+    let text = hamlet_engine::town::generate::generate(&hamlet_engine::town::generate::Spec {
+        agents,
+        seed: 1,
+        name: "Greater Willowmere".into(),
+    });
+    let town = Definition::parse("generated", &text).expect("a generated town is valid");
+    let gateway = instant(64);
+    let rt = runtime();
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let store = Store::open(tmp.path()).expect("store");
+    rt.block_on(async {
+        let clock = Instant::now();
+        let mut sim = Sim::start(store, "main", town, 1, gateway, SimSettings::default())
+            .await
+            .expect("start");
+        let head = |sim: &Sim<_>| sim.store().branch(sim.branch()).map_or(0, |b| b.head_seq);
+        println!(
+            "{agents} agents: seed memories in {:.1} s, {} events; {:.0} MiB resident",
+            clock.elapsed().as_secs_f64(),
+            head(&sim) + 1,
+            rss_mib().unwrap_or(0.0)
+        );
+        let mut done = 0;
+        while done < steps {
+            let n = every.min(steps - done);
+            let (before, clock) = (head(&sim), Instant::now());
+            for _ in 0..n {
+                sim.step().await.expect("step");
+            }
+            done += n;
+            let took = clock.elapsed().as_secs_f64();
+            println!(
+                "  to {:>5.2} h: {:.3} ms per agent-step, {} events, {:.0} MiB resident",
+                done as f64 * 10.0 / 3600.0,
+                took * 1e3 / (n as f64 * agents as f64),
+                head(&sim) - before,
+                rss_mib().unwrap_or(0.0)
+            );
+        }
+        // The day as a recording: its size, and reading it back.
+        let clock = Instant::now();
+        let bytes = sim.store().export(Some(sim.branch()), Vec::new()).expect("export");
+        let wrote = clock.elapsed().as_secs_f64();
+        let agent_hours = agents as f64 * steps as f64 * 10.0 / 3600.0;
+        let clock = Instant::now();
+        let (rec, report) = hamlet_log::Recording::open_verified(&bytes).expect("open");
+        assert!(report.is_clean(), "{:?}", report.problems);
+        let verified = clock.elapsed().as_secs_f64();
+        let v1 = hamlet_log::writer::rewrite(&rec, Vec::new(), "bench", 1).expect("format 1");
+        let clock = Instant::now();
+        let mut folded = hamlet_engine::fold::Town::default();
+        rec.for_each_stored(sim.branch(), 0, u64::MAX, |_, e| {
+            folded.apply_stored(e);
+            true
+        })
+        .expect("fold");
+        let fold = clock.elapsed().as_secs_f64();
+        let n = folded.n_events as f64;
+        println!(
+            "recording: {n} events, {:.1} MiB ({:.1} KB per agent-hour; format 1: {:.1} KB), \
+             exported in {wrote:.1} s; verify {:.2} s per million events; fold {:.1} M events/s",
+            bytes.len() as f64 / f64::from(1 << 20),
+            bytes.len() as f64 / 1e3 / agent_hours,
+            v1.len() as f64 / 1e3 / agent_hours,
+            verified / n * 1e6,
+            n / fold / 1e6,
+        );
+    });
+}
+
 fn main() {
     let tiny = std::env::args().any(|a| a == "--test");
     println!("{}", machine::machine());
+    if std::env::var("HAMLET_BENCH_ONLY").is_ok_and(|v| v == "big") {
+        let agents = std::env::var("HAMLET_BENCH_AGENTS").ok().and_then(|s| s.parse().ok());
+        let hours: f64 =
+            std::env::var("HAMLET_BENCH_HOURS").ok().and_then(|s| s.parse().ok()).unwrap_or(1.0);
+        big_town(agents.unwrap_or(1000), (hours * 360.0) as u64, 180);
+        return;
+    }
     let agents = town().personas.len() as f64;
 
     // 1 and 2: the instant double.
@@ -76,13 +186,7 @@ fn main() {
         .ok()
         .and_then(|s| s.parse().ok())
         .unwrap_or(if tiny { 12 } else { 360 });
-    let gateway = Gateway::new(
-        Arc::new(RuleModel),
-        Arc::new(LetterEmbedder),
-        Params::default(),
-        RetryPolicy::default(),
-        16,
-    );
+    let gateway = instant(16);
     let (took, events) = run(gateway, steps);
     let per = took.as_secs_f64() / (steps as f64 * agents);
     println!(
@@ -126,11 +230,7 @@ fn main() {
     // 3: a server that takes 200 ms per request.
     let latency = Duration::from_millis(200);
     let steps = if tiny { 2 } else { 30 };
-    let rt = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .expect("runtime");
+    let rt = runtime();
     let server = rt.block_on(LoopbackServer::start(
         vec![],
         Reply::Slow(latency, Box::new(Reply::Rules(over_http))),
@@ -158,4 +258,11 @@ fn main() {
         serial / took.as_secs_f64()
     );
     drop(rt);
+    if tiny {
+        // CI's tiny run of part 4: 100 and 1,000 agents, a few steps each.
+        big_town(100, 6, 3);
+        big_town(1000, 2, 1);
+    } else {
+        println!("a big town: HAMLET_BENCH_ONLY=big (HAMLET_BENCH_AGENTS, HAMLET_BENCH_HOURS)");
+    }
 }

@@ -154,8 +154,8 @@ impl<S: Storage> Sim<S> {
             .map(|(agent, name, seeds)| (agent, name, seeds, self.summary(agent)))
             .collect();
         let gateway = &self.gateway;
-        let done = futures::future::join_all(jobs.iter().map(|(agent, name, seeds, summary)| {
-            async move {
+        let done = futures::future::join_all(jobs.iter().map(
+            |(agent, name, seeds, summary)| async move {
                 let mut pending = Pending::new();
                 let who = Who { agent: *agent, name, summary };
                 let result = remember(
@@ -171,8 +171,8 @@ impl<S: Storage> Sim<S> {
                 )
                 .await;
                 (pending, result)
-            }
-        }))
+            },
+        ))
         .await;
         // Every call made is kept, those of agents after one that failed too.
         let mut first_error = None;
