@@ -15,7 +15,8 @@
 //!
 //! Run: `cargo bench -p hamlet-engine --bench agents` (`HAMLET_BENCH_STEPS` sets the steps of
 //! part 1, default 360 = one simulated hour; `HAMLET_BENCH_ONLY=big` runs part 4 alone;
-//! `-- --test` is CI's tiny run: 100 and 1,000 agents for a few steps).
+//! `HAMLET_BENCH_SAVE=FILE` keeps part 4's recording; `-- --test` is CI's tiny run: 100 and
+//! 1,000 agents for a few steps).
 
 #[path = "../../gateway/tests/it/loopback.rs"]
 #[allow(dead_code, reason = "shared with the tests, which use all of it")]
@@ -142,6 +143,10 @@ fn big_town(agents: usize, steps: u64, every: u64) {
         let clock = Instant::now();
         let bytes = sim.store().export(Some(sim.branch()), Vec::new()).expect("export");
         let wrote = clock.elapsed().as_secs_f64();
+        if let Ok(path) = std::env::var("HAMLET_BENCH_SAVE") {
+            std::fs::write(&path, &bytes).expect("save the recording");
+            println!("recording saved to {path}");
+        }
         let agent_hours = agents as f64 * steps as f64 * 10.0 / 3600.0;
         let clock = Instant::now();
         let (rec, report) = hamlet_log::Recording::open_verified(&bytes).expect("open");
