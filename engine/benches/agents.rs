@@ -132,8 +132,8 @@ fn big_town(agents: usize, steps: u64, every: u64) {
             done += n;
             let took = clock.elapsed().as_secs_f64();
             println!(
-                "  to {:>5.2} h: {:.3} ms per agent-step, {} events, {:.0} MiB resident",
-                done as f64 * 10.0 / 3600.0,
+                "  {done:>5} steps, to {}: {:.3} ms per agent-step, {} events, {:.0} MiB resident",
+                hamlet_engine::describe::sim_time(sim.state().sim_time_secs),
                 took * 1e3 / (n as f64 * agents as f64),
                 head(&sim) - before,
                 rss_mib().unwrap_or(0.0)
@@ -147,7 +147,9 @@ fn big_town(agents: usize, steps: u64, every: u64) {
             std::fs::write(&path, &bytes).expect("save the recording");
             println!("recording saved to {path}");
         }
-        let agent_hours = agents as f64 * steps as f64 * 10.0 / 3600.0;
+        // Simulated time, not steps: a step of a sleeping town may skip ahead.
+        let hours = (sim.state().sim_time_secs - sim.town().start_secs) as f64 / 3600.0;
+        let agent_hours = agents as f64 * hours;
         let clock = Instant::now();
         let (rec, report) = hamlet_log::Recording::open_verified(&bytes).expect("open");
         assert!(report.is_clean(), "{:?}", report.problems);
@@ -163,7 +165,8 @@ fn big_town(agents: usize, steps: u64, every: u64) {
         let fold = clock.elapsed().as_secs_f64();
         let n = folded.n_events as f64;
         println!(
-            "recording: {n} events, {:.1} MiB ({:.1} KB per agent-hour; format 1: {:.1} KB), \
+            "recording: {n} events over {hours:.2} simulated hours, {:.1} MiB ({:.1} KB per \
+             agent-hour; format 1: {:.1} KB), \
              exported in {wrote:.1} s; verify {:.2} s per million events; fold {:.1} M events/s",
             bytes.len() as f64 / f64::from(1 << 20),
             bytes.len() as f64 / 1e3 / agent_hours,

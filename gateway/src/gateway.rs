@@ -177,6 +177,18 @@ struct Learned {
     /// Tries being waited for, by a number of their own.
     flights: BTreeMap<u64, (String, Option<AgentId>, u32, Stopwatch)>,
     next_flight: u64,
+    /// Tries sent that were not their call's first.
+    again: u64,
+}
+
+/// The tries a gateway has sent so far in this run: for a progress line's throughput.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Tries {
+    /// Every try sent (model calls and embeddings).
+    pub sent: u64,
+    /// Those that were not their call's first: after a failure, a timeout or an answer
+    /// that did not validate.
+    pub again: u64,
 }
 
 /// Removes a try from the in-flight list when it ends, however it ends.
@@ -255,10 +267,19 @@ impl Gateway {
         out
     }
 
+    /// The tries sent so far in this run.
+    pub fn tries(&self) -> Tries {
+        let learned = self.learned.lock().unwrap_or_else(|p| p.into_inner());
+        Tries { sent: learned.next_flight, again: learned.again }
+    }
+
     fn fly(&self, purpose: &str, agent: Option<AgentId>, attempt: u32) -> Flight<'_> {
         let mut learned = self.learned.lock().unwrap_or_else(|p| p.into_inner());
         let n = learned.next_flight;
         learned.next_flight += 1;
+        if attempt > 1 {
+            learned.again += 1;
+        }
         learned.flights.insert(n, (purpose.to_owned(), agent, attempt, Stopwatch::start()));
         Flight(&self.learned, n)
     }

@@ -408,4 +408,11 @@ mod tests {
     fn the_command_line_is_well_formed() {
         Cli::command().debug_assert();
     }
+
+    #[test]
+    fn the_progress_line_says_how_busy_the_server_is_kept() {
+        assert_eq!(run::flow_line(0, 0.0, 0), "", "an idle server says nothing");
+        assert_eq!(run::flow_line(512, 230.44, 0), " · 512 in flight · 230.4 tries/s");
+        assert_eq!(run::flow_line(3, 0.5, 17), " · 3 in flight · 0.5 tries/s · 17 tried again");
+    }
 }

@@ -146,18 +146,33 @@ pub fn run(a: RunArgs) -> anyhow::Result<Outcome> {
     // the calls in flight to it once a second, so a slow server shows what it is doing.
     let said = Arc::new(std::sync::Mutex::new(String::new()));
     let names = Arc::new(std::sync::Mutex::new(std::collections::BTreeMap::new()));
+    // Requests in flight, tries per second over the last ten seconds, and tries that were
+    // not their call's first: how busy the server is kept.
+    let flow = Arc::new(std::sync::Mutex::new(String::new()));
     {
-        let (bar, said, names) = (bar.clone(), said.clone(), names.clone());
+        let (bar, said, names, flow) = (bar.clone(), said.clone(), names.clone(), flow.clone());
         let terminal = std::io::stderr().is_terminal();
         rt.spawn(async move {
             let mut last_line = 0u64;
+            let mut sent: std::collections::VecDeque<u64> = std::collections::VecDeque::new();
             for tick in 1u64.. {
                 tokio::time::sleep(std::time::Duration::from_secs(1)).await;
                 let flights = watched.in_flight();
+                let tries = watched.tries();
+                sent.push_back(tries.sent);
+                if sent.len() > 11 {
+                    sent.pop_front();
+                }
+                let oldest = sent.front().copied().unwrap_or(tries.sent);
+                let rate = (tries.sent - oldest) as f64 / (sent.len() - 1).max(1) as f64;
+                let flowing = flow_line(flights.len(), rate, tries.again);
+                if let Ok(mut f) = flow.lock() {
+                    f.clone_from(&flowing);
+                }
                 let waiting = names.lock().map(|n| waiting_line(&flights, &n)).unwrap_or_default();
                 let base = said.lock().map(|s| s.clone()).unwrap_or_default();
                 if terminal {
-                    bar.set_message(format!("{base}{waiting}"));
+                    bar.set_message(format!("{base}{flowing}{waiting}"));
                 } else if flights.first().is_some_and(|f| f.seconds >= 30.0)
                     && tick >= last_line + 30
                 {
@@ -221,7 +236,8 @@ pub fn run(a: RunArgs) -> anyhow::Result<Outcome> {
             let tenth = s.sim_time_secs / 600;
             if !terminal && last_line != Some(tenth) {
                 last_line = Some(tenth);
-                eprintln!("step {}/{target} · {message}", s.step.min(target));
+                let flowing = flow.lock().map(|f| f.clone()).unwrap_or_default();
+                eprintln!("step {}/{target} · {message}{flowing}", s.step.min(target));
             }
             if let Ok(mut names) = names.lock() {
                 for (id, agent) in &s.agents {
@@ -264,6 +280,18 @@ pub fn run(a: RunArgs) -> anyhow::Result<Outcome> {
         println!("export it: hamlet export --store {} --out run.hamlet", a.store.display());
     }
     Ok(Outcome::Done)
+}
+
+/// " · 512 in flight · 230.4 tries/s · 17 tried again", or nothing while the server is idle.
+pub(crate) fn flow_line(in_flight: usize, tries_per_sec: f64, again: u64) -> String {
+    if in_flight == 0 && tries_per_sec == 0.0 {
+        return String::new();
+    }
+    let again = match again {
+        0 => String::new(),
+        n => format!(" · {n} tried again"),
+    };
+    format!(" · {in_flight} in flight · {tries_per_sec:.1} tries/s{again}")
 }
 
 /// " · waiting on 3 calls, the longest 2 min 10 s (day_plan for Juniper Quill, try 1)", or
