@@ -142,15 +142,19 @@ async fn hundreds_of_requests_in_flight_are_each_recorded_once_in_the_same_order
     let town = || Definition::parse("manyford.toml", &text).unwrap();
     let mut logs = Vec::new();
     for seed in [1, 2] {
-        // Every request waits up to 100 ms; about one in 25 fails once with a 503 first.
+        // Every request waits 200 to 300 ms (long enough for hundreds to overlap on a busy
+        // machine); about one in 25 fails once with a 503 first.
         let server = LoopbackServer::start(
             vec![],
             Reply::FailFirst(
                 25,
-                Box::new(Reply::Jitter(
-                    Duration::from_millis(100),
-                    seed,
-                    Box::new(Reply::Rules(over_http)),
+                Box::new(Reply::Slow(
+                    Duration::from_millis(200),
+                    Box::new(Reply::Jitter(
+                        Duration::from_millis(100),
+                        seed,
+                        Box::new(Reply::Rules(over_http)),
+                    )),
                 )),
             ),
         )
