@@ -79,27 +79,28 @@ pub fn perceive(
             },
         ));
     }
-    for sector in &town.sectors {
-        for arena in &sector.arenas {
-            for object in &arena.objects {
-                if distance_sq(me.tile, object.at) > radius * radius || !in_sight(object.at) {
-                    continue;
-                }
-                let address = format!("{}:{}:{}", sector.name, arena.name, object.name);
-                if !fresh(&address) {
-                    continue;
-                }
-                let resting = object.states.first().map_or(IDLE, String::as_str);
-                let state_now = state.objects.get(&address).map_or(resting, String::as_str);
-                seen.push((
-                    distance_sq(me.tile, object.at),
-                    Percept {
-                        subject: address,
-                        description: state_now.to_owned(),
-                        tile: object.at,
-                    },
-                ));
+    // An object stands on a tile of its own arena (a town's check holds it), and walls stop
+    // sight: only the objects of the agent's own room can be in sight, so only they are
+    // looked at (the town's other objects, thousands in a big town, never are).
+    let own_room = here.and_then(|(s, a)| {
+        let sector = town.sectors.get(s)?;
+        Some((sector, sector.arenas.get(a)?))
+    });
+    if let Some((sector, arena)) = own_room {
+        for object in &arena.objects {
+            if distance_sq(me.tile, object.at) > radius * radius || !in_sight(object.at) {
+                continue;
             }
+            let address = format!("{}:{}:{}", sector.name, arena.name, object.name);
+            if !fresh(&address) {
+                continue;
+            }
+            let resting = object.states.first().map_or(IDLE, String::as_str);
+            let state_now = state.objects.get(&address).map_or(resting, String::as_str);
+            seen.push((
+                distance_sq(me.tile, object.at),
+                Percept { subject: address, description: state_now.to_owned(), tile: object.at },
+            ));
         }
     }
     // What is going on here first, whatever stands at the agent's feet.
