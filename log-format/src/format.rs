@@ -538,9 +538,6 @@ impl<'a> ChunkRef<'a> {
         }
         let data =
             cur.take(header.data_len as usize).ok_or_else(|| bad("data cut short".into()))?;
-        if header.compression == compression::ZSTD {
-            raw_len(data).map_err(bad)?;
-        }
         let hash = cur.array::<32>().ok_or_else(|| bad("hash cut short".into()))?;
         let head_bytes = record.body.get(..CHUNK_HEADER_LEN).unwrap_or(&[]);
         let computed = match check_hash {
@@ -553,6 +550,10 @@ impl<'a> ChunkRef<'a> {
                 &crate::id::hex(&hash)[..16],
                 &crate::id::hex(&computed)[..16]
             )));
+        }
+        // Check 10's bounds, after the hash (decompressing is `open`'s).
+        if header.compression == compression::ZSTD {
+            raw_len(data).map_err(bad)?;
         }
         Ok(ChunkRef { header, data, hash, offset })
     }
@@ -576,7 +577,7 @@ impl<'a> ChunkRef<'a> {
     /// format version 2 store chunks), else stored as it is (as version 1 files hold every
     /// chunk). The events and their ids are the same either way; the chunk hash is not.
     pub fn recoded(&self, compress: bool) -> Result<Vec<u8>, FormatError> {
-        Ok(encode_chunk(self.header, &self.open()?.data, compress))
+        Ok(self.open()?.encoded(compress).0)
     }
 }
 
@@ -622,8 +623,8 @@ fn inflate(data: &[u8]) -> Result<Vec<u8>, String> {
 }
 
 /// A chunk record for `header`'s events whose (uncompressed) event data is `raw`: compressed
-/// with Zstandard when `compress` and it pays, else stored as it is.
-fn encode_chunk(header: ChunkHeader, raw: &[u8], compress: bool) -> Vec<u8> {
+/// with Zstandard when `compress` and it pays, else stored as it is. With its chunk hash.
+fn encode_chunk(header: ChunkHeader, raw: &[u8], compress: bool) -> (Vec<u8>, [u8; 32]) {
     let packed = compress
         .then(|| zstd::bulk::compress(raw, compression::ZSTD_LEVEL).ok())
         .flatten()
@@ -651,7 +652,7 @@ fn encode_chunk(header: ChunkHeader, raw: &[u8], compress: bool) -> Vec<u8> {
     record.extend_from_slice(&head);
     record.extend_from_slice(data);
     record.extend_from_slice(hash.as_bytes());
-    record
+    (record, *hash.as_bytes())
 }
 
 /// A chunk's events ready to walk: its header and its event data, decompressed.
@@ -666,6 +667,11 @@ pub struct Chunk<'a> {
 }
 
 impl Chunk<'_> {
+    /// The chunk's record encoded again, and its chunk hash: see [`ChunkRef::recoded`].
+    pub fn encoded(&self, compress: bool) -> (Vec<u8>, [u8; 32]) {
+        encode_chunk(self.header, &self.data, compress)
+    }
+
     /// The chunk's events in order: stored bytes with their ids, chained from the header's
     /// parent. The iterator checks framing, seq order and time order, and stops at the
     /// first problem.
@@ -938,7 +944,7 @@ impl ChunkBuilder {
             time_last: self.time_last,
             data_len: self.data.len() as u64,
         };
-        let record = encode_chunk(header, &self.data, false);
+        let (record, _) = encode_chunk(header, &self.data, false);
         (header, record)
     }
 }

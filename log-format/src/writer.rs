@@ -107,18 +107,14 @@ impl<W: Write> RecordingWriter<W> {
         let header = stored.header;
         // Stored in this file's form: compressed in version 2, not in version 1.
         let recoded;
-        let record = match (self.compress, header.compression) {
+        let (record, hash) = match (self.compress, header.compression) {
             (false, crate::format::compression::NONE)
-            | (true, crate::format::compression::ZSTD) => record,
+            | (true, crate::format::compression::ZSTD) => (record, stored.hash),
             _ => {
-                recoded = stored.recoded(self.compress)?;
-                recoded.as_slice()
+                recoded = chunk.encoded(self.compress);
+                (recoded.0.as_slice(), recoded.1)
             }
         };
-        let Some(written) = crate::format::parse_record(record, self.offset)? else {
-            return Err(WriteError::Refused("empty record".into()));
-        };
-        let written = ChunkRef::parse(written)?;
         match self.branches.get(&header.branch) {
             Some(entry) => {
                 let time = self.head_times.get(&header.branch).copied().unwrap_or(0);
@@ -235,7 +231,7 @@ impl<W: Write> RecordingWriter<W> {
             last_seq: header.last_seq(),
             time_first: header.time_first,
             time_last: header.time_last,
-            hash: written.hash,
+            hash,
         });
         self.offset += record.len() as u64;
         Ok(())
