@@ -14,7 +14,9 @@
 //! for this gateway's server and model (else the backend's best, see
 //! [`LlmBackend::structured_forms`]); when the server refuses the form, the call is asked
 //! again at once in the next one — not counted as a failed try, no backoff — and the form
-//! that works is kept for the calls after it. Each `LlmRequested` records its form.
+//! that works is kept for the calls after it (in a simulation, for the calls after its
+//! events are committed: [`Gateway::learn_from_the_log`]). Each `LlmRequested` records its
+//! form.
 //!
 //! Slow servers: a try may take the configured timeout, or three times the longest answer
 //! seen so far in this run if that is longer, and twice as long after each try of the same
@@ -174,6 +176,9 @@ struct Learned {
     longest_ms: u32,
     /// The length of the embedding vectors so far.
     dims: Option<usize>,
+    /// What tries find out about the server is learned only through
+    /// [`Gateway::learn_from`], once their events are in the log.
+    from_log: bool,
     /// Tries being waited for, by a number of their own.
     flights: BTreeMap<u64, (String, Option<AgentId>, u32, Stopwatch)>,
     next_flight: u64,
@@ -239,6 +244,24 @@ impl Gateway {
     pub fn with_structured(mut self, form: Option<StructuredForm>) -> Gateway {
         self.structured = form;
         self
+    }
+
+    /// From now on, what a try finds out about the server (the structured form that works,
+    /// ratings refused from probabilities) is learned only when its events are given to
+    /// [`Gateway::learn_from`] — by a simulation, as it commits them. Calls under way together
+    /// then all ask as the log so far says, whichever of them is answered first: a run writes
+    /// the same log whatever its latencies, and a run resumed from its log goes on asking
+    /// exactly as the run that went straight on. (Latencies, which only set timeouts, are
+    /// still learned at once.)
+    pub fn learn_from_the_log(&self) {
+        if let Ok(mut learned) = self.learned.lock() {
+            learned.from_log = true;
+        }
+    }
+
+    /// True unless [`Gateway::learn_from_the_log`] was called.
+    fn learns_live(&self) -> bool {
+        self.learned.lock().is_ok_and(|l| !l.from_log)
     }
 
     /// The structured form the next call will start in: the one set, else the one learned
@@ -422,7 +445,9 @@ impl Gateway {
             let failure = match result {
                 Ok(completion) => {
                     self.note_latency(latency_ms);
-                    self.learn_form(form);
+                    if self.learns_live() {
+                        self.learn_form(form);
+                    }
                     out.tokens_prompt = out.tokens_prompt.saturating_add(completion.tokens_prompt);
                     out.tokens_completion =
                         out.tokens_completion.saturating_add(completion.tokens_completion);
@@ -477,7 +502,7 @@ impl Gateway {
             }));
             // A rating the backend could not read from probabilities is generated instead.
             let scoring_failed = form == StructuredForm::Probabilities && !failure.is_transient();
-            if scoring_failed && failure.kind != FailureKind::BadAnswer {
+            if scoring_failed && failure.kind != FailureKind::BadAnswer && self.learns_live() {
                 self.refuse_probabilities();
             }
             if failure.kind == FailureKind::FormRefused || scoring_failed {
@@ -489,7 +514,9 @@ impl Gateway {
                 match after {
                     Some(next) if next < forms.len() => {
                         form_at = next;
-                        self.learn_form(forms[next]);
+                        if self.learns_live() {
+                            self.learn_form(forms[next]);
+                        }
                         continue;
                     }
                     _ => {

@@ -251,6 +251,9 @@ impl<S: Storage> Sim<S> {
         mut settings: SimSettings,
     ) -> Sim<S> {
         settings.retrieval.ties_by_creation = settings.rulebook.breaks_retrieval_ties_by_creation();
+        // What the server is found to take is learned as the log says, at each commit: the
+        // same log whatever the latencies, and a resumed run asks as the straight one did.
+        gateway.learn_from_the_log();
         Sim { store, branch, town, gateway, settings, folds: Folds::default(), at_tick: false }
     }
 
@@ -262,8 +265,10 @@ impl<S: Storage> Sim<S> {
         let from = self.store.branch(self.branch).map_or(0, |b| b.head_seq) + 1;
         let ids = pending.commit(&mut self.store, self.branch)?;
         let head = self.store.branch(self.branch).map_or(0, |b| b.head_seq);
-        for event in self.store.events(self.branch, from, head)? {
-            self.fold(&event);
+        let events = self.store.events(self.branch, from, head)?;
+        self.gateway.learn_from(events.iter().map(|e| &e.body));
+        for event in &events {
+            self.fold(event);
         }
         Ok(ids)
     }

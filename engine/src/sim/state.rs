@@ -146,40 +146,49 @@ impl<S: Storage> Sim<S> {
                     .then(|| (*id, a.name.clone(), rest))
             })
             .collect();
-        // Every agent's seeds at once (their calls overlap at the gateway), committed in
-        // agent order: the log is the one a loop over the agents would write.
+        // The first agent's seeds alone, so that what they find out about the server (say,
+        // that it gives no probabilities to read ratings from) is in the log before the
+        // others ask; then every other agent's at once (their calls overlap at the gateway),
+        // committed in agent order: the log is the one a loop over the agents would write.
         let style = self.settings.style;
         let jobs: Vec<(AgentId, String, Vec<String>, String)> = missing
             .into_iter()
             .map(|(agent, name, seeds)| (agent, name, seeds, self.summary(agent)))
             .collect();
-        let gateway = &self.gateway;
-        let done = futures::future::join_all(jobs.iter().map(
-            |(agent, name, seeds, summary)| async move {
-                let mut pending = Pending::new();
-                let who = Who { agent: *agent, name, summary };
-                let result = remember(
-                    gateway,
-                    style,
-                    &who,
-                    MemoryKind::Seed,
-                    seeds,
-                    &[],
-                    &[],
-                    now,
-                    &mut pending,
-                )
-                .await;
-                (pending, result)
-            },
-        ))
-        .await;
-        // Every call made is kept, those of agents after one that failed too.
+        let (first, rest) = jobs.split_at(jobs.len().min(1));
         let mut first_error = None;
-        for (pending, result) in done {
-            self.commit(pending)?;
-            if let (Err(e), None) = (result, &first_error) {
-                first_error = Some(e);
+        for batch in [first, rest] {
+            let gateway = &self.gateway;
+            let done = futures::future::join_all(batch.iter().map(
+                |(agent, name, seeds, summary)| async move {
+                    let mut pending = Pending::new();
+                    let who = Who { agent: *agent, name, summary };
+                    let result = remember(
+                        gateway,
+                        style,
+                        &who,
+                        MemoryKind::Seed,
+                        seeds,
+                        &[],
+                        &[],
+                        now,
+                        &mut pending,
+                    )
+                    .await;
+                    (pending, result)
+                },
+            ))
+            .await;
+            // Every call made is kept, those of agents after one that failed too.
+            for (pending, result) in done {
+                self.commit(pending)?;
+                if let (Err(e), None) = (result, &first_error) {
+                    first_error = Some(e);
+                }
+            }
+            if first_error.is_some() {
+                // (A server that refuses the first agent refuses the rest: ask it once.)
+                break;
             }
         }
         first_error.map_or(Ok(()), |e| Err(e.into()))
@@ -209,8 +218,15 @@ impl<S: Storage> Sim<S> {
             Body::Perceived(p) => {
                 self.folds.spatial.entry(p.agent).or_default().apply(p.agent, event);
                 let seen = self.folds.last_seen.entry(p.agent).or_default();
+                let step = self.folds.state.step;
                 for percept in &p.percepts {
-                    seen.insert(percept.subject.clone(), self.folds.state.step);
+                    seen.insert(percept.subject.clone(), step);
+                }
+                // What was seen before the retention window counts as never seen: forgotten
+                // now and then, so the map stays the size of what is around.
+                if seen.len() > 64 {
+                    let window = u64::from(self.town.perception.retention_steps);
+                    seen.retain(|_, at| step.saturating_sub(*at) <= window);
                 }
             }
             Body::ReflectionStarted(r) => {

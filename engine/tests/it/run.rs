@@ -150,6 +150,7 @@ async fn a_run_stopped_by_ctrl_c_resumes_to_the_same_state() {
                     Body::DialogueTurn(t) => t.text.clone(),
                     Body::ClockStepped(c) => c.step.to_string(),
                     Body::LlmResponded(r) => r.text.clone(),
+                    Body::LlmFailed(f) => format!("{:?} {}", f.kind, f.message),
                     Body::Moved(m) => format!("{:?}", m.to),
                     _ => String::new(),
                 };

@@ -193,3 +193,37 @@ async fn a_server_without_logprobs_generates_its_ratings_from_its_first_refusal_
         "a gateway that learned nothing tries logprobs first"
     );
 }
+
+#[tokio::test]
+async fn a_gateway_that_learns_from_the_log_learns_a_refusal_only_once_it_is_given_the_events() {
+    let server = LoopbackServer::start(Vec::new(), Reply::Rules(without_logprobs)).await;
+    let gw = crate::loopback::gateway(&server, "", policy());
+    gw.learn_from_the_log();
+    let first_asked = |events: &[Body]| match events.first() {
+        Some(Body::LlmRequested(r)) => r.structured,
+        other => panic!("{other:?}"),
+    };
+    let first = gw.ask(&rating_call()).await.unwrap();
+    assert_eq!(first_asked(&first.events), StructuredForm::Probabilities);
+    assert_eq!(first.answer, Answer::Ratings(vec![1, 6, 10]));
+    // A call after the refusal, its events not yet committed, asks as the log says: as a
+    // call that was under way with it would have (whichever was answered first).
+    let second = gw.ask(&rating_call()).await.unwrap();
+    assert_eq!(first_asked(&second.events), StructuredForm::Probabilities);
+    let forms = |events: &[Body]| -> Vec<StructuredForm> {
+        events
+            .iter()
+            .filter_map(|e| match e {
+                Body::LlmRequested(r) => Some(r.structured),
+                _ => None,
+            })
+            .collect()
+    };
+    assert_eq!(forms(&second.events), forms(&first.events), "asked alike");
+    assert_eq!(second.answer, first.answer);
+    // Once committed, the refusal is learned.
+    gw.learn_from(&first.events);
+    let third = gw.ask(&rating_call()).await.unwrap();
+    assert_eq!(first_asked(&third.events), StructuredForm::JsonSchema);
+    assert_eq!(server.requests().len(), 2 + 2 + 1, "a refused try and an answer, twice; then one");
+}
