@@ -11,7 +11,11 @@
 //!
 //! 4. **a big generated town** (`hamlet town generate`, `HAMLET_BENCH_AGENTS`, default 1,000)
 //!    with the instant double: engine time per agent-step, simulated half hour by half
-//!    hour, with the process's resident memory (`HAMLET_BENCH_HOURS`, default 1).
+//!    hour, with the process's resident memory (`HAMLET_BENCH_HOURS`, default 1); or, with
+//!    `HAMLET_BENCH_SERVER_MS=200`, against the loopback server answering every request in
+//!    that time (`HAMLET_BENCH_IN_FLIGHT` requests allowed at once, default 256): wall time
+//!    per step, requests per second, requests in flight (mean and most, sampled every
+//!    50 ms) and processor time per agent-step (the engine's and the in-process server's).
 //!
 //! Run: `cargo bench -p hamlet-engine --bench agents` (`HAMLET_BENCH_STEPS` sets the steps of
 //! part 1, default 360 = one simulated hour; `HAMLET_BENCH_ONLY=big` runs part 4 alone;
@@ -96,47 +100,146 @@ fn rss_mib() -> Option<f64> {
     Some(kib / 1024.0)
 }
 
-/// Part 4: a generated town of `agents` for `steps` steps with the instant double, printed
-/// every `every` steps.
+/// The process's processor time so far (user and system, every thread), in seconds, from
+/// `/proc/self/stat` (Linux).
+fn cpu_secs() -> Option<f64> {
+    let stat = std::fs::read_to_string("/proc/self/stat").ok()?;
+    // The fields after the command name, which is in parentheses and may hold spaces.
+    let rest = stat.rsplit_once(')')?.1;
+    let fields: Vec<&str> = rest.split_whitespace().collect();
+    let ticks = fields.get(11)?.parse::<f64>().ok()? + fields.get(12)?.parse::<f64>().ok()?;
+    // Clock ticks per second: 100 on Linux for every architecture Hamlet builds on.
+    Some(ticks / 100.0)
+}
+
+/// Part 4's model: the instant double, or the loopback server answering every request after
+/// `latency`, `in_flight` requests allowed at once.
+#[derive(Clone, Copy)]
+enum Model {
+    Instant,
+    Server { latency: Duration, in_flight: usize },
+}
+
+/// Part 4: a generated town of `agents` for `steps` steps, printed every `every` steps.
 #[expect(clippy::disallowed_methods, reason = "a benchmark measures wall time")]
-fn big_town(agents: usize, steps: u64, every: u64) {
+fn big_town(agents: usize, steps: u64, every: u64, model: Model) {
     let text = hamlet_engine::town::generate::generate(&hamlet_engine::town::generate::Spec {
         agents,
         seed: 1,
         name: "Greater Willowmere".into(),
     });
     let town = Definition::parse("generated", &text).expect("a generated town is valid");
-    let gateway = instant(64);
     let rt = runtime();
+    let server = match model {
+        Model::Instant => None,
+        Model::Server { latency, .. } => {
+            let server = rt.block_on(LoopbackServer::start(
+                vec![],
+                Reply::Slow(latency, Box::new(Reply::Rules(over_http))),
+            ));
+            server.keep_requests(false);
+            Some(Arc::new(server))
+        }
+    };
+    let gateway = match (model, &server) {
+        (Model::Server { in_flight, .. }, Some(server)) => {
+            let endpoint = |model: &str| Endpoint {
+                base_url: server.base_url(),
+                api_key: "sk-loopback".into(),
+                model: model.into(),
+            };
+            Gateway::new(
+                Arc::new(OpenAi::new(endpoint("rules")).expect("client")),
+                Arc::new(OpenAiEmbed::new(endpoint("letters")).expect("client")),
+                Params::default(),
+                RetryPolicy { timeout: Duration::from_secs(60), ..RetryPolicy::default() },
+                in_flight,
+            )
+        }
+        _ => instant(64),
+    };
+    match model {
+        Model::Instant => println!("{agents} agents, the instant double"),
+        Model::Server { latency, in_flight } => println!(
+            "{agents} agents against the loopback server: {} ms per request, {in_flight} \
+             requests allowed in flight",
+            latency.as_millis()
+        ),
+    }
     let tmp = tempfile::tempdir().expect("tempdir");
     let store = Store::open(tmp.path()).expect("store");
     rt.block_on(async {
+        // The requests in flight, sampled every 50 ms: (samples, their sum, the most).
+        let sampled = Arc::new(std::sync::Mutex::new((0u64, 0u64, 0usize)));
+        let sampler = server.clone().map(|server| {
+            let sampled = sampled.clone();
+            tokio::spawn(async move {
+                loop {
+                    tokio::time::sleep(Duration::from_millis(50)).await;
+                    let n = server.in_flight();
+                    let mut s = sampled.lock().expect("samples");
+                    *s = (s.0 + 1, s.1 + n as u64, s.2.max(n));
+                }
+            })
+        });
+        let requests = || server.as_ref().map_or(0, |s| s.count());
         let clock = Instant::now();
         let mut sim = Sim::start(store, "main", town, 1, gateway, SimSettings::default())
             .await
             .expect("start");
         let head = |sim: &Sim<_>| sim.store().branch(sim.branch()).map_or(0, |b| b.head_seq);
         println!(
-            "{agents} agents: seed memories in {:.1} s, {} events; {:.0} MiB resident",
+            "  seed memories in {:.1} s, {} events; {:.0} MiB resident",
             clock.elapsed().as_secs_f64(),
             head(&sim) + 1,
             rss_mib().unwrap_or(0.0)
         );
-        let mut done = 0;
+        let (mut done, run_clock, run_requests) = (0, Instant::now(), requests());
         while done < steps {
             let n = every.min(steps - done);
-            let (before, clock) = (head(&sim), Instant::now());
+            let (before, clock, cpu, asked) =
+                (head(&sim), Instant::now(), cpu_secs().unwrap_or(0.0), requests());
+            *sampled.lock().expect("samples") = (0, 0, 0);
             for _ in 0..n {
                 sim.step().await.expect("step");
             }
             done += n;
             let took = clock.elapsed().as_secs_f64();
+            let per_agent_step = |secs: f64| secs * 1e3 / (n as f64 * agents as f64);
+            let at = hamlet_engine::describe::sim_time(sim.state().sim_time_secs);
+            let events = head(&sim) - before;
+            let rss = rss_mib().unwrap_or(0.0);
+            match model {
+                Model::Instant => println!(
+                    "  {done:>5} steps, to {at}: {:.3} ms per agent-step, {events} events, \
+                     {rss:.0} MiB resident",
+                    per_agent_step(took),
+                ),
+                Model::Server { in_flight, .. } => {
+                    let (samples, sum, most) = *sampled.lock().expect("samples");
+                    let asked = requests() - asked;
+                    let cpu = cpu_secs().unwrap_or(0.0) - cpu;
+                    println!(
+                        "  {done:>5} steps, to {at}: {:.2} s per step, {asked} requests \
+                         ({:.0}/s), in flight {:.0} on average, {most} at most (of \
+                         {in_flight}); processor {:.3} ms per agent-step (the engine and the \
+                         server); {events} events, {rss:.0} MiB resident",
+                        took / n as f64,
+                        asked as f64 / took,
+                        sum as f64 / samples.max(1) as f64,
+                        per_agent_step(cpu),
+                    );
+                }
+            }
+        }
+        if let Some(sampler) = sampler {
+            sampler.abort();
+            let took = run_clock.elapsed().as_secs_f64();
+            let asked = requests() - run_requests;
             println!(
-                "  {done:>5} steps, to {}: {:.3} ms per agent-step, {} events, {:.0} MiB resident",
-                hamlet_engine::describe::sim_time(sim.state().sim_time_secs),
-                took * 1e3 / (n as f64 * agents as f64),
-                head(&sim) - before,
-                rss_mib().unwrap_or(0.0)
+                "  the run: {done} steps in {:.0} s, {asked} requests ({:.0}/s)",
+                took,
+                asked as f64 / took
             );
         }
         // The day as a recording: its size, and reading it back.
@@ -184,7 +287,16 @@ fn main() {
         let agents = std::env::var("HAMLET_BENCH_AGENTS").ok().and_then(|s| s.parse().ok());
         let hours: f64 =
             std::env::var("HAMLET_BENCH_HOURS").ok().and_then(|s| s.parse().ok()).unwrap_or(1.0);
-        big_town(agents.unwrap_or(1000), (hours * 360.0) as u64, 180);
+        let latency = std::env::var("HAMLET_BENCH_SERVER_MS").ok().and_then(|s| s.parse().ok());
+        let in_flight = std::env::var("HAMLET_BENCH_IN_FLIGHT").ok().and_then(|s| s.parse().ok());
+        let model = match latency {
+            Some(ms) => Model::Server {
+                latency: Duration::from_millis(ms),
+                in_flight: in_flight.unwrap_or(256),
+            },
+            None => Model::Instant,
+        };
+        big_town(agents.unwrap_or(1000), (hours * 360.0) as u64, 180, model);
         return;
     }
     let agents = town().personas.len() as f64;
@@ -268,8 +380,10 @@ fn main() {
     drop(rt);
     if tiny {
         // CI's tiny run of part 4: 100 and 1,000 agents, a few steps each.
-        big_town(100, 6, 3);
-        big_town(1000, 2, 1);
+        big_town(100, 6, 3, Model::Instant);
+        big_town(1000, 2, 1, Model::Instant);
+        let server = Model::Server { latency: Duration::from_millis(200), in_flight: 256 };
+        big_town(1000, 2, 1, server);
     } else {
         println!("a big town: HAMLET_BENCH_ONLY=big (HAMLET_BENCH_AGENTS, HAMLET_BENCH_HOURS)");
     }

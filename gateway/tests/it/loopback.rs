@@ -4,6 +4,7 @@
 
 use std::collections::VecDeque;
 use std::net::SocketAddr;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -61,6 +62,10 @@ pub struct LoopbackServer {
     in_flight: Arc<Mutex<(usize, usize)>>,
     /// The bodies [`Reply::FailFirst`] has failed once.
     failed: Arc<Mutex<std::collections::BTreeSet<[u8; 32]>>>,
+    /// Requests received so far, kept or not.
+    count: Arc<AtomicU64>,
+    /// Whether to keep each request received (a long benchmark does not).
+    keep: Arc<AtomicBool>,
 }
 
 impl LoopbackServer {
@@ -75,23 +80,29 @@ impl LoopbackServer {
             fallback,
             in_flight: Arc::new(Mutex::new((0, 0))),
             failed: Arc::default(),
+            count: Arc::default(),
+            keep: Arc::new(AtomicBool::new(true)),
         };
-        let (script, received, fallback, in_flight, failed) = (
+        let (script, received, fallback, in_flight, failed, count, keep) = (
             server.script.clone(),
             server.received.clone(),
             server.fallback.clone(),
             server.in_flight.clone(),
             server.failed.clone(),
+            server.count.clone(),
+            server.keep.clone(),
         );
         tokio::spawn(async move {
             loop {
                 let Ok((mut socket, _)) = listener.accept().await else { return };
-                let (script, received, fallback, in_flight, failed) = (
+                let (script, received, fallback, in_flight, failed, count, keep) = (
                     script.clone(),
                     received.clone(),
                     fallback.clone(),
                     in_flight.clone(),
                     failed.clone(),
+                    count.clone(),
+                    keep.clone(),
                 );
                 tokio::spawn(async move {
                     let Some(request) = read_request(&mut socket).await else { return };
@@ -101,11 +112,10 @@ impl LoopbackServer {
                         n.1 = n.1.max(n.0);
                     }
                     let reply = script.lock().unwrap().pop_front().unwrap_or(fallback);
-                    let arrival = {
-                        let mut received = received.lock().unwrap();
-                        received.push(request.clone());
-                        received.len() as u64
-                    };
+                    let arrival = count.fetch_add(1, Ordering::SeqCst) + 1;
+                    if keep.load(Ordering::SeqCst) {
+                        received.lock().unwrap().push(request.clone());
+                    }
                     let reply = by_rule(reply, &request, arrival, &failed);
                     let _ = respond(&mut socket, reply).await;
                     in_flight.lock().unwrap().0 -= 1;
@@ -118,6 +128,22 @@ impl LoopbackServer {
     /// The most requests it was answering at once.
     pub fn max_in_flight(&self) -> usize {
         self.in_flight.lock().unwrap().1
+    }
+
+    /// The requests it is answering now.
+    pub fn in_flight(&self) -> usize {
+        self.in_flight.lock().unwrap().0
+    }
+
+    /// How many requests it has received.
+    pub fn count(&self) -> u64 {
+        self.count.load(Ordering::SeqCst)
+    }
+
+    /// Keeps each request from now on (the default), or only counts them: a long benchmark's
+    /// hundreds of thousands of prompts would weigh on the memory it measures.
+    pub fn keep_requests(&self, keep: bool) {
+        self.keep.store(keep, Ordering::SeqCst);
     }
 
     /// The base URL to give the client.
