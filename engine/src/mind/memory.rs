@@ -28,6 +28,8 @@ pub struct Memory {
     pub importance: u8,
     /// The description's embedding.
     pub embedding: Vec<f32>,
+    /// Its length ([`crate::mind::retrieval::norm`]), computed once.
+    pub embedding_norm: f64,
     /// For a reflection: the memories it rests on.
     pub evidence: Vec<EventId>,
 }
@@ -104,6 +106,7 @@ impl Minds {
                     last_access_secs: now,
                     importance: m.importance,
                     embedding: m.embedding.clone(),
+                    embedding_norm: crate::mind::retrieval::norm(&m.embedding),
                     evidence: m.evidence.clone(),
                 });
             }

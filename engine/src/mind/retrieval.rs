@@ -50,21 +50,22 @@ impl Default for RetrievalSettings {
 
 /// Cosine similarity; 0 when either vector is empty, zero or of another length.
 pub fn cosine(a: &[f32], b: &[f32]) -> f64 {
-    if a.len() != b.len() || a.is_empty() {
+    cosine_by_norms(a, norm(a), b, norm(b))
+}
+
+/// A vector's length (the square root of its summed squares, summed in `f64` in order): what
+/// [`cosine`] divides by, computed once per memory instead of once per retrieval.
+pub fn norm(v: &[f32]) -> f64 {
+    v.iter().map(|x| f64::from(*x) * f64::from(*x)).fold(0.0, |sum, x| sum + x).sqrt()
+}
+
+/// [`cosine`] of two vectors whose [`norm`]s are known: the same number, bit for bit.
+pub fn cosine_by_norms(a: &[f32], norm_a: f64, b: &[f32], norm_b: f64) -> f64 {
+    if a.len() != b.len() || a.is_empty() || norm_a == 0.0 || norm_b == 0.0 {
         return 0.0;
     }
-    let (mut dot, mut na, mut nb) = (0.0f64, 0.0f64, 0.0f64);
-    for (x, y) in a.iter().zip(b) {
-        let (x, y) = (f64::from(*x), f64::from(*y));
-        dot += x * y;
-        na += x * x;
-        nb += y * y;
-    }
-    if na == 0.0 || nb == 0.0 {
-        0.0
-    } else {
-        dot / (na.sqrt() * nb.sqrt())
-    }
+    let dot = a.iter().zip(b).fold(0.0f64, |dot, (x, y)| dot + f64::from(*x) * f64::from(*y));
+    dot / (norm_a * norm_b)
 }
 
 /// Scales values to 0..1 by their minimum and maximum; all equal → all 0.5.
@@ -100,8 +101,11 @@ pub fn retrieve(
         })
         .collect();
     let mut importance: Vec<f64> = candidates.iter().map(|m| f64::from(m.importance)).collect();
-    let mut relevance: Vec<f64> =
-        candidates.iter().map(|m| cosine(&m.embedding, query_embedding)).collect();
+    let query_norm = norm(query_embedding);
+    let mut relevance: Vec<f64> = candidates
+        .iter()
+        .map(|m| cosine_by_norms(&m.embedding, m.embedding_norm, query_embedding, query_norm))
+        .collect();
     min_max(&mut recency);
     min_max(&mut importance);
     min_max(&mut relevance);
@@ -109,8 +113,10 @@ pub fn retrieve(
     let mut ranked: Vec<(usize, f64)> = (0..candidates.len())
         .map(|i| (i, wr * recency[i] + wi * importance[i] + wv * relevance[i]))
         .collect();
-    // Candidates are in the stream's order, the order the memories were made.
-    ranked.sort_by(|(a, sa), (b, sb)| {
+    // Candidates are in the stream's order, the order the memories were made. The order is
+    // total (the last tie falls to the position, or to the id), so the k best, picked out
+    // and then sorted, are the k a full sort would put first.
+    let order = |(a, sa): &(usize, f64), (b, sb): &(usize, f64)| {
         let by_score = sb.total_cmp(sa);
         if settings.ties_by_creation {
             by_score.then(b.cmp(a))
@@ -119,7 +125,12 @@ pub fn retrieve(
                 .then(candidates[*b].created_secs.cmp(&candidates[*a].created_secs))
                 .then(candidates[*a].id.cmp(&candidates[*b].id))
         }
-    });
+    };
+    if settings.top_k > 0 && ranked.len() > settings.top_k {
+        ranked.select_nth_unstable_by(settings.top_k - 1, order);
+        ranked.truncate(settings.top_k);
+    }
+    ranked.sort_by(order);
     let hits = ranked
         .into_iter()
         .take(settings.top_k)
@@ -260,6 +271,43 @@ mod tests {
                 "rulebooks 1–2: the smaller id"
             );
         }
+    }
+
+    #[test]
+    fn the_k_best_picked_out_are_the_first_k_of_a_full_ranking_ties_and_all() {
+        // 200 memories with few distinct scores (many ties), in both tie rules, for several
+        // k: the partial selection must give what sorting every candidate gives.
+        let mut minds = Minds::default();
+        for n in 0..200u8 {
+            let e = [f32::from(n % 3), f32::from(n % 2), 1.0];
+            minds.apply(&memory(n, u64::from(n % 4) * 3600, "m", 1 + n % 5, e.to_vec()));
+        }
+        let stream = minds.stream(MEI);
+        for ties_by_creation in [true, false] {
+            let all = RetrievalSettings { top_k: 1000, ties_by_creation, ..Default::default() };
+            let full = retrieve(MEI, stream, "q", &[1.0, 0.5, 0.0], 5 * 3600, &all, |_| true);
+            assert_eq!(full.hits.len(), 200);
+            for k in [1, 7, 8, 50, 199, 200] {
+                let settings = RetrievalSettings { top_k: k, ..all.clone() };
+                let some =
+                    retrieve(MEI, stream, "q", &[1.0, 0.5, 0.0], 5 * 3600, &settings, |_| true);
+                assert_eq!(
+                    some.hits,
+                    full.hits[..k],
+                    "k = {k}, ties by creation {ties_by_creation}"
+                );
+            }
+        }
+        // Norms known beforehand give the very same cosine.
+        let (a, b) = ([0.3f32, -1.7, 2.2], [1.1f32, 0.4, -0.9]);
+        assert_eq!(cosine(&a, &b).to_bits(), cosine_by_norms(&a, norm(&a), &b, norm(&b)).to_bits());
+        let naive = {
+            let dot: f64 = a.iter().zip(&b).map(|(x, y)| f64::from(*x) * f64::from(*y)).sum();
+            let na: f64 = a.iter().map(|x| f64::from(*x) * f64::from(*x)).sum();
+            let nb: f64 = b.iter().map(|x| f64::from(*x) * f64::from(*x)).sum();
+            dot / (na.sqrt() * nb.sqrt())
+        };
+        assert_eq!(cosine(&a, &b).to_bits(), naive.to_bits());
     }
 
     #[test]

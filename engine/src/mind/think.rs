@@ -425,6 +425,7 @@ mod tests {
             last_access_secs: u64::from(i),
             importance: 2,
             embedding: Vec::new(),
+            embedding_norm: 0.0,
             evidence: Vec::new(),
         }
     }
