@@ -415,6 +415,22 @@ fn plan_view(event: EventId, plan: &PlanMade) -> PlanView {
     }
 }
 
+/// An event without the bulk that the views of the town and of an agent ([`Past::town`],
+/// [`Past::agent`]) and the research measures never read: the prompt of a model call, the
+/// texts sent to be embedded, and embedding vectors (a big town's day is gigabytes of them
+/// once decoded). Its id, place and every other field are kept, so those views are the same
+/// (tested over the shipped day); [`Past::calls`] shows prompts, so it needs whole events.
+pub fn without_bulk(mut event: Event) -> Event {
+    match &mut event.body {
+        Body::LlmRequested(r) => r.prompt = hamlet_log::event::Prompt::Chat(Vec::new()),
+        Body::EmbeddingRequested(r) => r.texts = Vec::new(),
+        Body::EmbeddingReturned(r) => r.vectors = Vec::new(),
+        Body::MemoryAdded(m) => m.embedding = Vec::new(),
+        _ => {}
+    }
+    event
+}
+
 /// A branch's events up to a moment, folded once, ready to answer queries about it.
 pub struct Past<'a> {
     events: &'a [Event],

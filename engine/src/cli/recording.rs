@@ -488,6 +488,25 @@ pub enum LogFormat {
     Jsonl,
 }
 
+/// [`source_events`] without the bulk that views of the town and the research measures never
+/// read ([`hamlet_engine::query::without_bulk`]): a big town's day is gigabytes less.
+pub fn source_events_light(source: &Source) -> anyhow::Result<Vec<Event>> {
+    use hamlet_engine::query::without_bulk as lighten;
+    Ok(match (&source.file, &source.store) {
+        (Some(file), _) => {
+            let bytes = read_file(file)?;
+            let (rec, report) = open_verified(&bytes, file)?;
+            warn_unsound(&report, file);
+            let branch = pick_branch(&rec, source.branch.as_deref())?;
+            rec.events(branch, 0)?
+                .map(|e| e.map(lighten))
+                .collect::<Result<_, _>>()
+                .context("cannot read the recording's events")?
+        }
+        _ => source_events(source)?.into_iter().map(lighten).collect(),
+    })
+}
+
 /// Every event of the chosen branch (with its ancestry) of a recording or a store.
 pub fn source_events(source: &Source) -> anyhow::Result<Vec<Event>> {
     Ok(match (&source.file, &source.store) {

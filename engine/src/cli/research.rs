@@ -20,7 +20,7 @@ use indicatif::{ProgressBar, ProgressStyle};
 use serde::Serialize;
 
 use super::llm::LlmArgs;
-use super::recording::source_events;
+use super::recording::source_events_light;
 use super::{agent_named, parse_moment, Outcome, Source};
 use hamlet_engine::ops::{seq_for, unused_name};
 
@@ -241,7 +241,7 @@ fn write_rows<T: Serialize>(
 pub fn research(c: ResearchCommand) -> anyhow::Result<Outcome> {
     match c {
         ResearchCommand::Dialogue(a) => {
-            let stats = dialogue(&source_events(&a.source)?);
+            let stats = dialogue(&source_events_light(&a.source)?);
             if a.format == TableFormat::Json {
                 println!("{}", serde_json::to_string_pretty(&stats)?);
                 return Ok(Outcome::Done);
@@ -268,7 +268,7 @@ pub fn research(c: ResearchCommand) -> anyhow::Result<Outcome> {
                     sim_time(a.from)
                 );
             }
-            let events = source_events(&a.source)?;
+            let events = source_events_light(&a.source)?;
             let rows =
                 attendance(&events, &a.place, a.from, a.until).map_err(anyhow::Error::msg)?;
             write_rows(a.format, &["agent", "first_there", "minutes"], &rows, |r| {
@@ -290,7 +290,7 @@ pub fn research(c: ResearchCommand) -> anyhow::Result<Outcome> {
             }
         }
         ResearchCommand::Network(a) => {
-            let events = source_events(&a.source)?;
+            let events = source_events_light(&a.source)?;
             let rows = network_density(&events, a.every);
             write_rows(a.format, &["time", "agents", "pairs_talked", "density"], &rows, |r| {
                 vec![
@@ -302,7 +302,7 @@ pub fn research(c: ResearchCommand) -> anyhow::Result<Outcome> {
             })?;
         }
         ResearchCommand::Diffusion(a) => {
-            let events = source_events(&a.source)?;
+            let events = source_events_light(&a.source)?;
             let rows = diffusion(&events, &a.keywords, a.every);
             write_rows(a.format, &["time", "agents", "knowing", "share", "who"], &rows, |r| {
                 vec![

@@ -12,7 +12,7 @@ use hamlet_engine::query::{ActionView, AgentView, CallView, Past, TownView};
 use hamlet_engine::town::at_place;
 use hamlet_log::Event;
 
-use super::recording::source_events;
+use super::recording::{source_events, source_events_light};
 use super::why::seq_at;
 use super::{agent_named, parse_moment, Outcome, Source};
 
@@ -122,7 +122,7 @@ fn print_json<T: serde::Serialize>(value: &T) -> anyhow::Result<()> {
 }
 
 pub fn show(a: ShowArgs) -> anyhow::Result<Outcome> {
-    let events = source_events(&a.source)?;
+    let events = source_events_light(&a.source)?;
     let seq = seq_of(&events, a.at)?;
     let past = Past::new(Past::cut(&events, seq));
     match &a.agent {
@@ -438,7 +438,7 @@ pub fn call_text(c: &CallView, details: bool) -> String {
 }
 
 pub fn transcript(a: TranscriptArgs) -> anyhow::Result<Outcome> {
-    let events = source_events(&a.source)?;
+    let events = source_events_light(&a.source)?;
     let to = seq_of(&events, a.to)?;
     let from = from_seq(&events, a.from)?;
     let past = Past::new(Past::cut(&events, to));

@@ -214,3 +214,29 @@ fn made_again_identically(events: &[Event]) {
         Verdict::Diverged(d) => panic!("the shipped day parts from its re-simulation: {d:?}"),
     }
 }
+
+#[test]
+fn views_and_measures_of_the_day_are_the_same_without_prompts_and_vectors() {
+    use hamlet_engine::query::{without_bulk, Past};
+    use hamlet_engine::research::{dialogue, diffusion, network_density};
+    let (_, events) = day();
+    let light: Vec<Event> = events.iter().cloned().map(without_bulk).collect();
+    let weight = |events: &[Event]| -> usize {
+        events.iter().map(|e| serde_json::to_string(&e.body).unwrap().len()).sum()
+    };
+    assert!(weight(&light) * 2 < weight(&events), "the bulk is gone");
+    let agents: Vec<_> = Past::new(&events).history().agents().keys().copied().collect();
+    assert_eq!(agents.len(), 10);
+    for at in [events.len() / 5, events.len() / 2, events.len() - 1] {
+        let seq = events[at].seq();
+        let (whole, lean) = (Past::new(Past::cut(&events, seq)), Past::new(Past::cut(&light, seq)));
+        assert_eq!(whole.town(), lean.town(), "the town at #{seq}");
+        for &agent in &agents {
+            assert_eq!(whole.agent(agent), lean.agent(agent), "{agent:?} at #{seq}");
+        }
+    }
+    assert_eq!(network_density(&events, 1800), network_density(&light, 1800));
+    assert_eq!(dialogue(&events), dialogue(&light));
+    let words = vec!["party".to_owned()];
+    assert_eq!(diffusion(&events, &words, 1800), diffusion(&light, &words, 1800));
+}
