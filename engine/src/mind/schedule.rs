@@ -157,8 +157,11 @@ impl Schedules {
     }
 
     /// An agent's schedule (empty if it has none).
-    pub fn of(&self, agent: AgentId) -> Schedule {
-        self.by_agent.get(&agent).cloned().unwrap_or_default()
+    pub fn of(&self, agent: AgentId) -> &Schedule {
+        // (Borrowed: a day's plans are hundreds of items, and every agent's step asks.)
+        static NONE: Schedule =
+            Schedule { day: None, day_number: 0, parts: BTreeMap::new(), loose: None };
+        self.by_agent.get(&agent).unwrap_or(&NONE)
     }
 }
 
