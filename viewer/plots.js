@@ -15,6 +15,8 @@ let costBy = null;
 let every = null;
 let canvas = null;
 let caption = null;
+/** Research requests sent so far (the latest is the one drawn). */
+let requests = 0;
 let saveButton = null;
 let answer = null;
 let visible = false;
@@ -78,14 +80,20 @@ export async function plot(ask) {
     every_secs: Number(every.value),
     at_secs: app.frame ? app.frame.secs : null,
   };
+  // Only the latest request draws: showing the tab asks for its chart, and an ask that
+  // follows at once must not be overdrawn by that one answering later.
+  const mine = ++requests;
   setChildren(caption, untrusted('Measuring…'));
   try {
-    answer = await call('research', { branch: app.branch, ask: request });
+    const got = await call('research', { branch: app.branch, ask: request });
+    if (mine !== requests) return got;
+    answer = got;
     graphAt = request.at_secs;
     drawnFor = `${app.branch}|${request.what}`;
     draw();
     return answer;
   } catch (err) {
+    if (mine !== requests) return { error: err.message };
     answer = null;
     clearCanvas();
     setChildren(caption, el('span', { class: 'error' }, untrusted(err.message)));
