@@ -491,7 +491,17 @@ pub enum LogFormat {
 /// [`source_events`] without the bulk that views of the town and the research measures never
 /// read ([`hamlet_engine::query::without_bulk`]): a big town's day is gigabytes less.
 pub fn source_events_light(source: &Source) -> anyhow::Result<Vec<Event>> {
-    use hamlet_engine::query::without_bulk as lighten;
+    events_mapped(source, hamlet_engine::query::without_bulk)
+}
+
+/// Every event of the chosen branch (with its ancestry) of a recording or a store.
+pub fn source_events(source: &Source) -> anyhow::Result<Vec<Event>> {
+    events_mapped(source, |e| e)
+}
+
+/// [`source_events`], each event passed through `map` as it is decoded (from a recording;
+/// a store's come all at once).
+fn events_mapped(source: &Source, map: fn(Event) -> Event) -> anyhow::Result<Vec<Event>> {
     Ok(match (&source.file, &source.store) {
         (Some(file), _) => {
             let bytes = read_file(file)?;
@@ -499,27 +509,9 @@ pub fn source_events_light(source: &Source) -> anyhow::Result<Vec<Event>> {
             warn_unsound(&report, file);
             let branch = pick_branch(&rec, source.branch.as_deref())?;
             rec.events(branch, 0)?
-                .map(|e| e.map(lighten))
+                .map(|e| e.map(map))
                 .collect::<Result<_, _>>()
                 .context("cannot read the recording's events")?
-        }
-        _ => source_events(source)?.into_iter().map(lighten).collect(),
-    })
-}
-
-/// Every event of the chosen branch (with its ancestry) of a recording or a store.
-pub fn source_events(source: &Source) -> anyhow::Result<Vec<Event>> {
-    Ok(match (&source.file, &source.store) {
-        (Some(file), _) => {
-            let bytes = read_file(file)?;
-            let (rec, report) = open_verified(&bytes, file)?;
-            warn_unsound(&report, file);
-            let branch = pick_branch(&rec, source.branch.as_deref())?;
-            let events: Vec<Event> = rec
-                .events(branch, 0)?
-                .collect::<Result<_, _>>()
-                .context("cannot read the recording's events")?;
-            events
         }
         (None, Some(dir)) => {
             let store =
@@ -528,7 +520,7 @@ pub fn source_events(source: &Source) -> anyhow::Result<Vec<Event>> {
                 Some(name) => store.find_branch(name)?,
                 None => store.branches().into_iter().next().context("the store is empty")?,
             };
-            store.events(branch.id, 0, branch.head_seq)?
+            store.events(branch.id, 0, branch.head_seq)?.into_iter().map(map).collect()
         }
         (None, None) => bail!("give a recording FILE or --store DIR"),
     })
