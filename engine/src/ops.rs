@@ -347,9 +347,18 @@ impl ModelSpec {
                 flags.embed_model = Some(self.embed_model.trim().to_owned());
             }
         }
-        // Nothing from the environment or a config file: the window says what it asks.
-        let mut settings = config::resolve(&FileSettings::default(), &Env::default(), &flags)
-            .map_err(|e| wrong(e.0))?;
+        // The window says what it asks; from the config file it takes only what sizes the
+        // embedded model to this machine (`memory`, `kv_cache`), as `hamlet run` does, and the
+        // defaults read the memory available as they do there.
+        let file = config::ConfigFile::discover(None, &Env::from_process())
+            .map_err(|e| wrong(format!("the config file: {}", e.0)))?;
+        let sizing = FileSettings {
+            memory: file.llm.memory,
+            kv_cache: file.llm.kv_cache,
+            ..FileSettings::default()
+        };
+        let mut settings =
+            config::resolve(&sizing, &Env::default(), &flags).map_err(|e| wrong(e.0))?;
         settings.api_key.clone_from(&self.api_key);
         let llm = config::llm_backend(&settings).map_err(|e| wrong(e.0))?;
         let embedder = config::embed_backend(&settings).map_err(|e| wrong(e.0))?;

@@ -143,6 +143,12 @@ pub trait LlmBackend: Send + Sync {
     fn recorded_latency_ms(&self, _request_hash: [u8; 32]) -> Option<u32> {
         None
     }
+    /// What the backend has counted so far, in a line for a benchmark's report (the embedded
+    /// model: prompt tokens read and found cached, prefixes shared and dropped); `None` when
+    /// it counts nothing of its own.
+    fn counters(&self) -> Option<String> {
+        None
+    }
 }
 
 /// An embedding model.

@@ -18,7 +18,9 @@
 //! | timeout | `--timeout` (seconds) | — | `timeout_secs` | 120 (a remote server), 900 (the embedded model, or a server on this machine) |
 //! | concurrency | `--concurrency` | — | `concurrency` | 8 (openai), 4 or the slots if fewer (local) |
 //! | threads (local) | `--threads` | — | `threads` | every core |
-//! | slots (local) | `--slots` | — | `slots` | 64 ([`DEFAULT_SLOTS`]) |
+//! | slots (local) | `--slots` | — | `slots` | 64 ([`DEFAULT_SLOTS`]); 1 for `hamlet llm complete` |
+//! | memory budget (local) | `--memory` | — | `memory` | half of the memory available ([`crate::footprint`]) |
+//! | KV cache type (local) | `--kv-cache` | — | `kv_cache` | `f16` |
 //!
 //! The config file is `--config FILE`, else `$HAMLET_CONFIG`, else
 //! `$XDG_CONFIG_HOME/hamlet/config.toml` (or `~/.config/hamlet/config.toml`) if it exists.
@@ -34,20 +36,21 @@ use serde::Deserialize;
 use crate::backend::{EmbedBackend, LlmBackend};
 use crate::cost::Price;
 use crate::embed::LocalEmbed;
+use crate::footprint::{self, Budget, KvType, ModelShape};
 use crate::gateway::{Gateway, RetryPolicy};
-use crate::local::{LocalConfig, LocalLlm};
+use crate::local::{LocalConfig, LocalLlm, MAX_SEQUENCES};
 use crate::models::{self, ModelChoice};
 use crate::openai::{Endpoint, OpenAi, OpenAiEmbed};
 use crate::request::Params;
 use hamlet_log::event::StructuredForm;
 
-/// Sequence slots of the embedded model unless set (the most it takes): an agent of the
-/// shipped town makes a dozen kinds of call, each with its own cached prefix after the
-/// preamble, and with 40 slots they cut one another's back. `hamlet bench town --hours 1.5`
-/// by rulebook 3 with 64 slots reuses 70% of the loop's prompt tokens (72% with the seed
-/// ratings) where the shipped day's same morning, by rulebook 2 with 40, reused 64–67%; each
-/// slot of 4,096 tokens holds 112 MiB of cache with the default model: 8.7 GB resident with
-/// 64 slots, 6.0 GB with 40 (`recordings/README.md`, `README.md`).
+/// Sequence slots of the embedded model unless set: an agent of the shipped town makes a
+/// dozen kinds of call, each with its own cached prefix after the preamble, and with 40
+/// slots they cut one another's back. `hamlet bench town --hours 1.5` by rulebook 3 with 64
+/// slots reuses 70% of the loop's prompt tokens (72% with the seed ratings) where the shipped
+/// day's same morning, by rulebook 2 with 40, reused 64–67%. A slot is a sequence of the
+/// one KV pool ([`crate::footprint`]): it holds cells only for the tokens it has cached, and
+/// shares the prefix it was given by another.
 pub const DEFAULT_SLOTS: u32 = 64;
 
 /// OpenAI's own API.
@@ -113,6 +116,10 @@ pub struct FileSettings {
     pub threads: Option<u32>,
     /// Sequence slots of the embedded model.
     pub slots: Option<u32>,
+    /// The embedded model's memory budget, e.g. `3G`.
+    pub memory: Option<String>,
+    /// How the embedded model's KV cache stores keys and values: `f16` or `q8_0`.
+    pub kv_cache: Option<String>,
     /// How to ask a server for structured answers: `auto` (negotiated), `json_schema`,
     /// `json_object_schema`, `json_object` or `prompt`.
     pub structured: Option<String>,
@@ -215,6 +222,10 @@ pub struct Flags {
     pub threads: Option<u32>,
     /// `--slots`.
     pub slots: Option<u32>,
+    /// `--memory`, as written.
+    pub memory: Option<String>,
+    /// `--kv-cache`.
+    pub kv_cache: Option<String>,
     /// `--structured`: `auto`, or a form's name.
     pub structured: Option<String>,
 }
@@ -244,6 +255,10 @@ pub struct Settings {
     pub threads: Option<u32>,
     /// Embedded model slots.
     pub slots: u32,
+    /// The embedded model's memory budget in bytes; `None`: a share of what is available.
+    pub memory: Option<u64>,
+    /// How the embedded model's KV cache stores keys and values.
+    pub kv: KvType,
     /// The structured form set by the user; `None` negotiates it per server.
     pub structured: Option<StructuredForm>,
 }
@@ -313,7 +328,23 @@ pub fn resolve(file: &FileSettings, env: &Env, flags: &Flags) -> Result<Settings
     }
     // Enough slots for each agent's kinds of call to keep their cached prefixes (see
     // DEFAULT_SLOTS; 112 MiB of cache a slot for the default model).
-    let slots = flags.slots.or(file.slots).unwrap_or(DEFAULT_SLOTS).clamp(1, 64);
+    let slots = flags.slots.or(file.slots).unwrap_or(DEFAULT_SLOTS).clamp(1, MAX_SEQUENCES);
+    let memory = flags
+        .memory
+        .as_deref()
+        .or(file.memory.as_deref())
+        .map(|m| {
+            footprint::parse_size(m)
+                .map_err(|e| ConfigError(format!("{e} (--memory or `memory` in the config file)")))
+        })
+        .transpose()?;
+    let kv = flags
+        .kv_cache
+        .as_deref()
+        .or(file.kv_cache.as_deref())
+        .map(str::parse::<KvType>)
+        .transpose()?
+        .unwrap_or(KvType::F16);
     // A server on this machine is most often a CPU-bound one that takes minutes per call.
     let default_timeout = match backend {
         Kind::Local => 900,
@@ -365,6 +396,8 @@ pub fn resolve(file: &FileSettings, env: &Env, flags: &Flags) -> Result<Settings
         concurrency: flags.concurrency.or(file.concurrency).unwrap_or(default_concurrency).max(1),
         threads: flags.threads.or(file.threads),
         slots,
+        memory,
+        kv,
         structured,
     })
 }
@@ -404,16 +437,30 @@ pub fn llm_backend(settings: &Settings) -> Result<Arc<dyn LlmBackend>, ConfigErr
             Ok(Arc::new(OpenAi::new(endpoint).map_err(|e| ConfigError(e.message))?))
         }
         Kind::Local => {
-            let path =
-                models::resolve_gguf(&settings.model).map_err(|e| ConfigError(e.to_string()))?;
+            let (path, plan) = local_plan(settings)?;
             let mut config = LocalConfig::new(&path, &local_model_name(&settings.model));
             if let Some(threads) = settings.threads {
                 config.threads = threads.max(1);
             }
             config.slots = settings.slots;
+            config.pool_cells = plan.cells;
+            config.kv = plan.kv;
             Ok(Arc::new(LocalLlm::start(config).map_err(|e| ConfigError(e.message))?))
         }
     }
+}
+
+/// The embedded model's file and how its memory will be spent: a KV pool of one call's
+/// context per slot, at most [`footprint::TOWN_POOL_CELLS`], within the memory budget. An
+/// error, before anything is loaded, when the budget cannot hold the model.
+pub fn local_plan(settings: &Settings) -> Result<(PathBuf, footprint::Plan), ConfigError> {
+    let path = models::resolve_gguf(&settings.model).map_err(|e| ConfigError(e.to_string()))?;
+    let shape = ModelShape::of(&path).map_err(ConfigError)?;
+    let wanted =
+        settings.slots.saturating_mul(footprint::CONTEXT_PER_CALL).min(footprint::TOWN_POOL_CELLS);
+    let plan = footprint::plan(&shape, Budget::from_setting(settings.memory), wanted, settings.kv)
+        .map_err(ConfigError)?;
+    Ok((path, plan))
 }
 
 /// The embedding backend (the embedded model loads on first use).

@@ -17,6 +17,7 @@ pub mod backend;
 pub mod config;
 pub mod cost;
 pub mod embed;
+pub mod footprint;
 pub mod gateway;
 pub mod local;
 pub mod models;

@@ -41,7 +41,7 @@ use std::sync::mpsc;
 use std::sync::OnceLock;
 
 use hamlet_log::event::{FailureKind, Prompt};
-use llama_cpp_2::context::params::LlamaContextParams;
+use llama_cpp_2::context::params::{KvCacheType, LlamaContextParams};
 use llama_cpp_2::context::LlamaContext;
 use llama_cpp_2::llama_backend::LlamaBackend;
 use llama_cpp_2::llama_batch::LlamaBatch;
@@ -51,6 +51,7 @@ use llama_cpp_2::sampling::LlamaSampler;
 use llama_cpp_2::token::data::LlamaTokenData;
 use llama_cpp_2::token::data_array::LlamaTokenDataArray;
 use llama_cpp_2::token::LlamaToken;
+use llama_cpp_2::DecodeError;
 use rand_chacha::rand_core::{RngCore, SeedableRng};
 
 use std::collections::BTreeMap;
@@ -59,7 +60,11 @@ use hamlet_log::event::StructuredForm;
 
 use crate::answer::Shape;
 use crate::backend::{Attempt, BackendError, BoxFuture, Completion, LlmBackend};
+use crate::footprint::{KvType, CONTEXT_PER_CALL};
 use crate::rating::expected_rating;
+
+/// The most sequences llama.cpp keeps apart in one pool.
+pub const MAX_SEQUENCES: u32 = 256;
 
 /// Tokens a free slot must share with a prompt to be reused for it rather than an empty or
 /// least recently used one: more than the chat template's opening and a few words.
@@ -131,16 +136,24 @@ pub struct LocalConfig {
     pub model_name: String,
     /// CPU threads for decoding.
     pub threads: u32,
-    /// Sequences decoded together (and prompt prefixes kept cached).
+    /// Sequences: prompt prefixes kept cached, each a sequence of the shared KV pool
+    /// (at most 256).
     pub slots: u32,
-    /// Tokens of context per slot.
+    /// Most tokens one call holds, prompt and answer.
     pub context_per_slot: u32,
+    /// KV cells in the pool every sequence shares ([`crate::footprint::plan`]); at least
+    /// `context_per_slot`. Calls in flight at once: as many as the pool holds whole.
+    pub pool_cells: u32,
+    /// How the pool stores keys and values.
+    pub kv: KvType,
 }
 
 impl LocalConfig {
     /// Defaults for a model file: every core, [`DEFAULT_SLOTS`](crate::config::DEFAULT_SLOTS)
-    /// slots of 4,096 tokens (a reflection lists up to a hundred recent memories: about
-    /// 2,000 to 3,700 tokens with its template and answer).
+    /// sequences, calls of up to [`CONTEXT_PER_CALL`] tokens (a reflection lists up to a
+    /// hundred recent memories: about 2,000 to 3,700 tokens with its template and answer), a
+    /// pool of one call's context in `f16`. The CLI sizes the pool to its use and the memory
+    /// budget ([`crate::config::llm_backend`]).
     pub fn new(model_path: &Path, model_name: &str) -> LocalConfig {
         let threads = std::thread::available_parallelism().map_or(2, |n| n.get() as u32);
         LocalConfig {
@@ -148,7 +161,9 @@ impl LocalConfig {
             model_name: model_name.to_owned(),
             threads,
             slots: crate::config::DEFAULT_SLOTS,
-            context_per_slot: 4096,
+            context_per_slot: CONTEXT_PER_CALL,
+            pool_cells: CONTEXT_PER_CALL,
+            kv: KvType::F16,
         }
     }
 }
@@ -170,6 +185,10 @@ pub struct LocalStats {
     pub generate_ms: u64,
     /// Slots given another slot's cache before reading a prompt ([`copy_source`]).
     pub copies: u64,
+    /// Cached prefixes dropped to make room in the pool, least recently used first.
+    pub evictions: u64,
+    /// Calls that waited for room in the pool before they were read.
+    pub waited: u64,
 }
 
 struct Job {
@@ -203,7 +222,8 @@ pub struct LocalLlm {
     model_name: String,
 }
 
-fn backend() -> Result<&'static LlamaBackend, String> {
+/// llama.cpp, started once, its log lines sent to `tracing` (off) rather than standard error.
+pub(crate) fn backend() -> Result<&'static LlamaBackend, String> {
     static BACKEND: OnceLock<Result<LlamaBackend, String>> = OnceLock::new();
     BACKEND
         .get_or_init(|| {
@@ -272,6 +292,15 @@ impl LlmBackend for LocalLlm {
 
     fn model(&self) -> String {
         self.model_name.clone()
+    }
+
+    fn counters(&self) -> Option<String> {
+        let s = self.stats();
+        Some(format!(
+            "the embedded model: {} prompt tokens read, {} found in the KV pool; {} generated; \
+             {} prefixes shared, {} dropped for room; {} calls waited for room",
+            s.prompt_evaluated, s.prompt_cached, s.generated, s.copies, s.evictions, s.waited
+        ))
     }
 
     /// A grammar made from the schema constrains every token: nothing to negotiate. Ratings
@@ -405,19 +434,29 @@ fn worker(
             return;
         }
     };
-    let slots = config.slots.clamp(1, 64);
-    let n_ctx = slots.saturating_mul(config.context_per_slot.max(256));
+    let slots = config.slots.clamp(1, MAX_SEQUENCES);
+    let per_slot = config.context_per_slot.max(256);
+    // One pool of cells for every sequence, at least one call's context, in whole blocks.
+    let cells = config.pool_cells.max(per_slot).div_ceil(256).saturating_mul(256);
     let threads = config.threads.clamp(1, 256) as i32;
+    let kv = match config.kv {
+        KvType::F16 => KvCacheType::F16,
+        KvType::Q8_0 => KvCacheType::Q8_0,
+    };
     let params = LlamaContextParams::default()
-        .with_n_ctx(NonZeroU32::new(n_ctx))
+        .with_n_ctx(NonZeroU32::new(cells))
         .with_n_batch(512)
         .with_n_ubatch(512)
         .with_n_threads(threads)
         .with_n_threads_batch(threads)
         .with_n_seq_max(slots)
-        // One KV stream per slot: attention reads only its own sequence's cells (a unified
-        // cache makes every sequence attend over every slot's cached prefix).
-        .with_kv_unified(false);
+        // One pool: a cell is taken when a token is read, and a prefix copied to another
+        // sequence is shared, not duplicated. Attention skips the cells of other sequences
+        // (flash attention reads the mask first), so a sequence pays for its own tokens.
+        .with_kv_unified(true)
+        .with_flash_attention_policy(llama_cpp_sys_2::LLAMA_FLASH_ATTN_TYPE_ENABLED)
+        .with_type_k(kv)
+        .with_type_v(kv);
     let ctx = match model.new_context(backend, params) {
         Ok(ctx) => ctx,
         Err(e) => {
@@ -442,7 +481,9 @@ fn worker(
             .map(|_| Slot { cached: Vec::new(), used: 0, affinity: String::new(), active: None })
             .collect(),
         clock: 0,
-        per_slot: config.context_per_slot.max(256) as usize,
+        per_slot: per_slot as usize,
+        parallel: (cells / per_slot).max(1) as usize,
+        pending: std::collections::VecDeque::new(),
         model_name: config.model_name,
         stats: LocalStats::default(),
     };
@@ -455,44 +496,80 @@ struct Server<'m> {
     template: LlamaChatTemplate,
     slots: Vec<Slot>,
     clock: u64,
+    /// Most tokens one call holds.
     per_slot: usize,
+    /// Calls read or generating at once: as many as the pool holds whole, so the cells of
+    /// the calls in flight always fit once every idle prefix is dropped.
+    parallel: usize,
+    /// Calls waiting for room, in arrival order.
+    pending: std::collections::VecDeque<Box<Job>>,
     model_name: String,
     stats: LocalStats,
 }
 
 impl Server<'_> {
     fn run(&mut self, inbox: mpsc::Receiver<Message>) {
+        let mut open = true;
         loop {
-            // Wait for work when idle; otherwise take what has arrived, up to the free slots.
-            let busy = self.slots.iter().any(|s| s.active.is_some());
-            if !busy {
+            // Wait for work when idle; otherwise take what has arrived.
+            if open && !self.busy() && self.pending.is_empty() {
                 match inbox.recv() {
-                    Ok(message) => self.handle(message),
-                    Err(_) => return,
+                    Ok(message) => self.take(message),
+                    Err(_) => open = false,
                 }
             }
-            while self.slots.iter().any(|s| s.active.is_none()) {
+            while open {
                 match inbox.try_recv() {
-                    Ok(message) => self.handle(message),
+                    Ok(message) => self.take(message),
                     Err(mpsc::TryRecvError::Empty) => break,
-                    Err(mpsc::TryRecvError::Disconnected) => {
-                        if !self.slots.iter().any(|s| s.active.is_some()) {
-                            return;
-                        }
-                        break;
-                    }
+                    Err(mpsc::TryRecvError::Disconnected) => open = false,
                 }
             }
-            if self.slots.iter().any(|s| s.active.is_some()) {
-                self.step();
+            // Start what the pool has room for, in arrival order.
+            while self.has_room() {
+                let Some(job) = self.pending.pop_front() else { break };
+                if job.score.is_some() {
+                    self.score(job);
+                } else {
+                    self.admit(job);
+                }
             }
+            if self.busy() {
+                self.step();
+            } else if !open && self.pending.is_empty() {
+                return;
+            }
+        }
+    }
+
+    /// Whether any call is generating.
+    fn busy(&self) -> bool {
+        self.slots.iter().any(|s| s.active.is_some())
+    }
+
+    /// Whether another call can start: a free sequence, and room in the pool for its whole
+    /// context beside the calls in flight.
+    fn has_room(&self) -> bool {
+        let active = self.slots.iter().filter(|s| s.active.is_some()).count();
+        active < self.slots.len() && active < self.parallel
+    }
+
+    /// A job waits its turn; anything else is answered at once.
+    fn take(&mut self, message: Message) {
+        match message {
+            Message::Job(job) => {
+                if !self.has_room() || !self.pending.is_empty() {
+                    self.stats.waited += 1;
+                }
+                self.pending.push_back(job);
+            }
+            other => self.handle(other),
         }
     }
 
     fn handle(&mut self, message: Message) {
         match message {
-            Message::Job(job) if job.score.is_some() => self.score(job),
-            Message::Job(job) => self.admit(job),
+            Message::Job(job) => self.pending.push_back(job),
             Message::Stats(tx) => {
                 let _ = tx.send(self.stats);
             }
@@ -639,9 +716,9 @@ impl Server<'_> {
 
     /// Takes the free slot for a prompt ([`pick`]) and says how many of the prompt's tokens
     /// its cache holds. When another slot shares at least [`MIN_SHARED`] more of them
-    /// ([`copy_source`]), that slot's cache is copied into the one taken: llama.cpp copies
-    /// the per-slot KV buffer (some tens of megabytes) before the next decode, which costs
-    /// milliseconds where reading the tokens again costs seconds.
+    /// ([`copy_source`]), the slot taken is given that slot's shared prefix: in the one pool
+    /// the cells are shared, not copied (each cell notes the sequences it belongs to), so the
+    /// prefix costs no time and no memory where reading the tokens again costs seconds.
     fn take_slot(
         &mut self,
         tokens: &[LlamaToken],
@@ -663,11 +740,14 @@ impl Server<'_> {
         };
         let Some(from) = copy_source(&views, i) else { return Ok((i, views[i].common)) };
         let shared = views[from].common;
-        // One whole buffer to another (llama.cpp copies streams whole); what the slot taken
-        // does not share is trimmed by the caller.
+        // The slot taken lets go of its own cells, then shares the prefix's.
         self.ctx
-            .copy_kv_cache_seq(from as i32, i as i32, None, None)
-            .map_err(|e| other(format!("cannot copy the cache: {e}")))?;
+            .clear_kv_cache_seq(Some(i as u32), None, None)
+            .map_err(|e| other(format!("cannot clear the cache: {e}")))?;
+        self.slots[i].cached.clear();
+        self.ctx
+            .copy_kv_cache_seq(from as i32, i as i32, Some(0), Some(shared as u32))
+            .map_err(|e| other(format!("cannot share the cache: {e}")))?;
         let prefix = self.slots[from].cached.get(..shared).unwrap_or_default().to_vec();
         self.slots[i].cached = prefix;
         self.stats.copies += 1;
@@ -807,11 +887,49 @@ impl Server<'_> {
                 batch.add(t, pos, &[seq], logits).map_err(|e| other(format!("batch: {e}")))?;
                 pos += 1;
             }
-            self.ctx.decode(&mut batch).map_err(|e| other(format!("llama.cpp decode: {e}")))?;
-            self.stats.decodes += 1;
+            self.decode(&mut batch, Some(seq as usize))?;
             last = batch.n_tokens() - 1;
         }
         Ok(last)
+    }
+
+    /// Decodes a batch, making room in the pool when it is full: the least recently used idle
+    /// prefix is dropped (never a call's in flight, nor slot `reading`, whose prompt is being
+    /// read) and the batch tried again. A batch that finds no room changes nothing in the
+    /// pool (llama.cpp places a batch only once it has found cells for all of it), and the
+    /// calls in flight always fit together ([`Server::parallel`]), so this ends.
+    fn decode(
+        &mut self,
+        batch: &mut LlamaBatch,
+        reading: Option<usize>,
+    ) -> Result<(), BackendError> {
+        loop {
+            match self.ctx.decode(batch) {
+                Ok(()) => {
+                    self.stats.decodes += 1;
+                    return Ok(());
+                }
+                Err(DecodeError::NoKvCacheSlot) if self.evict(reading) => {}
+                Err(e) => return Err(other(format!("llama.cpp decode: {e}"))),
+            }
+        }
+    }
+
+    /// Drops the least recently used idle prefix other than slot `reading`'s; false if there is
+    /// none. Cells another sequence shares stay in the pool for it.
+    fn evict(&mut self, reading: Option<usize>) -> bool {
+        let victim = self
+            .slots
+            .iter()
+            .enumerate()
+            .filter(|(i, s)| Some(*i) != reading && s.active.is_none() && !s.cached.is_empty())
+            .min_by_key(|(i, s)| (s.used, *i))
+            .map(|(i, _)| i);
+        let Some(victim) = victim else { return false };
+        let _ = self.ctx.clear_kv_cache_seq(Some(victim as u32), None, None);
+        self.slots[victim].cached.clear();
+        self.stats.evictions += 1;
+        true
     }
 
     /// Picks the next token of slot `index` from its logits, and finishes the call if done.
@@ -898,13 +1016,12 @@ impl Server<'_> {
         if batch.n_tokens() == 0 {
             return;
         }
-        if let Err(e) = self.ctx.decode(&mut batch) {
+        if let Err(e) = self.decode(&mut batch, None) {
             for &i in &active {
-                self.fail(i, other(format!("llama.cpp decode: {e}")));
+                self.fail(i, e.clone());
             }
             return;
         }
-        self.stats.decodes += 1;
         for &i in &active {
             self.sample_one(i);
         }

@@ -39,6 +39,18 @@ hamlet bench town --agents 'Delphine Ashcombe,Tobias Ashcombe' --hours 0.5 --sto
     #[command(after_help = "Examples:\n  hamlet bench ratings\n  \
 hamlet bench ratings --details\n  hamlet bench ratings --llm openai --model qwen2.5:7b")]
     Ratings(RatingsArgs),
+    /// Ask the configured model one question, as `hamlet llm complete` does, and print the
+    /// time to load the model, the time of the call, and the process's peak resident memory
+    #[command(after_help = "Examples:\n  hamlet bench call\n  \
+hamlet bench call --memory 2G\n  hamlet bench call --slots 64   # the pool a town plans")]
+    Call(CallArgs),
+}
+
+/// `hamlet bench call`.
+#[derive(Debug, Args)]
+pub struct CallArgs {
+    #[command(flatten)]
+    llm: LlmArgs,
 }
 
 /// `hamlet bench town`.
@@ -75,7 +87,83 @@ pub fn run(command: BenchCommand) -> anyhow::Result<Outcome> {
     match command {
         BenchCommand::Town(a) => town(a),
         BenchCommand::Ratings(a) => ratings(a),
+        BenchCommand::Call(a) => call(a),
     }
+}
+
+/// The most memory this process has held resident so far (`VmHWM`), in bytes.
+fn peak_resident() -> Option<u64> {
+    let status = std::fs::read_to_string("/proc/self/status").ok()?;
+    let line = status.lines().find(|l| l.starts_with("VmHWM:"))?;
+    let kib: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
+    Some(kib * 1024)
+}
+
+fn peak_line() -> String {
+    peak_resident().map_or_else(
+        || "not measured here (no /proc/self/status)".to_owned(),
+        |b| format!("{:.2} GB ({} MiB)", b as f64 / (1u64 << 30) as f64, b >> 20),
+    )
+}
+
+/// The embedded model's memory plan, for a benchmark's header.
+fn plan_line(settings: &config::Settings) -> anyhow::Result<String> {
+    Ok(match settings.backend {
+        config::Kind::Local => {
+            let (_, plan) = config::local_plan(settings)?;
+            format!("{} slots; planned {}", settings.slots, plan.describe())
+        }
+        config::Kind::OpenAi => "a server: nothing planned here".to_owned(),
+    })
+}
+
+fn call(a: CallArgs) -> anyhow::Result<Outcome> {
+    let (_, mut settings) = a.llm.settings()?;
+    if !a.llm.slots_given() {
+        settings.slots = 1;
+    }
+    let plan = plan_line(&settings)?;
+    let began = stopwatch();
+    let llm = config::llm_backend(&settings)?;
+    let loaded = began.elapsed().as_secs_f64();
+    let gateway = config::gateway(&settings, llm, std::sync::Arc::new(super::llm::NoEmbeddings));
+    let call = hamlet_gateway::Call {
+        purpose: "bench".into(),
+        agent: None,
+        template: "bench".into(),
+        template_version: 1,
+        prompt: hamlet_log::event::Prompt::Chat(vec![
+            hamlet_log::event::ChatMessage {
+                role: "system".into(),
+                content: "Rate how poignant a memory is, from 1 (mundane) to 10 (life-changing)."
+                    .into(),
+            },
+            hamlet_log::event::ChatMessage {
+                role: "user".into(),
+                content: "Memory: Mei Lin was accepted to the college of her dreams.".into(),
+            },
+        ]),
+        shape: hamlet_gateway::Shape::Importance,
+        max_tokens: None,
+        temperature: None,
+        items: Vec::new(),
+        scored: None,
+        avoid: Vec::new(),
+    };
+    let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build()?;
+    let asked = stopwatch();
+    let answered = rt.block_on(gateway.ask(&call))?;
+    let call_secs = asked.elapsed().as_secs_f64();
+    let total = began.elapsed().as_secs_f64();
+    println!("hamlet bench call");
+    println!("machine: {}", machine());
+    println!("model: {} ({} backend), {plan}", settings.model, backend_name(&settings));
+    println!(
+        "load {loaded:.1} s · call {call_secs:.1} s · together {total:.1} s · {} prompt tokens, {} generated · answer {:?}",
+        answered.tokens_prompt, answered.tokens_completion, answered.answer
+    );
+    println!("peak resident memory: {}", peak_line());
+    Ok(Outcome::Done)
 }
 
 /// A wall clock for a benchmark's figures (never an input to the town).
@@ -119,6 +207,7 @@ fn town(a: TownArgs) -> anyhow::Result<Outcome> {
         town.personas.retain(|p| a.agents.iter().any(|n| p.name.eq_ignore_ascii_case(n.trim())));
     }
     let n_agents = town.personas.len();
+    let plan = plan_line(&settings)?;
     let (dir, temporary) = match &a.store {
         Some(dir) if dir.exists() => {
             anyhow::bail!("{} exists: give a new directory to keep the run in", dir.display())
@@ -128,6 +217,7 @@ fn town(a: TownArgs) -> anyhow::Result<Outcome> {
     };
     std::fs::create_dir_all(&dir).with_context(|| format!("cannot create {}", dir.display()))?;
     let llm = config::llm_backend(&settings)?;
+    let backend = llm.clone();
     let embedder = config::embed_backend(&settings)?;
     let gateway = config::gateway(&settings, llm, embedder);
     let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build()?;
@@ -185,12 +275,7 @@ fn town(a: TownArgs) -> anyhow::Result<Outcome> {
     let agent_hours = n_agents as f64 * sim_hours;
     println!("hamlet bench town");
     println!("machine: {}", machine());
-    println!(
-        "model: {} ({} backend, {} slots)",
-        settings.model,
-        backend_name(&settings),
-        settings.slots
-    );
+    println!("model: {} ({} backend), {}", settings.model, backend_name(&settings), plan);
     println!("town: Willowmere, {n_agents} agents, {sim_hours:.2} simulated hours from the start = {agent_hours:.2} agent-hours");
     println!(
         "start (seed memories): {:.1} min of wall time, {} calls, {} prompt tokens ({} reused from the cache)",
@@ -225,6 +310,10 @@ fn town(a: TownArgs) -> anyhow::Result<Outcome> {
         "completion tokens: {} · tries that failed {} · fallbacks {}",
         looped.completion, looped.failed, looped.fallbacks
     );
+    if let Some(counters) = backend.counters() {
+        println!("{counters}");
+    }
+    println!("peak resident memory: {}", peak_line());
     if temporary {
         let _ = std::fs::remove_dir_all(&dir);
     } else {

@@ -12,6 +12,7 @@ use hamlet_engine::store::Store;
 use hamlet_gateway::answer::Shape;
 use hamlet_gateway::config::{self, ConfigFile, Env, Flags, Kind, Settings};
 use hamlet_gateway::cost::{self, Price, Tally};
+use hamlet_gateway::footprint::{self, KvType};
 use hamlet_gateway::models::{self, ModelChoice};
 use hamlet_gateway::{Call, EmbedCall};
 use hamlet_log::event::{ChatMessage, Prompt};
@@ -47,6 +48,46 @@ Examples:
     /// List the models, where they are installed, and whether they are
     #[command(after_help = "Example:\n  hamlet models list")]
     List,
+}
+
+/// A model's size on disk and, for a language model, in memory for one question and for a
+/// town (the pools `hamlet llm complete` and `hamlet run` plan with no budget).
+fn model_sizes(choice: ModelChoice, installed: Option<&Path>) -> String {
+    let disk = match choice.gguf() {
+        Some(source) => source.size,
+        None => hamlet_gateway::embed::MODEL_FILES.iter().map(|f| f.size).sum(),
+    };
+    let disk = format!("{} on disk", footprint::human(disk));
+    let Some(path) = installed.filter(|_| choice.gguf().is_some()) else {
+        return match choice {
+            ModelChoice::Embeddings => {
+                format!("{disk}; in memory about as much, once a town embeds")
+            }
+            _ => format!("{disk}; its memory is read from the file once it is installed"),
+        };
+    };
+    let shape = match footprint::ModelShape::of(path) {
+        Ok(shape) => shape,
+        Err(e) => return format!("{disk}; {e}"),
+    };
+    let town = config::DEFAULT_SLOTS
+        .saturating_mul(footprint::CONTEXT_PER_CALL)
+        .min(footprint::TOWN_POOL_CELLS);
+    let one = footprint::plan(
+        &shape,
+        footprint::Budget::Unknown,
+        footprint::CONTEXT_PER_CALL,
+        KvType::F16,
+    );
+    let many = footprint::plan(&shape, footprint::Budget::Unknown, town, KvType::F16);
+    match (one, many) {
+        (Ok(one), Ok(many)) => format!(
+            "{disk}; in memory {} for one question, {} for a town",
+            footprint::human(one.total()),
+            footprint::human(many.total())
+        ),
+        (Err(e), _) | (_, Err(e)) => format!("{disk}; {e}"),
+    }
 }
 
 /// The backend settings every model-using command takes.
@@ -92,9 +133,19 @@ pub struct LlmArgs {
     /// CPU threads of the embedded model [default: every core]
     #[arg(long, value_name = "N", help_heading = "Model")]
     threads: Option<u32>,
-    /// Sequences the embedded model decodes together (and prompt prefixes it keeps) [default: 64]
+    /// Prompt prefixes the embedded model keeps cached, each a sequence of its one KV pool
+    /// [default: 64; 1 for `llm complete`]
     #[arg(long, value_name = "N", help_heading = "Model")]
     slots: Option<u32>,
+    /// Most memory the embedded model plans to use, weights included, e.g. 3G or 2500M; its
+    /// KV pool shrinks to fit, and a budget too small for the model is an error before it
+    /// loads [default: half the memory available]
+    #[arg(long, value_name = "SIZE", help_heading = "Model")]
+    memory: Option<String>,
+    /// How the embedded model's KV cache stores keys and values: f16, or q8_0 (half the
+    /// memory per token) [default: f16]
+    #[arg(long, value_name = "TYPE", help_heading = "Model")]
+    kv_cache: Option<String>,
     /// A config file [default: $HAMLET_CONFIG, else ~/.config/hamlet/config.toml if present]
     #[arg(long, value_name = "FILE", help_heading = "Model")]
     config: Option<PathBuf>,
@@ -103,6 +154,11 @@ pub struct LlmArgs {
 impl LlmArgs {
     fn kind(s: &Option<String>) -> anyhow::Result<Option<Kind>> {
         Ok(s.as_deref().map(str::parse).transpose()?)
+    }
+
+    /// Whether `--slots` was given (a one-off question keeps one prefix unless it was).
+    pub fn slots_given(&self) -> bool {
+        self.slots.is_some()
     }
 
     /// The config file and the settings resolved from flags, environment and file.
@@ -122,6 +178,8 @@ impl LlmArgs {
             concurrency: self.concurrency,
             threads: self.threads,
             slots: self.slots,
+            memory: self.memory.clone(),
+            kv_cache: self.kv_cache.clone(),
             structured: self.structured.clone(),
         };
         let settings = config::resolve(&file.llm, &env, &flags)?;
@@ -230,12 +288,21 @@ pub fn models(c: ModelsCommand) -> anyhow::Result<Outcome> {
             let dir = models::models_dir()?;
             println!("models directory: {}", dir.display());
             for choice in ModelChoice::ALL {
-                let state = match models::installed_in(&dir, choice) {
+                let installed = models::installed_in(&dir, choice);
+                let state = match &installed {
                     Some(path) => format!("installed at {}", path.display()),
                     None => format!("not installed (hamlet models fetch --model {choice})"),
                 };
                 println!("  {:<11} {state}", choice.name());
+                println!("  {:<11} {}", "", model_sizes(choice, installed.as_deref()));
             }
+            println!(
+                "In memory: the weights, a KV pool and work space, as the embedded model plans them \
+                 with no budget set\n(--memory sets one; the default is {}% of the memory \
+                 available: {}).",
+                footprint::DEFAULT_SHARE_PERCENT,
+                footprint::available_bytes().map_or_else(|| "unknown here".into(), footprint::human)
+            );
             Ok(Outcome::Done)
         }
     }
@@ -272,7 +339,11 @@ pub fn llm(c: LlmCommand) -> anyhow::Result<Outcome> {
 }
 
 fn complete(a: CompleteArgs) -> anyhow::Result<Outcome> {
-    let (_, settings) = a.llm.settings()?;
+    let (_, mut settings) = a.llm.settings()?;
+    // One question keeps one prefix: the pool holds one call's context, not a town's.
+    if !a.llm.slots_given() {
+        settings.slots = 1;
+    }
     let shape = match (&a.schema, a.shape) {
         (Some(path), _) => {
             let text = std::fs::read_to_string(path)
@@ -385,6 +456,27 @@ fn keep_saying_what_is_waited_for(rt: &tokio::runtime::Runtime, gateway: &hamlet
             }
         }
     });
+}
+
+/// Says, before the embedded model loads, how its memory will be spent (a budget too small
+/// is the error `config::llm_backend` gives next).
+pub(super) fn say_memory_plan(settings: &Settings) {
+    if settings.backend == Kind::Local {
+        if let Ok((_, plan)) = config::local_plan(settings) {
+            eprintln!("the embedded model plans {} of memory", plan.describe());
+            if let (Some(budget), Some(available)) = (settings.memory, footprint::available_bytes())
+            {
+                if budget > available {
+                    eprintln!(
+                        "warning: --memory {} is more than this machine has available now ({}): \
+                         it may swap",
+                        footprint::human(budget),
+                        footprint::human(available)
+                    );
+                }
+            }
+        }
+    }
 }
 
 fn backend_line(s: &Settings) -> String {
@@ -515,7 +607,8 @@ pub fn cost(a: CostArgs) -> anyhow::Result<Outcome> {
 }
 
 /// The embedding side of a gateway used only for completions.
-struct NoEmbeddings;
+/// No embeddings, for commands that ask the language model only.
+pub(super) struct NoEmbeddings;
 
 impl hamlet_gateway::EmbedBackend for NoEmbeddings {
     fn name(&self) -> &str {
@@ -538,7 +631,7 @@ impl hamlet_gateway::EmbedBackend for NoEmbeddings {
         Box::pin(async {
             Err(hamlet_gateway::backend::BackendError::new(
                 hamlet_log::event::FailureKind::Refused,
-                "`hamlet llm complete` does not embed",
+                "this command asks the language model only; it does not embed",
             ))
         })
     }

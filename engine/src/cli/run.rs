@@ -106,6 +106,7 @@ pub fn run(a: RunArgs) -> anyhow::Result<Outcome> {
         }
         (Some(_), true) => None,
     };
+    super::llm::say_memory_plan(&settings);
     let llm = config::llm_backend(&settings)?;
     let embedder = config::embed_backend(&settings)?;
     let gateway = config::gateway(&settings, llm, embedder);

@@ -4,6 +4,7 @@ mod http;
 mod logprobs;
 pub mod loopback;
 mod model;
+mod pool;
 mod replay;
 mod scored;
 pub mod scripted;
