@@ -178,6 +178,8 @@ fn batching(rt: &tokio::runtime::Runtime, choice: ModelChoice) {
     let Some(path) = models::installed(choice) else { return };
     let mut config = LocalConfig::new(&path, choice.name());
     config.slots = 8;
+    // A stream for each of eight calls at once.
+    config.streams = 8;
     let llm = Arc::new(LocalLlm::start(config).unwrap());
     for n in [1usize, 2, 4, 8] {
         let gw = gateway(llm.clone(), n);

@@ -38,7 +38,7 @@ use crate::cost::Price;
 use crate::embed::LocalEmbed;
 use crate::footprint::{self, Budget, KvType, ModelShape};
 use crate::gateway::{Gateway, RetryPolicy};
-use crate::local::{LocalConfig, LocalLlm, MAX_SEQUENCES};
+use crate::local::{LocalConfig, LocalLlm, MAX_SLOTS};
 use crate::models::{self, ModelChoice};
 use crate::openai::{Endpoint, OpenAi, OpenAiEmbed};
 use crate::request::Params;
@@ -48,9 +48,9 @@ use hamlet_log::event::StructuredForm;
 /// dozen kinds of call, each with its own cached prefix after the preamble, and with 40
 /// slots they cut one another's back. `hamlet bench town --hours 1.5` by rulebook 3 with 64
 /// slots reuses 70% of the loop's prompt tokens (72% with the seed ratings) where the shipped
-/// day's same morning, by rulebook 2 with 40, reused 64–67%. A slot is a sequence of the
-/// one KV pool ([`crate::footprint`]): it holds cells only for the tokens it has cached, and
-/// shares the prefix it was given by another.
+/// day's same morning, by rulebook 2 with 40, reused 64–67%. A slot costs memory only for
+/// the tokens it holds: in a stream while a call uses it, set aside in memory after
+/// ([`crate::footprint`]).
 pub const DEFAULT_SLOTS: u32 = 64;
 
 /// OpenAI's own API.
@@ -328,7 +328,7 @@ pub fn resolve(file: &FileSettings, env: &Env, flags: &Flags) -> Result<Settings
     }
     // Enough slots for each agent's kinds of call to keep their cached prefixes (see
     // DEFAULT_SLOTS; 112 MiB of cache a slot for the default model).
-    let slots = flags.slots.or(file.slots).unwrap_or(DEFAULT_SLOTS).clamp(1, MAX_SEQUENCES);
+    let slots = flags.slots.or(file.slots).unwrap_or(DEFAULT_SLOTS).clamp(1, MAX_SLOTS);
     let memory = flags
         .memory
         .as_deref()
@@ -443,22 +443,24 @@ pub fn llm_backend(settings: &Settings) -> Result<Arc<dyn LlmBackend>, ConfigErr
                 config.threads = threads.max(1);
             }
             config.slots = settings.slots;
-            config.pool_cells = plan.cells;
+            config.streams = plan.streams;
+            config.cache_bytes = plan.cache;
             config.kv = plan.kv;
             Ok(Arc::new(LocalLlm::start(config).map_err(|e| ConfigError(e.message))?))
         }
     }
 }
 
-/// The embedded model's file and how its memory will be spent: a KV pool of one call's
-/// context per slot, at most [`footprint::TOWN_POOL_CELLS`], within the memory budget. An
-/// error, before anything is loaded, when the budget cannot hold the model.
+/// The embedded model's file and how its memory will be spent: a stream per call in flight
+/// (the concurrency, at most the slots), room for idle prefixes when there are more slots
+/// than streams ([`footprint::Want::of`]), within the memory budget. An error, before
+/// anything is loaded, when the budget cannot hold the model.
 pub fn local_plan(settings: &Settings) -> Result<(PathBuf, footprint::Plan), ConfigError> {
     let path = models::resolve_gguf(&settings.model).map_err(|e| ConfigError(e.to_string()))?;
     let shape = ModelShape::of(&path).map_err(ConfigError)?;
-    let wanted =
-        settings.slots.saturating_mul(footprint::CONTEXT_PER_CALL).min(footprint::TOWN_POOL_CELLS);
-    let plan = footprint::plan(&shape, Budget::from_setting(settings.memory), wanted, settings.kv)
+    let concurrency = u32::try_from(settings.concurrency).unwrap_or(u32::MAX);
+    let want = footprint::Want::of(settings.slots, concurrency);
+    let plan = footprint::plan(&shape, Budget::from_setting(settings.memory), want, settings.kv)
         .map_err(ConfigError)?;
     Ok((path, plan))
 }

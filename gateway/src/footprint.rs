@@ -1,17 +1,21 @@
 //! How much memory the embedded model may take, and how it is spent.
 //!
-//! The embedded model holds three things: its weights (the GGUF file, read into memory), one
-//! pool of KV cells that every cached prompt prefix and every call in flight share (a cell
-//! holds one token's keys and values for every layer; prefixes shared by several sequences
-//! are held once), and its work space (compute buffers, the logits, the process's own). The
-//! weights and the work space are fixed by the model; the pool is what a budget sizes.
+//! The embedded model holds its weights (the GGUF file, read into memory), its **streams** (a
+//! stream holds one call's KV cells, [`CONTEXT_PER_CALL`] of them, and there are as many as
+//! calls read or answered at once; a cell holds one token's keys and values for every layer),
+//! the **idle prefixes** set aside from the streams (each agent's kinds of call keep what they
+//! last read, to read only the rest next time: bytes in proportion to their tokens, the least
+//! recently used dropped when the room for them is full), and a work space (compute buffers,
+//! the logits, the process's own). The weights and the work space are fixed by the model; the
+//! streams and the room for idle prefixes are what a budget sizes.
 //!
 //! The budget is `--memory` (or `memory` in the config file's `[llm]` table), else
 //! [`DEFAULT_SHARE_PERCENT`] of the memory this machine has available now
-//! (`MemAvailable` in `/proc/meminfo`). A pool never grows past what its use needs: one
-//! call's context for a one-off question, [`TOWN_POOL_CELLS`] for a town. A budget that
-//! cannot hold the weights, the work space and one call's context is an error before the
-//! model is loaded, naming the memory needed.
+//! (`MemAvailable` in `/proc/meminfo`). A use never plans past what it needs: one stream and
+//! no idle prefixes for a one-off question, a stream per call in flight and
+//! [`TOWN_CACHE_TOKENS`] of idle prefixes for a town. A budget that cannot hold the weights,
+//! the work space and one stream is an error before the model is loaded, naming the memory
+//! needed.
 
 use std::path::Path;
 
@@ -20,18 +24,13 @@ use crate::config::ConfigError;
 /// The share of the available memory the embedded model plans to use when no budget is set.
 pub const DEFAULT_SHARE_PERCENT: u64 = 50;
 
-/// Most KV cells a town's pool holds: enough for every agent's kinds of call to keep their
-/// cached prefixes in a ten-agent town (`hamlet bench town` reuses as much of its prompts as
-/// with unlimited cells), and few enough that attention, which scans the pool's used cells,
-/// stays cheap.
-pub const TOWN_POOL_CELLS: u32 = 40_960;
+/// Tokens of idle prefixes a town keeps in memory (0.9 GB with the default model in `f16`):
+/// room for every agent's kinds of call in a ten-agent town.
+pub const TOWN_CACHE_TOKENS: u32 = 32_768;
 
 /// Tokens one call may hold: its prompt and its answer. A reflection lists up to a hundred
 /// recent memories, about 2,000 to 3,700 tokens with its template and answer.
 pub const CONTEXT_PER_CALL: u32 = 4_096;
-
-/// The pool is allocated in multiples of this many cells (llama.cpp pads to it).
-const CELL_QUANTUM: u32 = 256;
 
 /// Memory the model needs beside its weights and its KV pool: compute buffers for a
 /// 512-token batch, the logits of every sequence, the process. Measured with the default
@@ -145,7 +144,7 @@ impl ModelShape {
         (2 * self.layers * self.kv_width * kv.bytes_per_32()).div_ceil(32)
     }
 
-    /// Resident memory with a pool of `cells`: weights, pool, work space.
+    /// Resident memory with `cells` KV cells in all: weights, cells, work space.
     pub fn resident(&self, cells: u32, kv: KvType) -> u64 {
         self.file_bytes + u64::from(cells) * self.cell_bytes(kv) + WORK_BYTES
     }
@@ -200,17 +199,37 @@ impl Budget {
     }
 }
 
+/// What a use of the model wants: calls at once and room for idle prefixes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Want {
+    /// Calls read or answered at once, each in a stream of [`CONTEXT_PER_CALL`] cells.
+    pub streams: u32,
+    /// Tokens of idle prefixes kept in memory beside the streams.
+    pub cached_tokens: u32,
+}
+
+impl Want {
+    /// What `slots` prefixes and `concurrency` calls at once want: a stream per call in
+    /// flight, and room for [`TOWN_CACHE_TOKENS`] when there are more slots than streams.
+    pub fn of(slots: u32, concurrency: u32) -> Want {
+        let streams = concurrency.clamp(1, slots.max(1));
+        Want { streams, cached_tokens: if slots > streams { TOWN_CACHE_TOKENS } else { 0 } }
+    }
+}
+
 /// How the model's memory is spent.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Plan {
-    /// KV cells in the pool.
-    pub cells: u32,
-    /// How they are stored.
+    /// Streams: calls read or answered at once.
+    pub streams: u32,
+    /// How keys and values are stored.
     pub kv: KvType,
     /// The weights.
     pub weights: u64,
-    /// The pool.
+    /// The streams' KV cells, allocated at start.
     pub pool: u64,
+    /// Room for idle prefixes set aside, taken as they are.
+    pub cache: u64,
     /// Everything else.
     pub work: u64,
 }
@@ -218,59 +237,63 @@ pub struct Plan {
 impl Plan {
     /// All of it.
     pub fn total(&self) -> u64 {
-        self.weights + self.pool + self.work
+        self.weights + self.pool + self.cache + self.work
     }
 
     /// One line: the total and its parts.
     pub fn describe(&self) -> String {
         format!(
-            "{} (weights {}, KV pool {} for {} tokens in {}, work space {})",
+            "{} (weights {}, {} stream{} of {CONTEXT_PER_CALL} tokens {}, idle prefixes up to {}, \
+             work space {}; KV in {})",
             human(self.total()),
             human(self.weights),
+            self.streams,
+            if self.streams == 1 { "" } else { "s" },
             human(self.pool),
-            self.cells,
-            self.kv.name(),
-            human(self.work)
+            human(self.cache),
+            human(self.work),
+            self.kv.name()
         )
     }
 }
 
-/// The pool for a model within a budget: `wanted` cells if they fit, else as many as fit,
-/// never fewer than one call's context ([`CONTEXT_PER_CALL`]). An error when even that does
-/// not fit, naming the memory needed.
-pub fn plan(shape: &ModelShape, budget: Budget, wanted: u32, kv: KvType) -> Result<Plan, String> {
-    let round = |cells: u32| cells.div_ceil(CELL_QUANTUM).saturating_mul(CELL_QUANTUM);
-    let least = round(CONTEXT_PER_CALL);
-    let wanted = round(wanted.max(CONTEXT_PER_CALL));
+/// The memory of a use of a model within a budget: what it wants if that fits; else fewer
+/// streams (never none) and less room for idle prefixes. An error when one stream does not
+/// fit, naming the memory needed.
+pub fn plan(shape: &ModelShape, budget: Budget, want: Want, kv: KvType) -> Result<Plan, String> {
     let cell = shape.cell_bytes(kv).max(1);
-    let cells = match budget.bytes() {
-        None => wanted,
+    let stream = u64::from(CONTEXT_PER_CALL) * cell;
+    let fixed = shape.file_bytes + WORK_BYTES;
+    let wanted_cache = u64::from(want.cached_tokens) * cell;
+    let (streams, cache) = match budget.bytes() {
+        None => (want.streams.max(1), wanted_cache),
         Some(limit) => {
-            let fixed = shape.file_bytes + WORK_BYTES;
-            let fit = limit.saturating_sub(fixed) / cell;
-            let fit = u32::try_from(fit).unwrap_or(u32::MAX) / CELL_QUANTUM * CELL_QUANTUM;
-            if fit < least {
-                let needed = shape.resident(least, kv);
+            let left = limit.saturating_sub(fixed);
+            let fit = u32::try_from(left / stream).unwrap_or(u32::MAX);
+            if fit == 0 {
+                let needed = fixed + stream;
                 return Err(format!(
                     "the embedded model needs at least {} of memory (weights {}, KV cells for one \
                      call {}, work space {}), and {}: give more with --memory (e.g. --memory {}), \
                      or choose a smaller model (--model small)",
                     human(needed),
                     human(shape.file_bytes),
-                    human(u64::from(least) * cell),
+                    human(stream),
                     human(WORK_BYTES),
                     budget.describe(),
                     human_flag(needed)
                 ));
             }
-            wanted.min(fit)
+            let streams = want.streams.max(1).min(fit);
+            (streams, wanted_cache.min(left - u64::from(streams) * stream))
         }
     };
     Ok(Plan {
-        cells,
+        streams,
         kv,
         weights: shape.file_bytes,
-        pool: u64::from(cells) * cell,
+        pool: u64::from(streams) * stream,
+        cache,
         work: WORK_BYTES,
     })
 }
@@ -350,46 +373,56 @@ mod tests {
     }
 
     #[test]
-    fn a_pool_is_what_its_use_needs_within_the_budget() {
-        // Plenty of memory: what is wanted, rounded up to whole 256-cell blocks.
+    fn a_plan_is_what_its_use_needs_within_the_budget() {
+        let stream = u64::from(CONTEXT_PER_CALL) * QWEN_1_5B.cell_bytes(KvType::F16);
+        // One question: one stream, no idle prefixes.
+        let one = Want::of(1, 4);
+        assert_eq!(one, Want { streams: 1, cached_tokens: 0 });
         let big = Budget::Set(16 * GIB);
-        let p = plan(&QWEN_1_5B, big, 1000, KvType::F16).unwrap();
-        assert_eq!(p.cells, CONTEXT_PER_CALL, "never less than one call's context");
-        let p = plan(&QWEN_1_5B, big, 40_000, KvType::F16).unwrap();
-        assert_eq!(p.cells, 40_192);
-        assert_eq!(p.total(), p.weights + p.pool + p.work);
-        // A budget that holds less: as many cells as fit, in whole blocks.
-        let tight = Budget::Set(2 * GIB);
-        let p = plan(&QWEN_1_5B, tight, TOWN_POOL_CELLS, KvType::F16).unwrap();
-        assert!(p.cells < TOWN_POOL_CELLS && p.cells >= CONTEXT_PER_CALL, "{p:?}");
-        assert_eq!(p.cells % CELL_QUANTUM, 0);
-        assert!(p.total() <= 2 * GIB, "{}", p.describe());
-        let q8 = plan(&QWEN_1_5B, tight, TOWN_POOL_CELLS, KvType::Q8_0).unwrap();
-        assert!(q8.cells > p.cells, "q8_0 holds more cells in the same memory");
+        let p = plan(&QWEN_1_5B, big, one, KvType::F16).unwrap();
+        assert_eq!((p.streams, p.pool, p.cache), (1, stream, 0));
+        assert_eq!(p.total(), p.weights + p.pool + p.cache + p.work);
+        assert_eq!(p.total(), QWEN_1_5B.resident(CONTEXT_PER_CALL, KvType::F16));
+        // A town: a stream per call in flight and room for idle prefixes.
+        let town = Want::of(64, 4);
+        assert_eq!(town, Want { streams: 4, cached_tokens: TOWN_CACHE_TOKENS });
+        let p = plan(&QWEN_1_5B, big, town, KvType::F16).unwrap();
+        assert_eq!((p.streams, p.pool), (4, 4 * stream));
+        assert_eq!(p.cache, u64::from(TOWN_CACHE_TOKENS) * QWEN_1_5B.cell_bytes(KvType::F16));
+        assert!(p.total() < 3 * GIB, "{}", p.describe());
+        // A budget that holds less: fewer streams and less room, never more than the budget.
+        for limit in [2 * GIB, 3 * GIB / 2, 5 * GIB / 2] {
+            let p = plan(&QWEN_1_5B, Budget::Set(limit), town, KvType::F16).unwrap();
+            assert!(p.total() <= limit, "{limit}: {}", p.describe());
+            assert!(p.streams >= 1);
+        }
+        let tight = plan(&QWEN_1_5B, Budget::Set(2 * GIB), town, KvType::F16).unwrap();
+        let q8 = plan(&QWEN_1_5B, Budget::Set(2 * GIB), town, KvType::Q8_0).unwrap();
+        assert!(q8.cache > tight.cache || q8.streams > tight.streams, "q8_0 holds more");
         // The share of what is available.
         let share = Budget::ShareOf { available: 8 * GIB };
         assert_eq!(share.bytes(), Some(8 * GIB / 100 * DEFAULT_SHARE_PERCENT));
-        let p = plan(&QWEN_1_5B, share, TOWN_POOL_CELLS, KvType::F16).unwrap();
-        assert!(p.total() <= 4 * GIB);
+        assert!(plan(&QWEN_1_5B, share, town, KvType::F16).unwrap().total() <= 4 * GIB);
         // Nothing known: what is wanted.
-        assert_eq!(plan(&QWEN_1_5B, Budget::Unknown, 9000, KvType::F16).unwrap().cells, 9216);
+        assert_eq!(plan(&QWEN_1_5B, Budget::Unknown, town, KvType::F16).unwrap().streams, 4);
     }
 
     #[test]
     fn a_budget_too_small_names_the_memory_needed() {
-        let e = plan(&QWEN_1_5B, Budget::Set(GIB), TOWN_POOL_CELLS, KvType::F16).unwrap_err();
+        let town = Want::of(64, 4);
+        let e = plan(&QWEN_1_5B, Budget::Set(GIB), town, KvType::F16).unwrap_err();
         let needed = QWEN_1_5B.resident(CONTEXT_PER_CALL, KvType::F16);
         assert!(e.contains(&human(needed)) && e.contains("--memory"), "{e}");
         assert!(e.contains("1.0 GB"), "says the budget: {e}");
-        // Exactly enough is enough.
-        let p = plan(&QWEN_1_5B, Budget::Set(needed), TOWN_POOL_CELLS, KvType::F16).unwrap();
-        assert_eq!(p.cells, CONTEXT_PER_CALL);
-        assert!(plan(&QWEN_1_5B, Budget::Set(needed - 1), 1, KvType::F16).is_err());
+        // Exactly enough is enough: one stream, no idle prefixes.
+        let p = plan(&QWEN_1_5B, Budget::Set(needed), town, KvType::F16).unwrap();
+        assert_eq!((p.streams, p.cache), (1, 0));
+        assert!(plan(&QWEN_1_5B, Budget::Set(needed - 1), town, KvType::F16).is_err());
         // The flag it suggests is enough.
         let flag = human_flag(needed);
         let suggested = parse_size(&flag).unwrap();
         assert!(suggested >= needed, "{flag}");
-        assert!(plan(&QWEN_1_5B, Budget::Set(suggested), 1, KvType::F16).is_ok());
+        assert!(plan(&QWEN_1_5B, Budget::Set(suggested), town, KvType::F16).is_ok());
     }
 
     #[test]

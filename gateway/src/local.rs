@@ -1,10 +1,17 @@
 //! The embedded model: llama.cpp in-process, through `llama-cpp-2`.
 //!
-//! One worker thread owns the model and one context with several sequence slots. Each
-//! call takes the free slot whose cached tokens share the longest prefix with its prompt,
-//! keeps that prefix in the KV cache and evaluates only the rest: an agent's stable
-//! preamble (who they are, where they live) is read once, not on every call. Calls in
-//! flight together are decoded in one batch, one token per sequence per step.
+//! One worker thread owns the model and one context with a few **streams**, one for each
+//! call read or answered at once (each of a call's context: its own KV cells, so attention
+//! reads only them). Calls in flight together are decoded in one batch, one token per
+//! sequence per step; more wait in arrival order for a free stream.
+//!
+//! Prompts are cached in **slots**, many more than the streams: a slot holds what one agent's
+//! kind of call last read, so the next call of that kind reads only the rest (an agent's
+//! stable preamble is read once, not on every call). A slot's prefix stays in its stream
+//! after the call; when the stream is needed for another slot, the prefix's keys and values
+//! are set aside in memory (llama.cpp's sequence state: bytes in proportion to its tokens) and
+//! brought back, in milliseconds, when the slot is next taken. Past the room for them
+//! ([`LocalConfig::cache_bytes`]) the prefixes set aside longest ago are dropped.
 //!
 //! A slot is kept for the prompts that share at least [`MIN_SHARED`] tokens with it, first
 //! for the calls of the agent and template that last took it; a call with no such slot takes
@@ -12,9 +19,9 @@
 //! keep their own cached prefix, preamble and instructions, instead of cutting one another's
 //! back to the preamble), else the slot sharing the longest prefix, else the least recently
 //! used, so one agent's calls do not evict another's preamble ([`pick`]). A slot so taken
-//! is first given the cache of another slot, free or busy, that shares at least
-//! [`MIN_SHARED`] more of the prompt ([`copy_source`]): llama.cpp copies that slot's KV
-//! buffer into it, which costs milliseconds where reading the shared tokens costs seconds.
+//! is first given the prefix of another slot, free or busy, that shares at least
+//! [`MIN_SHARED`] more of the prompt ([`copy_source`]): copied from its stream or from
+//! memory, which costs milliseconds where reading the shared tokens costs seconds.
 //!
 //! Ratings asked item by item (`StructuredForm::Probabilities`) generate nothing: each item's
 //! prompt is read, the answer's opening (`{"rating": `) added, and the rating is the expected
@@ -42,6 +49,7 @@ use std::sync::OnceLock;
 
 use hamlet_log::event::{FailureKind, Prompt};
 use llama_cpp_2::context::params::{KvCacheType, LlamaContextParams};
+use llama_cpp_2::context::session::{LlamaStateSeqFlags, SeqState};
 use llama_cpp_2::context::LlamaContext;
 use llama_cpp_2::llama_backend::LlamaBackend;
 use llama_cpp_2::llama_batch::LlamaBatch;
@@ -51,7 +59,6 @@ use llama_cpp_2::sampling::LlamaSampler;
 use llama_cpp_2::token::data::LlamaTokenData;
 use llama_cpp_2::token::data_array::LlamaTokenDataArray;
 use llama_cpp_2::token::LlamaToken;
-use llama_cpp_2::DecodeError;
 use rand_chacha::rand_core::{RngCore, SeedableRng};
 
 use std::collections::BTreeMap;
@@ -63,8 +70,8 @@ use crate::backend::{Attempt, BackendError, BoxFuture, Completion, LlmBackend};
 use crate::footprint::{KvType, CONTEXT_PER_CALL};
 use crate::rating::expected_rating;
 
-/// The most sequences llama.cpp keeps apart in one pool.
-pub const MAX_SEQUENCES: u32 = 256;
+/// The most slots (cached prefixes) the model keeps.
+pub const MAX_SLOTS: u32 = 256;
 
 /// Tokens a free slot must share with a prompt to be reused for it rather than an empty or
 /// least recently used one: more than the chat template's opening and a few words.
@@ -136,24 +143,26 @@ pub struct LocalConfig {
     pub model_name: String,
     /// CPU threads for decoding.
     pub threads: u32,
-    /// Sequences: prompt prefixes kept cached, each a sequence of the shared KV pool
-    /// (at most 256).
+    /// Slots: prompt prefixes kept cached (at most [`MAX_SLOTS`]).
     pub slots: u32,
     /// Most tokens one call holds, prompt and answer.
     pub context_per_slot: u32,
-    /// KV cells in the pool every sequence shares ([`crate::footprint::plan`]); at least
-    /// `context_per_slot`. Calls in flight at once: as many as the pool holds whole.
-    pub pool_cells: u32,
-    /// How the pool stores keys and values.
+    /// Calls read or generating at once: each has a stream of `context_per_slot` KV cells,
+    /// allocated when the model starts.
+    pub streams: u32,
+    /// Bytes of memory for the prefixes of idle slots, kept out of the streams
+    /// ([`crate::footprint::plan`]); the least recently used go first when it is full.
+    pub cache_bytes: u64,
+    /// How keys and values are stored.
     pub kv: KvType,
 }
 
 impl LocalConfig {
     /// Defaults for a model file: every core, [`DEFAULT_SLOTS`](crate::config::DEFAULT_SLOTS)
-    /// sequences, calls of up to [`CONTEXT_PER_CALL`] tokens (a reflection lists up to a
-    /// hundred recent memories: about 2,000 to 3,700 tokens with its template and answer), a
-    /// pool of one call's context in `f16`. The CLI sizes the pool to its use and the memory
-    /// budget ([`crate::config::llm_backend`]).
+    /// slots, calls of up to [`CONTEXT_PER_CALL`] tokens (a reflection lists up to a
+    /// hundred recent memories: about 2,000 to 3,700 tokens with its template and answer), one
+    /// stream, no room for idle prefixes, `f16`. The CLI sizes streams and room to its use and
+    /// the memory budget ([`crate::config::llm_backend`]).
     pub fn new(model_path: &Path, model_name: &str) -> LocalConfig {
         let threads = std::thread::available_parallelism().map_or(2, |n| n.get() as u32);
         LocalConfig {
@@ -162,7 +171,8 @@ impl LocalConfig {
             threads,
             slots: crate::config::DEFAULT_SLOTS,
             context_per_slot: CONTEXT_PER_CALL,
-            pool_cells: CONTEXT_PER_CALL,
+            streams: 1,
+            cache_bytes: 0,
             kv: KvType::F16,
         }
     }
@@ -185,9 +195,13 @@ pub struct LocalStats {
     pub generate_ms: u64,
     /// Slots given another slot's cache before reading a prompt ([`copy_source`]).
     pub copies: u64,
-    /// Cached prefixes dropped to make room in the pool, least recently used first.
+    /// Idle prefixes dropped to keep within the memory for them, least recently used first.
     pub evictions: u64,
-    /// Calls that waited for room in the pool before they were read.
+    /// Idle prefixes set aside from a stream into memory, and brought back into one.
+    pub saved: u64,
+    /// Prefixes brought back from memory into a stream.
+    pub restored: u64,
+    /// Calls that waited for a free stream before they were read.
     pub waited: u64,
 }
 
@@ -297,9 +311,17 @@ impl LlmBackend for LocalLlm {
     fn counters(&self) -> Option<String> {
         let s = self.stats();
         Some(format!(
-            "the embedded model: {} prompt tokens read, {} found in the KV pool; {} generated; \
-             {} prefixes shared, {} dropped for room; {} calls waited for room",
-            s.prompt_evaluated, s.prompt_cached, s.generated, s.copies, s.evictions, s.waited
+            "the embedded model: {} prompt tokens read, {} found cached; {} generated; {} \
+             prefixes copied, {} set aside, {} brought back, {} dropped; {} calls waited for a \
+             stream",
+            s.prompt_evaluated,
+            s.prompt_cached,
+            s.generated,
+            s.copies,
+            s.saved,
+            s.restored,
+            s.evictions,
+            s.waited
         ))
     }
 
@@ -387,15 +409,37 @@ fn job_seed(seed: u64, request_hash: [u8; 32], attempt: u32) -> u64 {
     u64::from_le_bytes(bytes.as_bytes()[..8].try_into().unwrap_or([0; 8]))
 }
 
-/// One sequence slot of the context.
-struct Slot {
-    /// The tokens whose keys and values the cache holds for this sequence.
+/// One sequence of the context: a stream of `context_per_slot` KV cells where a call is read
+/// and answered.
+struct Stream {
+    /// The tokens whose keys and values the stream holds.
     cached: Vec<LlamaToken>,
     /// When it was last used, for least-recently-used choice.
     used: u64,
     /// The affinity of the call that last took it ([`Job::affinity`]).
     affinity: String,
     active: Option<Active>,
+    /// The slot whose prefix it holds.
+    slot: Option<usize>,
+}
+
+/// A cached prefix: what one agent's kind of call last read. A stream holds it while a call
+/// uses it and after, until the stream is needed for another slot; then its keys and values
+/// are set aside in memory (llama.cpp's sequence state), and brought back into a stream when
+/// its slot is next taken. Idle prefixes beyond the memory for them are dropped, the least
+/// recently used first.
+#[derive(Default)]
+struct Slot {
+    /// The tokens of the prefix.
+    cached: Vec<LlamaToken>,
+    /// When it was last used.
+    used: u64,
+    /// The affinity of the call that last took it.
+    affinity: String,
+    /// The stream holding exactly `cached`, if one does.
+    stream: Option<usize>,
+    /// `cached`'s keys and values set aside; none while a stream holds newer ones.
+    saved: Option<SeqState>,
 }
 
 struct Active {
@@ -434,29 +478,31 @@ fn worker(
             return;
         }
     };
-    let slots = config.slots.clamp(1, MAX_SEQUENCES);
+    let slots = config.slots.clamp(1, MAX_SLOTS);
+    let streams = config.streams.clamp(1, slots);
     let per_slot = config.context_per_slot.max(256);
-    // One pool of cells for every sequence, at least one call's context, in whole blocks.
-    let cells = config.pool_cells.max(per_slot).div_ceil(256).saturating_mul(256);
     let threads = config.threads.clamp(1, 256) as i32;
     let kv = match config.kv {
         KvType::F16 => KvCacheType::F16,
         KvType::Q8_0 => KvCacheType::Q8_0,
     };
-    let params = LlamaContextParams::default()
-        .with_n_ctx(NonZeroU32::new(cells))
+    let mut params = LlamaContextParams::default()
+        .with_n_ctx(NonZeroU32::new(streams.saturating_mul(per_slot)))
         .with_n_batch(512)
         .with_n_ubatch(512)
         .with_n_threads(threads)
         .with_n_threads_batch(threads)
-        .with_n_seq_max(slots)
-        // One pool: a cell is taken when a token is read, and a prefix copied to another
-        // sequence is shared, not duplicated. Attention skips the cells of other sequences
-        // (flash attention reads the mask first), so a sequence pays for its own tokens.
-        .with_kv_unified(true)
-        .with_flash_attention_policy(llama_cpp_sys_2::LLAMA_FLASH_ATTN_TYPE_ENABLED)
+        .with_n_seq_max(streams)
+        // One KV stream per sequence: attention reads only its own cells. (In one unified
+        // pool every token's attention scans every cell of the pool: with a town's pool of
+        // 40,960 cells the same slice of a town took 21% longer.)
+        .with_kv_unified(false)
         .with_type_k(kv)
         .with_type_v(kv);
+    if config.kv != KvType::F16 {
+        // llama.cpp keeps quantized values only with flash attention.
+        params = params.with_flash_attention_policy(llama_cpp_sys_2::LLAMA_FLASH_ATTN_TYPE_ENABLED);
+    }
     let ctx = match model.new_context(backend, params) {
         Ok(ctx) => ctx,
         Err(e) => {
@@ -477,12 +523,20 @@ fn worker(
         model: &model,
         ctx,
         template,
-        slots: (0..slots)
-            .map(|_| Slot { cached: Vec::new(), used: 0, affinity: String::new(), active: None })
+        streams: (0..streams)
+            .map(|_| Stream {
+                cached: Vec::new(),
+                used: 0,
+                affinity: String::new(),
+                active: None,
+                slot: None,
+            })
             .collect(),
+        slots: (0..slots).map(|_| Slot::default()).collect(),
         clock: 0,
         per_slot: per_slot as usize,
-        parallel: (cells / per_slot).max(1) as usize,
+        cache_bytes: usize::try_from(config.cache_bytes).unwrap_or(usize::MAX),
+        saved_bytes: 0,
         pending: std::collections::VecDeque::new(),
         model_name: config.model_name,
         stats: LocalStats::default(),
@@ -494,14 +548,18 @@ struct Server<'m> {
     model: &'m LlamaModel,
     ctx: LlamaContext<'m>,
     template: LlamaChatTemplate,
+    /// Where calls are read and answered, one at a time each.
+    streams: Vec<Stream>,
+    /// The cached prefixes.
     slots: Vec<Slot>,
     clock: u64,
     /// Most tokens one call holds.
     per_slot: usize,
-    /// Calls read or generating at once: as many as the pool holds whole, so the cells of
-    /// the calls in flight always fit once every idle prefix is dropped.
-    parallel: usize,
-    /// Calls waiting for room, in arrival order.
+    /// Bytes the prefixes set aside may take.
+    cache_bytes: usize,
+    /// Bytes they take.
+    saved_bytes: usize,
+    /// Calls waiting for a free stream, in arrival order.
     pending: std::collections::VecDeque<Box<Job>>,
     model_name: String,
     stats: LocalStats,
@@ -525,7 +583,7 @@ impl Server<'_> {
                     Err(mpsc::TryRecvError::Disconnected) => open = false,
                 }
             }
-            // Start what the pool has room for, in arrival order.
+            // Start what the free streams can take, in arrival order.
             while self.has_room() {
                 let Some(job) = self.pending.pop_front() else { break };
                 if job.score.is_some() {
@@ -544,21 +602,20 @@ impl Server<'_> {
 
     /// Whether any call is generating.
     fn busy(&self) -> bool {
-        self.slots.iter().any(|s| s.active.is_some())
+        self.streams.iter().any(|s| s.active.is_some())
     }
 
-    /// Whether another call can start: a free sequence, and room in the pool for its whole
-    /// context beside the calls in flight.
+    /// Whether another call can start: a free stream.
     fn has_room(&self) -> bool {
-        let active = self.slots.iter().filter(|s| s.active.is_some()).count();
-        active < self.slots.len() && active < self.parallel
+        self.streams.iter().any(|s| s.active.is_none())
     }
 
     /// A job waits its turn; anything else is answered at once.
     fn take(&mut self, message: Message) {
         match message {
             Message::Job(job) => {
-                if !self.has_room() || !self.pending.is_empty() {
+                let free = self.streams.iter().filter(|s| s.active.is_none()).count();
+                if free <= self.pending.len() {
                     self.stats.waited += 1;
                 }
                 self.pending.push_back(job);
@@ -575,18 +632,23 @@ impl Server<'_> {
             }
             Message::ClearCache => {
                 let _ = self.ctx.clear_kv_cache_seq(None, None, None);
-                for slot in &mut self.slots {
+                for slot in &mut self.streams {
                     if slot.active.is_none() {
                         slot.cached.clear();
                     }
                 }
                 // Active sequences were cleared too: their work is lost; fail them cleanly.
-                for slot in &mut self.slots {
+                for slot in &mut self.streams {
                     if let Some(active) = slot.active.take() {
                         let _ = active.job.reply.send(Err(other("the cache was cleared mid-call")));
                         slot.cached.clear();
                     }
+                    slot.slot = None;
                 }
+                for slot in &mut self.slots {
+                    *slot = Slot::default();
+                }
+                self.saved_bytes = 0;
             }
         }
     }
@@ -686,14 +748,15 @@ impl Server<'_> {
             Ok(at) => at,
             Err(e) => {
                 let _ = self.ctx.clear_kv_cache_seq(Some(index as u32), None, None);
-                self.slots[index].cached.clear();
+                self.streams[index].cached.clear();
+                self.settle(index);
                 return Err((job, e));
             }
         };
         self.clock += 1;
         let rng = rand_chacha::ChaCha8Rng::seed_from_u64(job.seed);
         let said = self.words_of(&job.avoid);
-        let slot = &mut self.slots[index];
+        let slot = &mut self.streams[index];
         slot.cached = tokens.clone();
         slot.used = self.clock;
         slot.affinity.clone_from(&job.affinity);
@@ -708,17 +771,19 @@ impl Server<'_> {
             bytes: Vec::new(),
             logits_at,
         });
+        self.settle(index);
         // Its first token comes from the prompt's last logits, sampled in the next step;
         // those logits are lost if another decode runs first, so sample now.
         self.sample_one(index);
         Ok(())
     }
 
-    /// Takes the free slot for a prompt ([`pick`]) and says how many of the prompt's tokens
-    /// its cache holds. When another slot shares at least [`MIN_SHARED`] more of them
-    /// ([`copy_source`]), the slot taken is given that slot's shared prefix: in the one pool
-    /// the cells are shared, not copied (each cell notes the sequences it belongs to), so the
-    /// prefix costs no time and no memory where reading the tokens again costs seconds.
+    /// Takes the free slot for a prompt ([`pick`]), puts its prefix in a free stream, and says
+    /// which stream and how many of the prompt's tokens it holds. When another slot shares at
+    /// least [`MIN_SHARED`] more of them ([`copy_source`]), the stream is given that slot's
+    /// prefix instead (from the stream holding it, or from memory), which costs milliseconds
+    /// where reading the tokens again costs seconds. The caller records what the stream then
+    /// holds ([`Server::settle`]).
     fn take_slot(
         &mut self,
         tokens: &[LlamaToken],
@@ -728,7 +793,7 @@ impl Server<'_> {
             .slots
             .iter()
             .map(|s| SlotView {
-                free: s.active.is_none(),
+                free: s.stream.is_none_or(|t| self.streams[t].active.is_none()),
                 empty: s.cached.is_empty(),
                 same: !s.cached.is_empty() && s.affinity == affinity,
                 common: common_prefix(&s.cached, tokens),
@@ -736,22 +801,139 @@ impl Server<'_> {
             })
             .collect();
         let Some(i) = pick(&views, tokens.len()) else {
-            return Err(other("no free slot (a bug: jobs are taken only when one is free)"));
+            return Err(other("no free slot (a bug: there are more slots than streams)"));
         };
-        let Some(from) = copy_source(&views, i) else { return Ok((i, views[i].common)) };
-        let shared = views[from].common;
-        // The slot taken lets go of its own cells, then shares the prefix's.
-        self.ctx
-            .clear_kv_cache_seq(Some(i as u32), None, None)
-            .map_err(|e| other(format!("cannot clear the cache: {e}")))?;
-        self.slots[i].cached.clear();
-        self.ctx
-            .copy_kv_cache_seq(from as i32, i as i32, Some(0), Some(shared as u32))
-            .map_err(|e| other(format!("cannot share the cache: {e}")))?;
-        let prefix = self.slots[from].cached.get(..shared).unwrap_or_default().to_vec();
-        self.slots[i].cached = prefix;
-        self.stats.copies += 1;
-        Ok((i, shared))
+        let from = copy_source(&views, i);
+        // The stream: the one holding the slot's prefix, else an empty one, else the least
+        // recently used; whatever prefix it held is set aside first.
+        let stream = match self.slots[i].stream {
+            Some(t) => t,
+            None => (0..self.streams.len())
+                .filter(|&t| self.streams[t].active.is_none())
+                .min_by_key(|&t| (self.streams[t].slot.is_some(), self.streams[t].used, t))
+                .ok_or_else(|| other("no free stream (a bug: calls wait for one)"))?,
+        };
+        self.set_aside(stream, i);
+        let source = from.unwrap_or(i);
+        if self.slots[source].stream != Some(stream) {
+            self.bring(source, stream)?;
+        }
+        // What the stream holds of the prompt (a prefix set aside may have had to go).
+        let shared = views[source].common.min(self.streams[stream].cached.len());
+        if from.is_some() {
+            self.stats.copies += 1;
+            // The slot's own prefix gives way to the longer one it was given.
+            self.drop_saved(i);
+            self.streams[stream].cached.truncate(shared);
+        }
+        self.streams[stream].slot = Some(i);
+        self.slots[i].stream = Some(stream);
+        Ok((stream, shared))
+    }
+
+    /// Puts slot `source`'s prefix in `stream`: a copy of the stream holding it, or its keys
+    /// and values from memory. On failure the stream is left empty.
+    fn bring(&mut self, source: usize, stream: usize) -> Result<(), BackendError> {
+        let _ = self.ctx.clear_kv_cache_seq(Some(stream as u32), None, None);
+        self.streams[stream].cached.clear();
+        let tokens = self.slots[source].cached.clone();
+        if tokens.is_empty() {
+            return Ok(());
+        }
+        let brought = match (self.slots[source].stream, &self.slots[source].saved) {
+            (Some(held), _) => self
+                .ctx
+                .copy_kv_cache_seq(held as i32, stream as i32, None, None)
+                .map_err(|e| other(format!("cannot copy the cache: {e}"))),
+            (None, Some(state)) => {
+                self.stats.restored += 1;
+                self.ctx
+                    .state_seq_set(state, stream as i32)
+                    .map_err(|e| other(format!("cannot bring a prefix back: {e}")))
+            }
+            (None, None) => Ok(()),
+        };
+        match brought {
+            Ok(()) if self.ctx.kv_cache_seq_pos_max(stream as i32) + 1 == tokens.len() as i32 => {
+                self.streams[stream].cached = tokens;
+                Ok(())
+            }
+            Ok(()) => {
+                // What came back is not the prefix it stood for: forget both.
+                let _ = self.ctx.clear_kv_cache_seq(Some(stream as u32), None, None);
+                self.drop_saved(source);
+                if self.slots[source].stream.is_none() {
+                    self.slots[source].cached.clear();
+                }
+                Ok(())
+            }
+            Err(e) => {
+                let _ = self.ctx.clear_kv_cache_seq(Some(stream as u32), None, None);
+                Err(e)
+            }
+        }
+    }
+
+    /// Before `stream` is given to slot `taker`: the prefix it holds for another slot is set
+    /// aside in memory (if there is room for it and it is not there already), or forgotten.
+    fn set_aside(&mut self, stream: usize, taker: usize) {
+        let Some(held) = self.streams[stream].slot.take() else { return };
+        if held == taker {
+            self.streams[stream].slot = Some(held);
+            return;
+        }
+        self.slots[held].stream = None;
+        if self.slots[held].saved.is_some() || self.slots[held].cached.is_empty() {
+            return;
+        }
+        let size = self.ctx.state_seq_get_size_ext(stream as i32, LlamaStateSeqFlags::empty());
+        if self.make_room(size, [held, taker]) {
+            if let Ok(state) = self.ctx.state_seq_get(stream as i32, LlamaStateSeqFlags::empty()) {
+                self.saved_bytes += state.byte_len();
+                self.slots[held].saved = Some(state);
+                self.stats.saved += 1;
+                return;
+            }
+        }
+        self.slots[held].cached.clear();
+        self.stats.evictions += 1;
+    }
+
+    /// Drops the set-aside prefixes used longest ago (not those of the slots in `keep`) until
+    /// `size` more bytes fit; false if they cannot.
+    fn make_room(&mut self, size: usize, keep: [usize; 2]) -> bool {
+        while self.saved_bytes + size > self.cache_bytes {
+            let oldest = (0..self.slots.len())
+                .filter(|j| !keep.contains(j) && self.slots[*j].saved.is_some())
+                .min_by_key(|&j| (self.slots[j].used, j));
+            let Some(j) = oldest else { return false };
+            self.drop_saved(j);
+            if self.slots[j].stream.is_none() {
+                self.slots[j].cached.clear();
+            }
+            self.stats.evictions += 1;
+        }
+        true
+    }
+
+    /// Forgets slot `j`'s set-aside keys and values.
+    fn drop_saved(&mut self, j: usize) {
+        if let Some(state) = self.slots[j].saved.take() {
+            self.saved_bytes = self.saved_bytes.saturating_sub(state.byte_len());
+        }
+    }
+
+    /// Records what `stream` now holds in the slot it holds it for: its prefix grew or was cut,
+    /// so what was set aside of it is out of date.
+    fn settle(&mut self, stream: usize) {
+        let Some(i) = self.streams[stream].slot else { return };
+        self.drop_saved(i);
+        let s = &self.streams[stream];
+        let (cached, used, affinity) = (s.cached.clone(), s.used, s.affinity.clone());
+        let slot = &mut self.slots[i];
+        slot.cached = cached;
+        slot.used = used;
+        slot.affinity = affinity;
     }
 
     /// Answers a rating job from the model's probabilities, item by item.
@@ -813,14 +995,16 @@ impl Server<'_> {
                 Ok(at) => at,
                 Err(e) => {
                     let _ = trim(&mut self.ctx, 0);
-                    self.slots[index].cached.clear();
+                    self.streams[index].cached.clear();
+                    self.settle(index);
                     return Err(e);
                 }
             };
             self.clock += 1;
-            self.slots[index].cached = prompt.clone();
-            self.slots[index].used = self.clock;
-            self.slots[index].affinity.clone_from(&job.affinity);
+            self.streams[index].cached = prompt.clone();
+            self.streams[index].used = self.clock;
+            self.streams[index].affinity.clone_from(&job.affinity);
+            self.settle(index);
             // The next-token logits after the prompt, and after each answer's proper prefix.
             let mut next: BTreeMap<Vec<i32>, Vec<f32>> = BTreeMap::new();
             next.insert(Vec::new(), self.ctx.get_logits_ith(at).to_vec());
@@ -836,13 +1020,15 @@ impl Server<'_> {
                     }
                     Err(e) => {
                         let _ = trim(&mut self.ctx, 0);
-                        self.slots[index].cached.clear();
+                        self.streams[index].cached.clear();
+                        self.settle(index);
                         return Err(e);
                     }
                 }
             }
             if let Err(e) = trim(&mut self.ctx, prompt.len()) {
-                self.slots[index].cached.clear();
+                self.streams[index].cached.clear();
+                self.settle(index);
                 return Err(e);
             }
             let answers: Vec<Vec<i32>> =
@@ -887,55 +1073,23 @@ impl Server<'_> {
                 batch.add(t, pos, &[seq], logits).map_err(|e| other(format!("batch: {e}")))?;
                 pos += 1;
             }
-            self.decode(&mut batch, Some(seq as usize))?;
+            self.decode(&mut batch)?;
             last = batch.n_tokens() - 1;
         }
         Ok(last)
     }
 
-    /// Decodes a batch, making room in the pool when it is full: the least recently used idle
-    /// prefix is dropped (never a call's in flight, nor slot `reading`, whose prompt is being
-    /// read) and the batch tried again. A batch that finds no room changes nothing in the
-    /// pool (llama.cpp places a batch only once it has found cells for all of it), and the
-    /// calls in flight always fit together ([`Server::parallel`]), so this ends.
-    fn decode(
-        &mut self,
-        batch: &mut LlamaBatch,
-        reading: Option<usize>,
-    ) -> Result<(), BackendError> {
-        loop {
-            match self.ctx.decode(batch) {
-                Ok(()) => {
-                    self.stats.decodes += 1;
-                    return Ok(());
-                }
-                Err(DecodeError::NoKvCacheSlot) if self.evict(reading) => {}
-                Err(e) => return Err(other(format!("llama.cpp decode: {e}"))),
-            }
-        }
-    }
-
-    /// Drops the least recently used idle prefix other than slot `reading`'s; false if there is
-    /// none. Cells another sequence shares stay in the pool for it.
-    fn evict(&mut self, reading: Option<usize>) -> bool {
-        let victim = self
-            .slots
-            .iter()
-            .enumerate()
-            .filter(|(i, s)| Some(*i) != reading && s.active.is_none() && !s.cached.is_empty())
-            .min_by_key(|(i, s)| (s.used, *i))
-            .map(|(i, _)| i);
-        let Some(victim) = victim else { return false };
-        let _ = self.ctx.clear_kv_cache_seq(Some(victim as u32), None, None);
-        self.slots[victim].cached.clear();
-        self.stats.evictions += 1;
-        true
+    /// Decodes a batch (a stream holds a call's whole context, so there is always room).
+    fn decode(&mut self, batch: &mut LlamaBatch) -> Result<(), BackendError> {
+        self.ctx.decode(batch).map_err(|e| other(format!("llama.cpp decode: {e}")))?;
+        self.stats.decodes += 1;
+        Ok(())
     }
 
     /// Picks the next token of slot `index` from its logits, and finishes the call if done.
     fn sample_one(&mut self, index: usize) {
         let n_vocab = self.model.n_vocab();
-        let Some(active) = self.slots[index].active.as_mut() else { return };
+        let Some(active) = self.streams[index].active.as_mut() else { return };
         let logits = self.ctx.get_logits_ith(active.logits_at);
         let token = choose(logits, active, &self.ctx, n_vocab);
         let done = match token {
@@ -972,7 +1126,7 @@ impl Server<'_> {
             }
         };
         if let Some(outcome) = done {
-            let slot = &mut self.slots[index];
+            let slot = &mut self.streams[index];
             let Some(active) = slot.active.take() else { return };
             slot.cached.extend_from_slice(&active.generated);
             let reply = outcome.map(|finish| Completion {
@@ -990,6 +1144,7 @@ impl Server<'_> {
             let cached = self.ctx.kv_cache_seq_pos_max(index as i32) + 1;
             slot.cached.truncate(cached.max(0) as usize);
             let _ = active.job.reply.send(reply);
+            self.settle(index);
         }
     }
 
@@ -1002,10 +1157,10 @@ impl Server<'_> {
 
     fn step_untimed(&mut self) {
         let active: Vec<usize> =
-            (0..self.slots.len()).filter(|&i| self.slots[i].active.is_some()).collect();
+            (0..self.streams.len()).filter(|&i| self.streams[i].active.is_some()).collect();
         let mut batch = LlamaBatch::new(active.len().max(1), 1);
         for &i in &active {
-            let Some(a) = self.slots[i].active.as_mut() else { continue };
+            let Some(a) = self.streams[i].active.as_mut() else { continue };
             let Some(&last) = a.generated.last() else { continue };
             let pos = (a.prompt_tokens as usize + a.generated.len() - 1) as i32;
             a.logits_at = batch.n_tokens();
@@ -1016,7 +1171,7 @@ impl Server<'_> {
         if batch.n_tokens() == 0 {
             return;
         }
-        if let Err(e) = self.decode(&mut batch, None) {
+        if let Err(e) = self.decode(&mut batch) {
             for &i in &active {
                 self.fail(i, e.clone());
             }
@@ -1028,11 +1183,12 @@ impl Server<'_> {
     }
 
     fn fail(&mut self, index: usize, error: BackendError) {
-        let slot = &mut self.slots[index];
+        let slot = &mut self.streams[index];
         if let Some(active) = slot.active.take() {
             let _ = self.ctx.clear_kv_cache_seq(Some(index as u32), None, None);
             slot.cached.clear();
             let _ = active.job.reply.send(Err(error));
+            self.settle(index);
         }
     }
 }

@@ -42,7 +42,7 @@ hamlet bench ratings --details\n  hamlet bench ratings --llm openai --model qwen
     /// Ask the configured model one question, as `hamlet llm complete` does, and print the
     /// time to load the model, the time of the call, and the process's peak resident memory
     #[command(after_help = "Examples:\n  hamlet bench call\n  \
-hamlet bench call --memory 2G\n  hamlet bench call --slots 64   # the pool a town plans")]
+hamlet bench call --memory 2G\n  hamlet bench call --slots 64   # what a town plans")]
     Call(CallArgs),
 }
 

@@ -51,7 +51,7 @@ Examples:
 }
 
 /// A model's size on disk and, for a language model, in memory for one question and for a
-/// town (the pools `hamlet llm complete` and `hamlet run` plan with no budget).
+/// town (what `hamlet llm complete` and `hamlet run` plan with no budget).
 fn model_sizes(choice: ModelChoice, installed: Option<&Path>) -> String {
     let disk = match choice.gguf() {
         Some(source) => source.size,
@@ -70,15 +70,9 @@ fn model_sizes(choice: ModelChoice, installed: Option<&Path>) -> String {
         Ok(shape) => shape,
         Err(e) => return format!("{disk}; {e}"),
     };
-    let town = config::DEFAULT_SLOTS
-        .saturating_mul(footprint::CONTEXT_PER_CALL)
-        .min(footprint::TOWN_POOL_CELLS);
-    let one = footprint::plan(
-        &shape,
-        footprint::Budget::Unknown,
-        footprint::CONTEXT_PER_CALL,
-        KvType::F16,
-    );
+    let one = footprint::Want::of(1, 1);
+    let town = footprint::Want::of(config::DEFAULT_SLOTS, 4);
+    let one = footprint::plan(&shape, footprint::Budget::Unknown, one, KvType::F16);
     let many = footprint::plan(&shape, footprint::Budget::Unknown, town, KvType::F16);
     match (one, many) {
         (Ok(one), Ok(many)) => format!(
@@ -133,13 +127,13 @@ pub struct LlmArgs {
     /// CPU threads of the embedded model [default: every core]
     #[arg(long, value_name = "N", help_heading = "Model")]
     threads: Option<u32>,
-    /// Prompt prefixes the embedded model keeps cached, each a sequence of its one KV pool
+    /// Prompt prefixes the embedded model keeps cached, each costing memory for its tokens
     /// [default: 64; 1 for `llm complete`]
     #[arg(long, value_name = "N", help_heading = "Model")]
     slots: Option<u32>,
     /// Most memory the embedded model plans to use, weights included, e.g. 3G or 2500M; its
-    /// KV pool shrinks to fit, and a budget too small for the model is an error before it
-    /// loads [default: half the memory available]
+    /// streams and idle prefixes shrink to fit, and a budget too small for the model is an
+    /// error before it loads [default: half the memory available]
     #[arg(long, value_name = "SIZE", help_heading = "Model")]
     memory: Option<String>,
     /// How the embedded model's KV cache stores keys and values: f16, or q8_0 (half the
@@ -297,7 +291,7 @@ pub fn models(c: ModelsCommand) -> anyhow::Result<Outcome> {
                 println!("  {:<11} {}", "", model_sizes(choice, installed.as_deref()));
             }
             println!(
-                "In memory: the weights, a KV pool and work space, as the embedded model plans them \
+                "In memory: the weights, streams, idle prefixes and work space, as the embedded model plans them \
                  with no budget set\n(--memory sets one; the default is {}% of the memory \
                  available: {}).",
                 footprint::DEFAULT_SHARE_PERCENT,
@@ -340,7 +334,7 @@ pub fn llm(c: LlmCommand) -> anyhow::Result<Outcome> {
 
 fn complete(a: CompleteArgs) -> anyhow::Result<Outcome> {
     let (_, mut settings) = a.llm.settings()?;
-    // One question keeps one prefix: the pool holds one call's context, not a town's.
+    // One question keeps one prefix: one stream, no idle prefixes, not a town's plan.
     if !a.llm.slots_given() {
         settings.slots = 1;
     }

@@ -1,8 +1,9 @@
-//! The embedded model's one KV pool, with the real small model: a pool too small for every
-//! cached prefix drops the least recently used one and reads it again when it is next asked;
-//! calls beyond the pool's room wait their turn and are all answered; a budget too small for
-//! the model is refused before it loads, naming the memory needed. (The models are fetched
-//! by `./hamlet-dev test`; HAMLET_SKIP_MODEL_TESTS=1 skips these tests.)
+//! The embedded model's memory, with the real small model: an idle prefix set aside from its
+//! stream comes back and answers as before; past the room for idle prefixes the least
+//! recently used is dropped and read again when next asked; calls beyond the streams wait
+//! their turn and are all answered; a budget too small for the model is refused before it
+//! loads, naming the memory needed. (The models are fetched by `./hamlet-dev test`;
+//! HAMLET_SKIP_MODEL_TESTS=1 skips these tests.)
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -51,7 +52,7 @@ fn preamble(agent: u32) -> String {
     text
 }
 
-fn ask(gateway: &Gateway, runtime: &tokio::runtime::Runtime, agent: u32) -> (u32, u32) {
+fn ask(gateway: &Gateway, runtime: &tokio::runtime::Runtime, agent: u32) -> (u32, u32, String) {
     let mut call =
         Call::chat("text", &preamble(agent), "Where did you walk on day 3?", Shape::Text)
             .template("pool", 1);
@@ -59,49 +60,61 @@ fn ask(gateway: &Gateway, runtime: &tokio::runtime::Runtime, agent: u32) -> (u32
     call.max_tokens = Some(8);
     let answered = runtime.block_on(gateway.ask(&call)).unwrap();
     match answered.events.last() {
-        Some(Body::LlmResponded(r)) => (r.tokens_prompt, r.tokens_cached),
+        Some(Body::LlmResponded(r)) => (r.tokens_prompt, r.tokens_cached, r.text.clone()),
         other => panic!("{other:?}"),
     }
 }
 
-/// Goal: the pool holds what its cells hold, no more, and drops the least recently used
-/// prefix to make room. Method: a pool of 2,048 cells for prefixes of about 800 tokens: two
-/// fit; a third drops the older; the newer is still cached and the dropped one is read again.
+/// Goal: idle prefixes live in memory within their room, the least recently used dropped
+/// first, and one brought back answers as it did. Method: one stream, room for one idle
+/// prefix of about 800 tokens; three agents take turns.
 #[test]
-fn a_full_pool_drops_the_least_recently_used_prefix() {
+fn idle_prefixes_are_set_aside_and_the_least_recently_used_dropped() {
     let Some(path) = small() else { return };
     let mut config = LocalConfig::new(&path, "small");
     config.slots = 8;
     config.context_per_slot = 1024;
-    config.pool_cells = 2048;
+    config.streams = 1;
+    // One prefix of ~800 tokens at 12 KiB a token is ~9.6 MB: room for one, not two.
+    config.cache_bytes = 15 << 20;
     let llm = Arc::new(LocalLlm::start(config).unwrap());
     let gateway = gateway(llm.clone(), 1);
     let runtime = tokio::runtime::Runtime::new().unwrap();
-    let (read, cached) = ask(&gateway, &runtime, 1);
+    let (read, cached, first_two) = {
+        let (read, cached, _) = ask(&gateway, &runtime, 1);
+        let (_, _, two) = ask(&gateway, &runtime, 2);
+        (read, cached, two)
+    };
     assert!((720..1000).contains(&read), "a prefix of about 800 tokens: {read}");
     assert_eq!(cached, 0, "nothing cached yet");
-    assert_eq!(ask(&gateway, &runtime, 2).1, 0);
-    assert_eq!(llm.stats().evictions, 0, "two prefixes fit in 2,048 cells");
-    // A third does not fit beside both: the least recently used (agent 1's) goes.
+    let stats = llm.stats();
+    assert_eq!((stats.saved, stats.evictions), (1, 0), "agent 1's prefix set aside: {stats:?}");
+    // Agent 3 takes the stream: agent 2's prefix is set aside, agent 1's dropped for it.
     assert_eq!(ask(&gateway, &runtime, 3).1, 0);
-    assert!(llm.stats().evictions >= 1, "{:?}", llm.stats());
-    let (read, cached) = ask(&gateway, &runtime, 3);
-    assert!(cached + 1 >= read, "agent 3's own prefix is cached: {cached} of {read}");
-    let (_, cached) = ask(&gateway, &runtime, 1);
+    let stats = llm.stats();
+    assert_eq!((stats.saved, stats.evictions), (2, 1), "{stats:?}");
+    // Agent 2's comes back from memory and answers as the prompt read afresh did.
+    let (read, cached, again) = ask(&gateway, &runtime, 2);
+    assert!(cached + 1 >= read, "agent 2's prefix came back: {cached} of {read}");
+    assert_eq!(llm.stats().restored, 1);
+    assert_eq!(again, first_two, "a prefix brought back answers as it did");
+    // Agent 1's was dropped: read again.
+    let (_, cached, _) = ask(&gateway, &runtime, 1);
     assert!(cached < 100, "agent 1's prefix was dropped and read again: {cached} cached");
     let counters = llm.counters().unwrap();
-    assert!(counters.contains("dropped for room"), "{counters}");
+    assert!(counters.contains("dropped"), "{counters}");
 }
 
-/// Goal: calls beyond the pool's room wait and are answered, none refused. Method: a pool
-/// that holds one call's context, four calls asked at once.
+/// Goal: calls beyond the streams wait and are answered, none refused. Method: one stream,
+/// no room for idle prefixes, four calls asked at once.
 #[test]
 fn calls_beyond_the_pools_room_wait_their_turn() {
     let Some(path) = small() else { return };
     let mut config = LocalConfig::new(&path, "small");
     config.slots = 8;
     config.context_per_slot = 1024;
-    config.pool_cells = 1024;
+    config.streams = 1;
+    config.cache_bytes = 0;
     let llm = Arc::new(LocalLlm::start(config).unwrap());
     let gateway = gateway(llm.clone(), 4);
     let runtime = tokio::runtime::Runtime::new().unwrap();
@@ -129,7 +142,7 @@ fn calls_beyond_the_pools_room_wait_their_turn() {
     }
     let stats = llm.stats();
     assert!(stats.waited >= 1, "calls waited for room: {stats:?}");
-    assert!(stats.evictions >= 3, "each call's prefix made room for the next: {stats:?}");
+    assert!(stats.evictions >= 3, "each call's prefix gave way to the next: {stats:?}");
 }
 
 /// Goal: the memory a model needs is known before it loads, and a budget that cannot hold it
@@ -159,14 +172,16 @@ fn a_budget_too_small_for_the_model_is_refused_before_it_loads() {
     };
     let needed = shape.resident(footprint::CONTEXT_PER_CALL, KvType::F16);
     assert!(e.0.contains(&footprint::human(needed)) && e.0.contains("200 MB"), "{e}");
-    // What it names is enough: the pool shrinks to one call's context.
+    // What it names is enough: one stream, no room for idle prefixes.
     let (_, plan) =
         config::local_plan(&settings(&format!("{}M", needed.div_ceil(1 << 20)))).unwrap();
-    assert_eq!(plan.cells, footprint::CONTEXT_PER_CALL);
+    assert_eq!(plan.streams, 1);
+    assert!(plan.cache < 1 << 20, "what is left of the rounded budget: {}", plan.cache);
     assert!(plan.total() <= needed.div_ceil(1 << 20) << 20);
-    // A budget with room: the town's pool, whole.
+    // A budget with room: a town's streams and idle prefixes, whole.
     let (_, plan) = config::local_plan(&settings("16G")).unwrap();
-    assert_eq!(plan.cells, footprint::TOWN_POOL_CELLS);
+    let cell = shape.cell_bytes(KvType::F16);
+    assert_eq!((plan.streams, plan.cache), (4, u64::from(footprint::TOWN_CACHE_TOKENS) * cell));
     // A file that is not a model is an error, not a crash.
     let dir = tempfile::tempdir().unwrap();
     let junk = dir.path().join("junk.gguf");
