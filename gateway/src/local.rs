@@ -572,13 +572,13 @@ impl Server<'_> {
             // Wait for work when idle; otherwise take what has arrived.
             if open && !self.busy() && self.pending.is_empty() {
                 match inbox.recv() {
-                    Ok(message) => self.take(message),
+                    Ok(message) => self.handle(message),
                     Err(_) => open = false,
                 }
             }
             while open {
                 match inbox.try_recv() {
-                    Ok(message) => self.take(message),
+                    Ok(message) => self.handle(message),
                     Err(mpsc::TryRecvError::Empty) => break,
                     Err(mpsc::TryRecvError::Disconnected) => open = false,
                 }
@@ -611,7 +611,7 @@ impl Server<'_> {
     }
 
     /// A job waits its turn; anything else is answered at once.
-    fn take(&mut self, message: Message) {
+    fn handle(&mut self, message: Message) {
         match message {
             Message::Job(job) => {
                 let free = self.streams.iter().filter(|s| s.active.is_none()).count();
@@ -620,30 +620,18 @@ impl Server<'_> {
                 }
                 self.pending.push_back(job);
             }
-            other => self.handle(other),
-        }
-    }
-
-    fn handle(&mut self, message: Message) {
-        match message {
-            Message::Job(job) => self.pending.push_back(job),
             Message::Stats(tx) => {
                 let _ = tx.send(self.stats);
             }
             Message::ClearCache => {
                 let _ = self.ctx.clear_kv_cache_seq(None, None, None);
-                for slot in &mut self.streams {
-                    if slot.active.is_none() {
-                        slot.cached.clear();
-                    }
-                }
                 // Active sequences were cleared too: their work is lost; fail them cleanly.
-                for slot in &mut self.streams {
-                    if let Some(active) = slot.active.take() {
+                for stream in &mut self.streams {
+                    if let Some(active) = stream.active.take() {
                         let _ = active.job.reply.send(Err(other("the cache was cleared mid-call")));
-                        slot.cached.clear();
                     }
-                    slot.slot = None;
+                    stream.cached.clear();
+                    stream.slot = None;
                 }
                 for slot in &mut self.slots {
                     *slot = Slot::default();
@@ -813,8 +801,8 @@ impl Server<'_> {
                 .min_by_key(|&t| (self.streams[t].slot.is_some(), self.streams[t].used, t))
                 .ok_or_else(|| other("no free stream (a bug: calls wait for one)"))?,
         };
-        self.set_aside(stream, i);
         let source = from.unwrap_or(i);
+        self.set_aside(stream, [i, source]);
         if self.slots[source].stream != Some(stream) {
             self.bring(source, stream)?;
         }
@@ -874,9 +862,10 @@ impl Server<'_> {
         }
     }
 
-    /// Before `stream` is given to slot `taker`: the prefix it holds for another slot is set
-    /// aside in memory (if there is room for it and it is not there already), or forgotten.
-    fn set_aside(&mut self, stream: usize, taker: usize) {
+    /// Before `stream` is given to slot `taker` to hold `source`'s prefix (`[taker, source]`):
+    /// the prefix it holds for another slot is set aside in memory (if there is room for it,
+    /// never at the cost of `source`'s, and it is not there already), or forgotten.
+    fn set_aside(&mut self, stream: usize, [taker, source]: [usize; 2]) {
         let Some(held) = self.streams[stream].slot.take() else { return };
         if held == taker {
             self.streams[stream].slot = Some(held);
@@ -887,7 +876,7 @@ impl Server<'_> {
             return;
         }
         let size = self.ctx.state_seq_get_size_ext(stream as i32, LlamaStateSeqFlags::empty());
-        if self.make_room(size, [held, taker]) {
+        if self.make_room(size, [held, taker, source]) {
             if let Ok(state) = self.ctx.state_seq_get(stream as i32, LlamaStateSeqFlags::empty()) {
                 self.saved_bytes += state.byte_len();
                 self.slots[held].saved = Some(state);
@@ -901,7 +890,7 @@ impl Server<'_> {
 
     /// Drops the set-aside prefixes used longest ago (not those of the slots in `keep`) until
     /// `size` more bytes fit; false if they cannot.
-    fn make_room(&mut self, size: usize, keep: [usize; 2]) -> bool {
+    fn make_room(&mut self, size: usize, keep: [usize; 3]) -> bool {
         while self.saved_bytes + size > self.cache_bytes {
             let oldest = (0..self.slots.len())
                 .filter(|j| !keep.contains(j) && self.slots[*j].saved.is_some())

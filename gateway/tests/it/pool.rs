@@ -30,6 +30,17 @@ fn small() -> Option<std::path::PathBuf> {
     }))
 }
 
+/// The small model with calls of up to 1,024 tokens, eight slots, `streams` streams and
+/// `cache_bytes` of room for idle prefixes.
+fn start(path: &std::path::Path, streams: u32, cache_bytes: u64) -> Arc<LocalLlm> {
+    let mut config = LocalConfig::new(path, "small");
+    config.slots = 8;
+    config.context_per_slot = 1024;
+    config.streams = streams;
+    config.cache_bytes = cache_bytes;
+    Arc::new(LocalLlm::start(config).unwrap())
+}
+
 fn gateway(llm: Arc<LocalLlm>, concurrency: usize) -> Gateway {
     let no_embed = Arc::new(Replay::from_events(&[]));
     let policy = RetryPolicy { timeout: Duration::from_secs(3600), ..RetryPolicy::default() };
@@ -71,13 +82,8 @@ fn ask(gateway: &Gateway, runtime: &tokio::runtime::Runtime, agent: u32) -> (u32
 #[test]
 fn idle_prefixes_are_set_aside_and_the_least_recently_used_dropped() {
     let Some(path) = small() else { return };
-    let mut config = LocalConfig::new(&path, "small");
-    config.slots = 8;
-    config.context_per_slot = 1024;
-    config.streams = 1;
     // One prefix of ~800 tokens at 12 KiB a token is ~9.6 MB: room for one, not two.
-    config.cache_bytes = 15 << 20;
-    let llm = Arc::new(LocalLlm::start(config).unwrap());
+    let llm = start(&path, 1, 15 << 20);
     let gateway = gateway(llm.clone(), 1);
     let runtime = tokio::runtime::Runtime::new().unwrap();
     let (read, cached, first_two) = {
@@ -110,12 +116,7 @@ fn idle_prefixes_are_set_aside_and_the_least_recently_used_dropped() {
 #[test]
 fn calls_beyond_the_pools_room_wait_their_turn() {
     let Some(path) = small() else { return };
-    let mut config = LocalConfig::new(&path, "small");
-    config.slots = 8;
-    config.context_per_slot = 1024;
-    config.streams = 1;
-    config.cache_bytes = 0;
-    let llm = Arc::new(LocalLlm::start(config).unwrap());
+    let llm = start(&path, 1, 0);
     let gateway = gateway(llm.clone(), 4);
     let runtime = tokio::runtime::Runtime::new().unwrap();
     let answered = runtime.block_on(async {
