@@ -196,6 +196,13 @@ pub fn summary(body: &Body, name: &dyn Fn(AgentId) -> String) -> String {
         }
         Body::SeedDrawn(s) => format!("seed {} drawn for {}", s.seed, s.purpose),
         Body::BranchRenamed(r) => format!("branch renamed `{}`", r.name),
+        Body::CommitmentMade(c) => format!(
+            "{} agrees: {} at {}, {}",
+            name(c.agent),
+            clip(&c.what, 60),
+            c.address,
+            clock(c.start_secs)
+        ),
         Body::Unknown { kind, schema } => format!("event of unknown kind {kind} (schema {schema})"),
     }
 }

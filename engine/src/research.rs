@@ -500,3 +500,214 @@ mod tests {
         assert_eq!(csv_field("say \"hi\"\nthen"), "\"say \"\"hi\"\"\nthen\"");
     }
 }
+
+/// How believable one agent's lines and actions were (see [`believability`]).
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
+pub struct BelievabilityRow {
+    /// The agent's name ("all" for the whole recording).
+    pub agent: String,
+    /// Lines it said.
+    pub lines: u32,
+    /// Lines that repeat a line of an earlier conversation (anyone's):
+    /// [`validate::repeats_line`](crate::mind::validate::repeats_line).
+    pub repeats_earlier: u32,
+    /// Lines in which it names itself.
+    pub names_itself: u32,
+    /// Lines that narrate (stage directions, someone described in the third person).
+    pub narrates: u32,
+    /// Lines that name the wrong spouse, workplace or home for it, as the town file tells.
+    pub identity_slips: u32,
+    /// Actions it started from its plans.
+    pub actions: u32,
+    /// Actions that copy one of its persona's statements.
+    pub copies_persona: u32,
+    /// Actions at an hour they contradict.
+    pub odd_hours: u32,
+}
+
+impl BelievabilityRow {
+    fn add(&mut self, other: &BelievabilityRow) {
+        self.lines += other.lines;
+        self.repeats_earlier += other.repeats_earlier;
+        self.names_itself += other.names_itself;
+        self.narrates += other.narrates;
+        self.identity_slips += other.identity_slips;
+        self.actions += other.actions;
+        self.copies_persona += other.copies_persona;
+        self.odd_hours += other.odd_hours;
+    }
+
+    /// `n` as a percentage of the lines.
+    pub fn of_lines(&self, n: u32) -> f64 {
+        100.0 * f64::from(n) / f64::from(self.lines.max(1))
+    }
+
+    /// `n` as a percentage of the actions.
+    pub fn of_actions(&self, n: u32) -> f64 {
+        100.0 * f64::from(n) / f64::from(self.actions.max(1))
+    }
+}
+
+/// Believability of a recording's lines and actions, per agent and in all (the last row,
+/// `all`): the checks of [`crate::mind::validate`] counted over what was said and done. A
+/// line is checked against every line of the conversations before its own; actions are those
+/// started from a plan, at the time they started.
+pub fn believability(events: &[Event]) -> Vec<BelievabilityRow> {
+    use crate::mind::validate::{self, Facts};
+    let town = events.iter().find_map(|e| match &e.body {
+        Body::TownLoaded(t) => crate::town::Definition::parse("the recorded town", &t.source).ok(),
+        _ => None,
+    });
+    let sectors: Vec<String> =
+        town.iter().flat_map(|t| t.sectors.iter().map(|s| s.name.clone())).collect();
+    let everyone: Vec<String> = events
+        .iter()
+        .filter_map(|e| match &e.body {
+            Body::AgentJoined(j) => Some(j.name.clone()),
+            _ => None,
+        })
+        .collect();
+    let mut names: BTreeMap<AgentId, String> = BTreeMap::new();
+    let mut facts: BTreeMap<AgentId, Facts> = BTreeMap::new();
+    let mut seeds: BTreeMap<AgentId, Vec<String>> = BTreeMap::new();
+    let mut rows: BTreeMap<AgentId, BelievabilityRow> = BTreeMap::new();
+    let mut members: BTreeMap<hamlet_log::EventId, Vec<AgentId>> = BTreeMap::new();
+    // Lines of conversations that ended, and of the open ones, by conversation.
+    let mut earlier: Vec<BTreeSet<String>> = Vec::new();
+    let mut open: BTreeMap<hamlet_log::EventId, Vec<BTreeSet<String>>> = BTreeMap::new();
+    for e in events {
+        match &e.body {
+            Body::AgentJoined(j) => {
+                let trait_of =
+                    |k: &str| j.traits.iter().find(|(key, _)| key == k).map(|(_, v)| v.as_str());
+                let seed = crate::mind::memory::seed_statements(&j.persona);
+                facts.insert(
+                    j.agent,
+                    Facts::of(
+                        &j.name,
+                        &seed,
+                        trait_of("home").unwrap_or(""),
+                        trait_of("workplace"),
+                        &everyone,
+                        &sectors,
+                    ),
+                );
+                seeds.insert(j.agent, seed.into_iter().map(str::to_owned).collect());
+                names.insert(j.agent, j.name.clone());
+                rows.entry(j.agent).or_default().agent = j.name.clone();
+            }
+            Body::ConversationStarted(c) => {
+                members.insert(e.id, c.agents.clone());
+            }
+            Body::DialogueTurn(t) if !t.text.trim().is_empty() => {
+                let speaker = names.get(&t.speaker).cloned().unwrap_or_default();
+                let others: Vec<String> = members
+                    .get(&t.conversation)
+                    .into_iter()
+                    .flatten()
+                    .filter(|a| **a != t.speaker)
+                    .filter_map(|a| names.get(a).cloned())
+                    .collect();
+                let row = rows.entry(t.speaker).or_default();
+                row.lines += 1;
+                let words = validate::words(&t.text);
+                if earlier.iter().any(|w| validate::repeats_line(w, &words)) {
+                    row.repeats_earlier += 1;
+                }
+                if validate::names_itself(&t.text, &speaker) {
+                    row.names_itself += 1;
+                }
+                let mut all: Vec<&str> = vec![speaker.as_str()];
+                all.extend(others.iter().map(String::as_str));
+                if validate::narrates(&t.text, &all) {
+                    row.narrates += 1;
+                }
+                if facts.get(&t.speaker).and_then(|f| f.slip(&t.text)).is_some() {
+                    row.identity_slips += 1;
+                }
+                open.entry(t.conversation).or_default().push(words);
+            }
+            Body::ConversationEnded(c) => {
+                earlier.extend(open.remove(&c.conversation).unwrap_or_default());
+            }
+            Body::ActionStarted(a) if a.plan_item.is_some() => {
+                let name = names.get(&a.agent).cloned().unwrap_or_default();
+                let seed: Vec<&str> =
+                    seeds.get(&a.agent).into_iter().flatten().map(String::as_str).collect();
+                let minute = (e.sim_time_secs() % 86_400 / 60) as u16;
+                let row = rows.entry(a.agent).or_default();
+                row.actions += 1;
+                match validate::check_action(&a.description, minute, &name, &seed) {
+                    Some(validate::ActionFault::CopiesPersona(_)) => row.copies_persona += 1,
+                    Some(validate::ActionFault::OddHour(_)) => row.odd_hours += 1,
+                    None => {}
+                }
+            }
+            _ => {}
+        }
+    }
+    let mut out: Vec<BelievabilityRow> = rows.into_values().collect();
+    let mut all = BelievabilityRow { agent: "all".into(), ..Default::default() };
+    for row in &out {
+        all.add(row);
+    }
+    out.push(all);
+    out
+}
+
+/// One commitment an agent made (a `CommitmentMade`), for [`commitments`].
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct CommitmentRow {
+    /// When it was agreed, simulated seconds.
+    pub made_secs: u64,
+    /// Who agreed.
+    pub agent: String,
+    /// With whom.
+    pub with: Vec<String>,
+    /// What.
+    pub what: String,
+    /// Where (`sector:arena`).
+    pub address: String,
+    /// From when.
+    pub start_secs: u64,
+    /// Until when.
+    pub end_secs: u64,
+}
+
+/// Every commitment of `events` (in the order made) at `place` (a sector or `sector:arena`,
+/// any case; every place when empty) that overlaps `[from, until)`.
+pub fn commitments(events: &[Event], place: &str, from: u64, until: u64) -> Vec<CommitmentRow> {
+    let mut names: BTreeMap<AgentId, String> = BTreeMap::new();
+    let place = place.to_lowercase();
+    let mut out = Vec::new();
+    for e in events {
+        match &e.body {
+            Body::AgentJoined(j) => {
+                names.insert(j.agent, j.name.clone());
+            }
+            Body::CommitmentMade(c) => {
+                let end = c.start_secs + u64::from(c.duration_secs);
+                let address = c.address.to_lowercase();
+                let here = place.is_empty()
+                    || address == place
+                    || address.starts_with(&format!("{place}:"));
+                if !here || end <= from || c.start_secs >= until {
+                    continue;
+                }
+                let name =
+                    |a: &AgentId| names.get(a).cloned().unwrap_or_else(|| format!("#{}", a.0));
+                out.push(CommitmentRow {
+                    made_secs: e.sim_time_secs(),
+                    agent: name(&c.agent),
+                    with: c.with.iter().map(name).collect(),
+                    what: c.what.clone(),
+                    address: c.address.clone(),
+                    start_secs: c.start_secs,
+                    end_secs: end,
+                });
+            }
+            _ => {}
+        }
+    }
+    out
+}

@@ -9,30 +9,103 @@
 //! Each change to what the engine decides, once recordings depend on the old way, is a new
 //! number and a method here naming what it changes; the code that decides asks that method.
 //! Nothing else reads the number.
+//!
+//! From rulebook 4 a rulebook also names [`Mechanism`]s switched off (the setting
+//! `rulebook.off`): the paper's social mechanisms can each be left out of a run, so what
+//! each one buys is measured by running without it.
 
 use std::fmt;
 
 /// The key of the setting in `RunConfigured` that records a run's rulebook.
 pub const SETTING: &str = "rulebook";
 
-/// The rulebook a run decides by (see the module's documentation).
+/// The key of the setting that names the mechanisms a run leaves out (comma-separated).
+pub const OFF_SETTING: &str = "rulebook.off";
+
+/// A social mechanism of rulebook 4 that a run may leave out (see [`Rulebook::without`]).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
-pub struct Rulebook(u32);
+pub enum Mechanism {
+    /// Each persona's `currently` line in every prompt's identity, renewed each morning.
+    Currently,
+    /// After each conversation, each participant's planning note and the commitments it
+    /// agreed to, which its day and hour plans keep as fixed appointments.
+    Commitments,
+    /// A first step before a conversation: what each speaker wants to tell or ask, which
+    /// each of its lines is conditioned on.
+    Intentions,
+    /// Lines and actions checked (a line repeating an earlier conversation, a speaker naming
+    /// itself or narrating, an action copying a persona statement or at an hour it
+    /// contradicts) and asked again with what was wrong.
+    Validators,
+}
+
+impl Mechanism {
+    /// Every mechanism, in order.
+    pub const ALL: [Mechanism; 4] = [
+        Mechanism::Currently,
+        Mechanism::Commitments,
+        Mechanism::Intentions,
+        Mechanism::Validators,
+    ];
+
+    /// Its name, as settings and the command line write it.
+    pub fn name(self) -> &'static str {
+        match self {
+            Mechanism::Currently => "currently",
+            Mechanism::Commitments => "commitments",
+            Mechanism::Intentions => "intentions",
+            Mechanism::Validators => "validators",
+        }
+    }
+
+    /// The mechanism named `name`.
+    pub fn named(name: &str) -> Option<Mechanism> {
+        Mechanism::ALL.into_iter().find(|m| m.name() == name.trim())
+    }
+
+    fn bit(self) -> u8 {
+        1 << (self as u8)
+    }
+}
+
+/// The rulebook a run decides by (see the module's documentation): a number, and from
+/// rulebook 4 the mechanisms it leaves out.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub struct Rulebook(u32, u8);
 
 impl Rulebook {
     /// The rulebook of every run recorded before rulebooks were numbered.
-    pub const FIRST: Rulebook = Rulebook(1);
+    pub const FIRST: Rulebook = Rulebook(1, 0);
     /// The rulebook this engine starts a new run with.
-    pub const CURRENT: Rulebook = Rulebook(3);
+    pub const CURRENT: Rulebook = Rulebook(4, 0);
 
     /// The rulebook numbered `n`, if this engine knows it.
     pub fn numbered(n: u32) -> Option<Rulebook> {
-        (Rulebook::FIRST.0..=Rulebook::CURRENT.0).contains(&n).then_some(Rulebook(n))
+        (Rulebook::FIRST.0..=Rulebook::CURRENT.0).contains(&n).then_some(Rulebook(n, 0))
+    }
+
+    /// This rulebook with `mechanism` left out (an error in words before rulebook 4, which
+    /// has none of them).
+    pub fn without(self, mechanism: Mechanism) -> Result<Rulebook, String> {
+        if self.0 < 4 {
+            return Err(format!("{self} has no mechanism `{}` to leave out", mechanism.name()));
+        }
+        Ok(Rulebook(self.0, self.1 | mechanism.bit()))
+    }
+
+    /// Whether this rulebook uses `mechanism`: from rulebook 4, unless it leaves it out.
+    pub fn uses(self, mechanism: Mechanism) -> bool {
+        self.0 >= 4 && self.1 & mechanism.bit() == 0
+    }
+
+    /// The mechanisms this rulebook leaves out.
+    pub fn left_out(self) -> Vec<Mechanism> {
+        Mechanism::ALL.into_iter().filter(|m| self.1 & m.bit() != 0).collect()
     }
 
     /// The rulebook a run's settings (`RunConfigured::settings`) record: [`Rulebook::FIRST`]
     /// when they name none; an error in words when they name one this engine does not know
-    /// (a newer Hamlet made the run) or no number at all.
+    /// (a newer Hamlet made the run), no number at all, or a mechanism it does not know.
     pub fn recorded(settings: &[(String, String)]) -> Result<Rulebook, String> {
         let Some((_, value)) = settings.iter().find(|(k, _)| k == SETTING) else {
             return Ok(Rulebook::FIRST);
@@ -40,20 +113,44 @@ impl Rulebook {
         let n: u32 = value
             .parse()
             .map_err(|_| format!("the run's `{SETTING}` setting is `{value}`, not a number"))?;
-        Rulebook::numbered(n).ok_or_else(|| {
+        let mut rulebook = Rulebook::numbered(n).ok_or_else(|| {
             format!(
                 "the run decides by rulebook {n}, and this Hamlet knows rulebooks {} to {}: a \
                  newer Hamlet made it",
                 Rulebook::FIRST.0,
                 Rulebook::CURRENT.0
             )
-        })
+        })?;
+        if let Some((_, off)) = settings.iter().find(|(k, _)| k == OFF_SETTING) {
+            for name in off.split(',').filter(|n| !n.trim().is_empty()) {
+                let m = Mechanism::named(name).ok_or_else(|| {
+                    format!(
+                        "the run leaves out `{}`, a mechanism this Hamlet does not know",
+                        name.trim()
+                    )
+                })?;
+                rulebook = rulebook.without(m)?;
+            }
+        }
+        Ok(rulebook)
     }
 
     /// The setting that records this rulebook in a new run's `RunConfigured`; none for
     /// [`Rulebook::FIRST`], so a run made again by it starts with the same event.
     pub fn setting(self) -> Option<(String, String)> {
         (self != Rulebook::FIRST).then(|| (SETTING.to_owned(), self.0.to_string()))
+    }
+
+    /// The settings that record this rulebook: [`Rulebook::setting`], and the mechanisms it
+    /// leaves out when it leaves any out.
+    pub fn settings(self) -> Vec<(String, String)> {
+        let mut out: Vec<(String, String)> = self.setting().into_iter().collect();
+        let off = self.left_out();
+        if !off.is_empty() {
+            let names: Vec<&str> = off.iter().map(|m| m.name()).collect();
+            out.push((OFF_SETTING.to_owned(), names.join(",")));
+        }
+        out
     }
 
     /// The number.
@@ -65,7 +162,7 @@ impl Rulebook {
     /// an hour's decomposition too. By rulebook 1 each action lasted until the next began, so
     /// a quarter-hour slot stretched brushing teeth past its 10 minutes.
     pub fn bounds_everyday_actions(self) -> bool {
-        self >= Rulebook(2)
+        self >= Rulebook(2, 0)
     }
 
     /// Rulebook 2: a line of dialogue loses every name of the two speakers that heads it
@@ -73,7 +170,7 @@ impl Rulebook {
     /// rulebook 1 only the speaker's own name went, so "Nnamdi Okafor: Sefa Okafor: Hey
     /// Nnamdi!…}" was said as it was written.
     pub fn cleans_transcript_layout(self) -> bool {
-        self >= Rulebook(2)
+        self >= Rulebook(2, 0)
     }
 
     /// Rulebook 3: the memories a retrieval puts in a prompt (what an agent remembers when it
@@ -81,20 +178,20 @@ impl Rulebook {
     /// by score. Consecutive retrievals share most of their memories, so their prompts then
     /// share a longer opening, which the embedded model reads from its cache.
     pub fn lists_memories_in_time_order(self) -> bool {
-        self >= Rulebook(3)
+        self >= Rulebook(3, 0)
     }
 
     /// Rulebook 3: memories a retrieval scores equally are ranked by the order they were
     /// made (the later first), never by event id: an id hashes the recorded latencies and
     /// response ids, so two runs given the same answers could otherwise part at the first tie.
     pub fn breaks_retrieval_ties_by_creation(self) -> bool {
-        self >= Rulebook(3)
+        self >= Rulebook(3, 0)
     }
 
     /// Rulebook 3: the tokens a day plan may take per stroke of the day. By rulebooks 1 and 2
     /// it was 40, and a wordy plan could run out part way through its JSON (a fallback).
     pub fn day_plan_tokens_per_stroke(self) -> u32 {
-        if self >= Rulebook(3) {
+        if self >= Rulebook(3, 0) {
             56
         } else {
             40
@@ -107,9 +204,15 @@ impl Rulebook {
     /// then what is noticed; "What X is doing:" instead of "X is wakes up…"), so that
     /// consecutive calls share a longer opening; rulebooks 1 and 2 keep the versions they
     /// were recorded with.
+    ///
+    /// Rulebook 4 changed `turn` (v7: what the speaker wants from the talk, and the rules
+    /// against narration and naming oneself); rulebook 3 keeps v6.
     pub fn template_version(self, name: &str) -> Option<u32> {
-        if self >= Rulebook(3) {
+        if self >= Rulebook(4, 0) {
             return None;
+        }
+        if self >= Rulebook(3, 0) {
+            return (name == "turn").then_some(6);
         }
         match name {
             "turn" => Some(5),
@@ -122,7 +225,13 @@ impl Rulebook {
 
 impl fmt::Display for Rulebook {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "rulebook {}", self.0)
+        write!(f, "rulebook {}", self.0)?;
+        let off = self.left_out();
+        if !off.is_empty() {
+            let names: Vec<&str> = off.iter().map(|m| m.name()).collect();
+            write!(f, " without {}", names.join(", "))?;
+        }
+        Ok(())
     }
 }
 
@@ -166,5 +275,29 @@ mod tests {
         let garbled = Rulebook::recorded(&settings(&[("rulebook", "two")])).unwrap_err();
         assert!(garbled.contains("not a number"), "{garbled}");
         assert!(Rulebook::recorded(&settings(&[("rulebook", "0")])).is_err());
+        let unknown = Rulebook::recorded(&settings(&[("rulebook", "4"), ("rulebook.off", "x")]));
+        assert!(unknown.unwrap_err().contains("does not know"));
+        let early =
+            Rulebook::recorded(&settings(&[("rulebook", "3"), ("rulebook.off", "currently")]));
+        assert!(early.unwrap_err().contains("no mechanism"));
+    }
+
+    #[test]
+    fn a_mechanism_left_out_is_recorded_and_read_back() {
+        assert!(Mechanism::ALL.iter().all(|m| Rulebook::CURRENT.uses(*m)));
+        assert!(Mechanism::ALL.iter().all(|m| !Rulebook::numbered(3).unwrap().uses(*m)));
+        let without = Rulebook::CURRENT
+            .without(Mechanism::Commitments)
+            .and_then(|r| r.without(Mechanism::Currently))
+            .unwrap();
+        assert!(!without.uses(Mechanism::Commitments) && !without.uses(Mechanism::Currently));
+        assert!(without.uses(Mechanism::Intentions));
+        let recorded = without.settings();
+        assert_eq!(recorded[1], ("rulebook.off".to_owned(), "currently,commitments".to_owned()));
+        assert_eq!(Rulebook::recorded(&recorded), Ok(without));
+        assert_eq!(without.to_string(), "rulebook 4 without currently, commitments");
+        // What an older rulebook decides is decided the same way.
+        assert!(without.lists_memories_in_time_order());
+        assert_eq!(Rulebook::CURRENT.settings().len(), 1);
     }
 }

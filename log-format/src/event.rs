@@ -435,6 +435,8 @@ bodies! {
     25 SeedDrawn(SeedDrawn),
     /// A branch takes a new name: appended to the branch it renames, at its head's time.
     26 BranchRenamed(BranchRenamed),
+    /// An agent agreed in a conversation to be at a place at a time.
+    27 CommitmentMade(CommitmentMade),
 }
 
 /// The kind tag of [`BranchRenamed`], which readers look for to name a branch.
@@ -461,6 +463,27 @@ pub struct BranchCreated {
 pub struct BranchRenamed {
     /// The name people use for the branch from this event on.
     pub name: String,
+}
+
+/// What an agent agreed to in a conversation: to be at a place at a time (an invitation
+/// accepted, a meeting arranged). Its day and hour plans keep it as a fixed appointment; a
+/// later commitment of the same agent that overlaps it replaces it.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct CommitmentMade {
+    /// Who agreed.
+    pub agent: AgentId,
+    /// The `ConversationStarted` event of the conversation where it was agreed.
+    pub conversation: EventId,
+    /// Whom with: the conversation's other participants.
+    pub with: Vec<AgentId>,
+    /// What, in words ("goes to Delphine's party at Marigold café").
+    pub what: String,
+    /// Where: `sector` or `sector:arena`.
+    pub address: String,
+    /// When it starts, in simulated seconds since midnight of day 0.
+    pub start_secs: u64,
+    /// How long it lasts, in seconds.
+    pub duration_secs: u32,
 }
 
 /// The run's configuration.

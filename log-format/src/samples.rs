@@ -195,6 +195,15 @@ pub fn one_body_per_kind() -> Vec<Body> {
             answer: "Isabella is throwing a party on Friday.".into(),
         }),
         Body::SeedDrawn(SeedDrawn { purpose: "tick 1 agent 0 perceive".into(), seed: 99 }),
+        Body::CommitmentMade(CommitmentMade {
+            agent: klaus,
+            conversation: id(3),
+            with: vec![isabella],
+            what: "goes to Isabella's party".into(),
+            address: "café:counter".into(),
+            start_secs: 61_200,
+            duration_secs: 7_200,
+        }),
         // The branch that holds the samples is renamed by the last of them.
         Body::BranchRenamed(BranchRenamed { name: "market-day".into() }),
     ]

@@ -11,7 +11,8 @@ use clap::{Args, Subcommand, ValueEnum};
 use hamlet_engine::describe::{printable, sim_time};
 use hamlet_engine::history::Moment;
 use hamlet_engine::research::{
-    attendance, battery, csv_field, dialogue, diffusion, network_density,
+    attendance, battery, believability, commitments, csv_field, dialogue, diffusion,
+    network_density,
 };
 use hamlet_engine::sim::{Sim, SimSettings};
 use hamlet_engine::store::Store;
@@ -43,6 +44,28 @@ pub enum ResearchCommand {
     /// common), and why they ended (no model)
     #[command(after_help = "Example:\n  hamlet research dialogue run.hamlet")]
     Dialogue(DialogueArgs),
+    /// How much the lines and actions sound like people, per agent and in all (no model).
+    /// Lines: repeating a line of any earlier conversation (both lines of 4 words or more,
+    /// 60% of their words in common, over all their words); the speaker naming itself;
+    /// narrating (a stage direction in *asterisks* or brackets, or a sentence opening with a
+    /// name, "he" or "she" and a verb of description such as "smiles" or "looks"); an
+    /// identity slip the town file can show (a spouse after "my husband"/"my wife", a sector
+    /// after "I work at/in" or "I live at/in", that is not the speaker's). Actions started
+    /// from a plan: copying a persona statement (60% of words in common, the name aside);
+    /// at an hour they contradict (waking up outside 04:00–12:00, breakfast outside
+    /// 05:00–11:30, lunch outside 11:00–15:30, dinner outside 16:30–23:00, going to bed
+    /// between 03:00 and 19:00)
+    #[command(
+        after_help = "Example:\n  hamlet research believability run.hamlet --format csv > believability.csv"
+    )]
+    Believability(BelievabilityArgs),
+    /// What agents agreed to in conversations (an invitation accepted, a meeting arranged):
+    /// each commitment at a place during a window, and how many agents hold one (no model)
+    #[command(
+        after_help = "Example:\n  hamlet research commitments run.hamlet --place 'Marigold café' \
+--from 'day1 17:00' --until 'day1 19:00'"
+    )]
+    Commitments(CommitmentsArgs),
     /// Who was at a place during a window of time (the party at the café): each agent who
     /// stood there, when they first were, and for how long (no model)
     #[command(
@@ -93,6 +116,36 @@ pub struct DialogueArgs {
     #[command(flatten)]
     source: Source,
     /// Output format (table or JSON)
+    #[arg(long, value_enum, default_value = "table")]
+    format: TableFormat,
+}
+
+/// `hamlet research believability`.
+#[derive(Debug, Args)]
+pub struct BelievabilityArgs {
+    #[command(flatten)]
+    source: Source,
+    /// Output format
+    #[arg(long, value_enum, default_value = "table")]
+    format: TableFormat,
+}
+
+/// `hamlet research commitments`.
+#[derive(Debug, Args)]
+pub struct CommitmentsArgs {
+    #[command(flatten)]
+    source: Source,
+    /// Only commitments at this place: a sector (`Marigold café`) or an arena, any case
+    /// [default: every place]
+    #[arg(long, default_value = "")]
+    place: String,
+    /// Only commitments that overlap a window from this time (`day<N> <HH:MM>`)
+    #[arg(long, value_parser = parse_time, default_value = "0s")]
+    from: u64,
+    /// ... until this time [default: no end]
+    #[arg(long, value_parser = parse_time)]
+    until: Option<u64>,
+    /// Output format
     #[arg(long, value_enum, default_value = "table")]
     format: TableFormat,
 }
@@ -288,6 +341,78 @@ pub fn research(c: ResearchCommand) -> anyhow::Result<Outcome> {
                     sim_time(a.until)
                 );
             }
+        }
+        ResearchCommand::Commitments(a) => {
+            let events = source_events_light(&a.source)?;
+            let agents = events
+                .iter()
+                .filter(|e| matches!(e.body, hamlet_log::Body::AgentJoined(_)))
+                .count();
+            let rows = commitments(&events, &a.place, a.from, a.until.unwrap_or(u64::MAX));
+            let header = ["agreed_at", "agent", "with", "what", "where", "from", "until"];
+            write_rows(a.format, &header, &rows, |r| {
+                vec![
+                    sim_time(r.made_secs),
+                    r.agent.clone(),
+                    r.with.join("; "),
+                    r.what.clone(),
+                    r.address.clone(),
+                    sim_time(r.start_secs),
+                    sim_time(r.end_secs),
+                ]
+            })?;
+            if a.format == TableFormat::Table {
+                let holders: std::collections::BTreeSet<&str> =
+                    rows.iter().map(|r| r.agent.as_str()).collect();
+                println!(
+                    "agents holding a commitment: {} of {agents} ({:.0}%)",
+                    holders.len(),
+                    100.0 * holders.len() as f64 / agents.max(1) as f64
+                );
+            }
+        }
+        ResearchCommand::Believability(a) => {
+            let rows = believability(&source_events_light(&a.source)?);
+            let header = [
+                "agent",
+                "lines",
+                "repeats_earlier",
+                "names_itself",
+                "narrates",
+                "identity_slips",
+                "actions",
+                "copies_persona",
+                "odd_hours",
+            ];
+            write_rows(a.format, &header, &rows, |r| {
+                let lines = |n: u32| format!("{n} ({:.1}%)", r.of_lines(n));
+                let acts = |n: u32| format!("{n} ({:.1}%)", r.of_actions(n));
+                if a.format == TableFormat::Csv {
+                    return [
+                        r.agent.clone(),
+                        r.lines.to_string(),
+                        r.repeats_earlier.to_string(),
+                        r.names_itself.to_string(),
+                        r.narrates.to_string(),
+                        r.identity_slips.to_string(),
+                        r.actions.to_string(),
+                        r.copies_persona.to_string(),
+                        r.odd_hours.to_string(),
+                    ]
+                    .to_vec();
+                }
+                vec![
+                    r.agent.clone(),
+                    r.lines.to_string(),
+                    lines(r.repeats_earlier),
+                    lines(r.names_itself),
+                    lines(r.narrates),
+                    lines(r.identity_slips),
+                    r.actions.to_string(),
+                    acts(r.copies_persona),
+                    acts(r.odd_hours),
+                ]
+            })?;
         }
         ResearchCommand::Network(a) => {
             let events = source_events_light(&a.source)?;

@@ -11,6 +11,7 @@ use anyhow::Context;
 use clap::Args;
 use hamlet_engine::describe::sim_time;
 use hamlet_engine::ops;
+use hamlet_engine::rulebook::{Mechanism, Rulebook};
 use hamlet_engine::sim::{Sim, SimSettings};
 use hamlet_engine::store::Store;
 use hamlet_engine::town::{Definition, WILLOWMERE};
@@ -47,8 +48,21 @@ pub struct RunArgs {
     /// or to run it longer); nothing committed is redone
     #[arg(long)]
     resume: bool,
+    /// Leave these social mechanisms out of a new run (comma-separated: currently,
+    /// commitments, intentions, validators), to measure what each one buys; the run records
+    /// it and keeps to it when resumed (not with --resume)
+    #[arg(long, value_delimiter = ',', value_parser = mechanism, conflicts_with = "resume")]
+    without: Vec<Mechanism>,
     #[command(flatten)]
     llm: LlmArgs,
+}
+
+/// A mechanism by name, for `--without`.
+fn mechanism(name: &str) -> Result<Mechanism, String> {
+    Mechanism::named(name).ok_or_else(|| {
+        let known: Vec<&str> = Mechanism::ALL.iter().map(|m| m.name()).collect();
+        format!("no mechanism `{name}`; the mechanisms are {}", known.join(", "))
+    })
 }
 
 /// Keeps only the personas named in `names` (any case), in the town's order; all of them
@@ -111,6 +125,11 @@ pub fn run(a: RunArgs) -> anyhow::Result<Outcome> {
     let embedder = config::embed_backend(&settings)?;
     let gateway = config::gateway(&settings, llm, embedder);
     let watched = gateway.clone();
+    let mut rulebook = Rulebook::CURRENT;
+    for m in &a.without {
+        rulebook = rulebook.without(*m).map_err(anyhow::Error::msg)?;
+    }
+    let sim_settings = SimSettings { rulebook, ..SimSettings::default() };
 
     // Ctrl-C: the first stops after the step under way, the second at once.
     let interrupts = Arc::new(AtomicU8::new(0));
@@ -192,7 +211,7 @@ pub fn run(a: RunArgs) -> anyhow::Result<Outcome> {
                     eprintln!("{seeds}");
                 }
                 bar.set_message(seeds);
-                Sim::start(store, &a.branch, town, a.run_seed, gateway, SimSettings::default())
+                Sim::start(store, &a.branch, town, a.run_seed, gateway, sim_settings.clone())
                     .await?
             }
             None => {

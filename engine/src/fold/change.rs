@@ -275,7 +275,9 @@ pub fn from_body(body: &Body) -> Change<'_> {
         Body::EmbeddingReturned(_)
         | Body::InterviewAnswered(_)
         | Body::SeedDrawn(_)
-        | Body::BranchRenamed(_) => Change::Nothing,
+        | Body::BranchRenamed(_)
+        // A commitment is the agent's to keep (its plans), not a change to the town.
+        | Body::CommitmentMade(_) => Change::Nothing,
         Body::Unknown { .. } => Change::Unknown,
     }
 }
@@ -453,7 +455,7 @@ pub fn from_stored(kind: u16, schema: u16, body: &[u8]) -> Option<Change<'_>> {
         }
         12 => Change::LlmFailure,
         13 => Change::EmbeddingRequest,
-        14 | 24 | 25 | 26 => Change::Nothing,
+        14 | 24 | 25 | 26 | 27 => Change::Nothing,
         15 => {
             let p = view::<v1::PlanMade>(body)?;
             Change::Plan { agent: p.agent, level: p.level }

@@ -9,9 +9,13 @@
 //!   happens, chosen from the agent's spatial memory.
 //! * [`respond`]: continue or react, a line of dialogue, an interview answer, an inner
 //!   voice.
+//! * [`social`]: around a conversation (rulebook 4): what each speaker wants from it, and
+//!   afterwards each one's planning note and the commitments it agreed to.
 //! * [`schedule`]: where each agent is in its plans, and so what it needs next.
 //! * [`think`]: remembering (importance rated, text embedded) and recalling through the
 //!   gateway, as batches of events that name their causes.
+//! * [`validate`]: what makes a line or an action not sound like a person, checked without
+//!   a model (the loop asks again; `hamlet research believability` counts).
 //! * [`prompt`]: the versioned prompt templates of `engine/prompts/`, rendered for chat or
 //!   completion models.
 //!
@@ -24,4 +28,6 @@ pub mod prompt;
 pub mod respond;
 pub mod retrieval;
 pub mod schedule;
+pub mod social;
 pub mod think;
+pub mod validate;

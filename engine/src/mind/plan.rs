@@ -24,6 +24,7 @@ use super::memory::MemoryStream;
 use super::prompt::{template, Style};
 use super::retrieval::RetrievalSettings;
 use super::think::{ask, recall, remember, ThinkError, Who};
+use super::validate;
 use crate::pending::{Cause, Pending, PendingId};
 use crate::rulebook::Rulebook;
 use crate::town::spatial::SpatialMemory;
@@ -234,6 +235,59 @@ pub async fn summarise(
     Ok((text, at))
 }
 
+/// What `who` renews its `currently` from each morning (rulebook 4): one retrieval.
+pub fn currently_query(name: &str) -> String {
+    format!("what {name} is busy with, has promised, was invited to and looks forward to")
+}
+
+/// Renews `who`'s `currently` on the morning of `date` (rulebook 4): what it remembers of
+/// what it is busy with ([`currently_query`]) and yesterday's plan, in one `currently` call
+/// (the old line is in the identity its prompt opens with). Returns the new line (`None`
+/// when the answer was the fallback or empty) and the position of the answer's last event;
+/// the loop folds the line from the answer's events.
+#[allow(clippy::too_many_arguments)]
+pub async fn renew_currently(
+    gateway: &Gateway,
+    style: Style,
+    who: &Who<'_>,
+    stream: &MemoryStream,
+    date: &str,
+    yesterday: &str,
+    now: u64,
+    retrieval: &RetrievalSettings,
+    pending: &mut Pending,
+) -> Result<(Option<String>, Option<PendingId>), ThinkError> {
+    let (recalled, at) =
+        recall(gateway, who.agent, stream, &currently_query(who.name), now, retrieval, pending)
+            .await?;
+    let mut found: Vec<(usize, &str)> = recalled
+        .hits
+        .iter()
+        .filter_map(|h| {
+            let i = stream.position(h.memory)?;
+            Some((i, stream.memories()[i].description.as_str()))
+        })
+        .collect();
+    found.sort_by_key(|(i, _)| *i);
+    let memories: Vec<&str> = found.into_iter().map(|(_, d)| d).collect();
+    let mut vars = who.vars();
+    vars.insert("date", date.to_owned());
+    vars.insert("yesterday", yesterday.to_owned());
+    vars.insert(
+        "memories",
+        if memories.is_empty() { "nothing in particular".to_owned() } else { memories.join("; ") },
+    );
+    let mut call = template("currently")?.call(&vars, style, Shape::Text)?;
+    call.agent = Some(who.agent);
+    call.max_tokens = Some(90);
+    let (answered, asked) = ask(gateway, call, &[Cause::Pending(at)], now, pending).await?;
+    let text = match answered.answer {
+        Answer::Text(t) if !answered.fallback => Some(super::respond::one_line(&t)),
+        _ => None,
+    };
+    Ok((text.filter(|t| !t.is_empty()), asked))
+}
+
 /// Every day plan's first stroke, from waking for [`MORNING_MINUTES`], not asked of the
 /// model: the paper's plans begin the same way ("wake up and complete the morning
 /// routine"), and asked for it, the 1.5B model planned "wakes up and goes to bed" and slept
@@ -300,6 +354,7 @@ pub async fn plan_day(
     today: &str,
     wake_minute: u16,
     day_start_secs: u64,
+    appointments: &[PlanItem],
     because: &[Cause],
     now: u64,
     rulebook: Rulebook,
@@ -307,6 +362,13 @@ pub async fn plan_day(
 ) -> Result<(PlanMade, PendingId), ThinkError> {
     let (agent, name) = (who.agent, who.name);
     let starts = day_times(wake_minute);
+    let fixed = appointment_words(appointments);
+    let today = if fixed.is_empty() {
+        today.to_owned()
+    } else {
+        format!("{today} Fixed appointments today: {fixed}.").trim().to_owned()
+    };
+    let today = today.as_str();
     let times: Vec<String> = starts.iter().map(|m| clock(u64::from(*m))).collect();
     let mut vars = who.vars();
     vars.insert("yesterday", yesterday.to_owned());
@@ -350,6 +412,8 @@ pub async fn plan_day(
             duration_secs: (86_400 - bedtime) as u32,
         });
     }
+    // What was agreed is kept as agreed, whatever the model planned then.
+    let items = if items.is_empty() { items } else { with_appointments(items, appointments) };
     let plan = PlanMade { agent, level: PlanLevel::Day, decomposes: None, items };
     let causes: Vec<Cause> = asked.into_iter().map(Cause::Pending).collect();
     let at = pending.push(now, Body::PlanMade(plan.clone()), &causes);
@@ -369,6 +433,49 @@ pub async fn plan_day(
         .await?;
     }
     Ok((plan, at))
+}
+
+/// Appointments in words for a day plan's prompt: "17:00–19:00 goes to Delphine's party
+/// (Marigold café); …".
+pub fn appointment_words(appointments: &[PlanItem]) -> String {
+    let words: Vec<String> = appointments
+        .iter()
+        .map(|a| {
+            let end = a.start_secs + u64::from(a.duration_secs);
+            let place = a.address.split(':').next().unwrap_or("");
+            format!("{}–{} {} ({place})", clock(a.start_secs / 60), clock(end / 60), a.description)
+        })
+        .collect();
+    words.join("; ")
+}
+
+/// A day's items with `appointments` kept as fixed items (rulebook 4, what was agreed in
+/// conversations): each item an appointment overlaps is cut around it (the part before and
+/// the part after keep its words and place), the appointment goes in, all in time order.
+/// The day stays covered as it was; the appointments take their stretches.
+pub fn with_appointments(items: Vec<PlanItem>, appointments: &[PlanItem]) -> Vec<PlanItem> {
+    let mut out = items;
+    for a in appointments {
+        let (s, e) = (a.start_secs, a.start_secs + u64::from(a.duration_secs));
+        let mut cut = Vec::with_capacity(out.len() + 2);
+        for item in out {
+            let (b, f) = (item.start_secs, item.start_secs + u64::from(item.duration_secs));
+            if f <= s || b >= e {
+                cut.push(item);
+                continue;
+            }
+            if b < s {
+                cut.push(PlanItem { duration_secs: (s - b) as u32, ..item.clone() });
+            }
+            if f > e {
+                cut.push(PlanItem { start_secs: e, duration_secs: (f - e) as u32, ..item });
+            }
+        }
+        cut.push(a.clone());
+        cut.sort_by_key(|i| i.start_secs);
+        out = cut;
+    }
+    out
 }
 
 /// How long an hour part is: the parts of a day's stroke start on the hour.
@@ -409,6 +516,7 @@ pub async fn decompose(
     of: Option<PlanRef>,
     level: PlanLevel,
     rulebook: Rulebook,
+    checks: Option<&[String]>,
     now: u64,
     pending: &mut Pending,
 ) -> Result<(PlanMade, PendingId), ThinkError> {
@@ -444,15 +552,54 @@ pub async fn decompose(
     };
     let per_step = if icons.is_empty() { 40 } else { 52 };
     let shape = Shape::Schedule { starts, until, leads: vec![format!("{} ", who.name)], icons };
-    let mut call = template(name_of_template)?.call(&vars, style, shape)?;
-    call.agent = Some(agent);
-    call.max_tokens = Some(per_step * steps + 16);
     let because: Vec<Cause> = of.iter().map(|r| Cause::Logged(r.plan)).collect();
-    let (answered, asked) = ask(gateway, call, &because, now, pending).await?;
     let day_start = item.start_secs - item.start_secs % 86_400;
-    let mut parts = match &answered.answer {
-        Answer::Plan(steps) => items(steps, day_start),
-        _ => Vec::new(),
+    let mut causes_now = because.clone();
+    let mut corrected = false;
+    let (asked, mut parts) = loop {
+        let mut call = template(name_of_template)?.call(&vars, style, shape.clone())?;
+        call.agent = Some(agent);
+        call.max_tokens = Some(per_step * steps + 16);
+        let (answered, asked) = ask(gateway, call, &causes_now, now, pending).await?;
+        let mut parts = match &answered.answer {
+            Answer::Plan(steps) => items(steps, day_start),
+            _ => Vec::new(),
+        };
+        // Rulebook 4: an action that copies a persona statement or contradicts its hour is
+        // asked for again once, with what was wrong; one still wrong is left out (the part
+        // before it lasts until the next).
+        let Some(seed) = checks else { break (asked, parts) };
+        let seed: Vec<&str> = seed.iter().map(String::as_str).collect();
+        let faults: Vec<String> = parts
+            .iter()
+            .filter_map(|p| {
+                let words = icon_of(&p.description).1;
+                let fault =
+                    validate::check_action(words, day_minute(p.start_secs), who.name, &seed)?;
+                Some(format!("\"{words}\" at {}: {}", clock(p.start_secs / 60), fault.why()))
+            })
+            .collect();
+        if faults.is_empty() {
+            break (asked, parts);
+        }
+        if corrected {
+            parts.retain(|p| {
+                let words = icon_of(&p.description).1;
+                validate::check_action(words, day_minute(p.start_secs), who.name, &seed).is_none()
+            });
+            break (asked, parts);
+        }
+        corrected = true;
+        let times = vars.get("times").cloned().unwrap_or_default();
+        vars.insert(
+            "times",
+            format!(
+                "{times}\n(Planned before and not used: {}. Plan these times again.)",
+                faults.join("; ")
+            ),
+        );
+        causes_now = because.clone();
+        causes_now.extend(asked.map(Cause::Pending));
     };
     // Parts keep to the item's time: what starts outside it is dropped, what runs past its
     // end is cut there. And they cover it: each part lasts until the next begins, the last
@@ -633,6 +780,34 @@ mod tests {
         let mut fine = vec![part("Tobias makes the bed", 420, 5), part("Tobias reads", 425, 10)];
         keep_everyday_bounds(&mut fine);
         assert_eq!(spans(&fine), vec![(420, 5), (425, 10)]);
+    }
+
+    #[test]
+    fn an_appointment_takes_its_stretch_of_the_day_and_the_rest_stays_covered() {
+        let day = vec![
+            part("works at the pharmacy", 9 * 60, 8 * 60),
+            part("has dinner at home", 17 * 60, 2 * 60),
+            part(SLEEP, 22 * 60 + 30, 90),
+        ];
+        let party = PlanItem {
+            address: "Marigold café:dining room".into(),
+            ..part("goes to Delphine's party", 16 * 60 + 30, 2 * 60)
+        };
+        let kept = with_appointments(day, std::slice::from_ref(&party));
+        assert_eq!(
+            spans(&kept),
+            vec![(540, 450), (990, 120), (1110, 30), (1350, 90)],
+            "work until 16:30, the party, dinner from 18:30, sleep"
+        );
+        assert_eq!(kept[1], party);
+        assert_eq!(kept[2].description, "has dinner at home");
+        assert_eq!(
+            appointment_words(&[party]),
+            "16:30–18:30 goes to Delphine's party (Marigold café)"
+        );
+        // Inside one item: it is split in two around it.
+        let one = with_appointments(vec![part("reads", 600, 180)], &[part("meets Rowan", 660, 30)]);
+        assert_eq!(spans(&one), vec![(600, 60), (660, 30), (690, 90)]);
     }
 
     #[test]

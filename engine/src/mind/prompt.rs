@@ -108,6 +108,9 @@ const FILES: &[(&str, &str)] = &[
     ("summary", include_str!("../../prompts/summary.toml")),
     ("interview", include_str!("../../prompts/interview.toml")),
     ("inner_voice", include_str!("../../prompts/inner_voice.toml")),
+    ("currently", include_str!("../../prompts/currently.toml")),
+    ("intention", include_str!("../../prompts/intention.toml")),
+    ("talk_notes", include_str!("../../prompts/talk_notes.toml")),
 ];
 
 /// Versions of templates that newer ones replaced, kept for the runs whose rulebook asks with
@@ -115,6 +118,7 @@ const FILES: &[(&str, &str)] = &[
 /// re-simulated with the words it was recorded with.
 const RETIRED: &[(&str, &str)] = &[
     ("turn-v5", include_str!("../../prompts/retired/turn-v5.toml")),
+    ("turn-v6", include_str!("../../prompts/retired/turn-v6.toml")),
     ("react-v3", include_str!("../../prompts/retired/react-v3.toml")),
     ("attend-v1", include_str!("../../prompts/retired/attend-v1.toml")),
 ];
@@ -310,6 +314,7 @@ mod tests {
                 "turn",
                 "text",
                 "insights",
+                "json",
             ];
             assert!(known.contains(&t.shape.as_str()), "{}: {}", t.name, t.shape);
             assert!(!placeholders(&format!("{}{}", t.system, t.user)).is_empty(), "{}", t.name);

@@ -13,6 +13,7 @@ use super::memory::MemoryStream;
 use super::prompt::{template, template_for, Style};
 use super::retrieval::RetrievalSettings;
 use super::think::{ask, recall, remember, ThinkError, Who};
+use super::validate;
 use crate::pending::{Cause, Pending, PendingId};
 use crate::rulebook::Rulebook;
 
@@ -159,10 +160,28 @@ pub fn repeats(earlier: &str, line: &str) -> bool {
     all > 0 && a.intersection(&b).count() * 10 >= all * 6
 }
 
+/// How many times a line that fails a check ([`LineCheck`]) is asked for again, with what
+/// was wrong, before the speaker is taken to have nothing to say.
+pub const LINE_CORRECTIONS: usize = 2;
+
+/// What a line is checked against before it is said (rulebook 4,
+/// [`Mechanism::Validators`](crate::rulebook::Mechanism::Validators)).
+#[derive(Clone, Debug, Default)]
+pub struct LineCheck<'a> {
+    /// The speaker's facts from the town file, when it has them.
+    pub facts: Option<&'a validate::Facts>,
+    /// The words of lines said in earlier conversations, and the lines.
+    pub earlier: &'a [(std::collections::BTreeSet<String>, String)],
+}
+
 /// One line of a conversation: the speaker recalls what it remembers of the other (and of
-/// the last thing said), then speaks. Adds the `DialogueTurn` (caused by the answer and the
-/// retrieval) to the batch; silence from a fallback ends the conversation, and so does a
-/// line that repeats an earlier one (it is recorded as silence, see [`Spoken::echo`]).
+/// what it wants from the talk, and the last thing said), then speaks. Adds the
+/// `DialogueTurn` (caused by the answer and the retrieval) to the batch; silence from a
+/// fallback ends the conversation, and so does a line that repeats an earlier one of the
+/// conversation (it is recorded as silence, see [`Spoken::echo`]). With a `check` (rulebook
+/// 4), a line that fails it ([`validate::check_line`]) or repeats one of the conversation is
+/// asked for again with what was wrong, up to [`LINE_CORRECTIONS`] times (each try
+/// recorded); one still failing is not said.
 #[allow(clippy::too_many_arguments)]
 pub async fn speak(
     gateway: &Gateway,
@@ -172,62 +191,86 @@ pub async fn speak(
     place: &str,
     conversation: EventId,
     dialogue: &[(String, String)],
+    intent: Option<&str>,
+    check: Option<&LineCheck<'_>>,
     now: u64,
     retrieval: &RetrievalSettings,
     pending: &mut Pending,
 ) -> Result<(Spoken, PendingId), ThinkError> {
     let last_said = dialogue.last().map_or_else(String::new, |(_, text)| text.clone());
-    let query = format!("{other} {last_said}");
+    let query = match intent {
+        Some(intent) => format!("{other} {intent} {last_said}"),
+        None => format!("{other} {last_said}"),
+    };
     let (recalled, at) =
         recall(gateway, who.agent, who.stream, query.trim(), now, retrieval, pending).await?;
     let so_far: Vec<String> =
         dialogue.iter().map(|(speaker, text)| format!("{speaker}: {text}")).collect();
-    let vars = BTreeMap::from([
+    let cue = match dialogue.last() {
+        Some((speaker, _)) => format!("What new thing does {} say back to {speaker}?", who.name),
+        None => format!("{0} speaks first. What does {0} say to {other}?", who.name),
+    };
+    let mut vars = BTreeMap::from([
         ("agent", who.name.to_owned()),
         ("summary", who.summary.to_owned()),
         ("time", who.time.to_owned()),
         ("place", place.to_owned()),
         ("other", other.to_owned()),
+        ("intent", intent.unwrap_or(super::social::NO_INTENTION).to_owned()),
         ("memories", context(who.stream, &recalled.hits, who.rulebook)),
         (
             "dialogue",
             if so_far.is_empty() { "(nothing yet)".to_owned() } else { so_far.join("\n") },
         ),
-        (
-            "cue",
-            match dialogue.last() {
-                Some((speaker, _)) => {
-                    format!("What new thing does {} say back to {speaker}?", who.name)
-                }
-                None => format!("{0} speaks first. What does {0} say to {other}?", who.name),
-            },
-        ),
+        ("cue", cue.clone()),
     ]);
-    let mut call = template_for("turn", who.rulebook)?.call(&vars, style, Shape::Turn)?;
-    call.agent = Some(who.agent);
-    call.temperature = Some(TURN_TEMPERATURE);
-    call.max_tokens = Some(120);
-    // What was already said weighs less in the answer: a small model otherwise copies the
-    // last line nearly word for word.
-    call.avoid = dialogue.iter().map(|(_, text)| text.clone()).collect();
-    let (answered, asked) =
-        ask(gateway, call, &[Cause::Logged(conversation), Cause::Pending(at)], now, pending)
-            .await?;
-    let mut turn = match answered.answer {
-        Answer::Turn(t) => t,
-        _ => Turn { say: String::new(), end: true },
+    let mut causes = vec![Cause::Logged(conversation), Cause::Pending(at)];
+    let mut corrections = 0;
+    let (turn, echo, asked) = loop {
+        let mut call = template_for("turn", who.rulebook)?.call(&vars, style, Shape::Turn)?;
+        call.agent = Some(who.agent);
+        call.temperature = Some(TURN_TEMPERATURE);
+        call.max_tokens = Some(120);
+        // What was already said weighs less in the answer: a small model otherwise copies
+        // the last line nearly word for word.
+        call.avoid = dialogue.iter().map(|(_, text)| text.clone()).collect();
+        let (answered, asked) = ask(gateway, call, &causes, now, pending).await?;
+        let mut turn = match answered.answer {
+            Answer::Turn(t) => t,
+            _ => Turn { say: String::new(), end: true },
+        };
+        turn.say = if who.rulebook.cleans_transcript_layout() {
+            as_said(&turn.say, who.name, other).to_owned()
+        } else {
+            without_speaker(&turn.say, who.name).to_owned()
+        };
+        // A line that says again what was already said is not said: the speaker has nothing
+        // new and the conversation ends there (the model's words stay in its recorded answer).
+        let echo = dialogue.iter().any(|(_, earlier)| repeats(earlier, &turn.say));
+        let Some(check) = check else { break (turn, echo, asked) };
+        let fault = if echo {
+            Some("it says again what was already said in this conversation".to_owned())
+        } else {
+            validate::check_line(&turn.say, who.name, &[other], check.facts, check.earlier)
+                .map(|f| f.why(who.name))
+        };
+        let Some(why) = fault else { break (turn, false, asked) };
+        if corrections == LINE_CORRECTIONS {
+            // Still wrong: the speaker has nothing fit to say, and the talk ends.
+            break (turn, true, asked);
+        }
+        corrections += 1;
+        vars.insert(
+            "cue",
+            format!(
+                "{cue}\n(The line \"{}\" was not used: {why}. Write a different line.)",
+                turn.say
+            ),
+        );
+        causes = vec![Cause::Logged(conversation), Cause::Pending(at)];
+        causes.extend(asked.map(Cause::Pending));
     };
-    turn.say = if who.rulebook.cleans_transcript_layout() {
-        as_said(&turn.say, who.name, other).to_owned()
-    } else {
-        without_speaker(&turn.say, who.name).to_owned()
-    };
-    // A line that says again what was already said is not said: the speaker has nothing new
-    // and the conversation ends there (the model's words stay in its recorded answer).
-    let echo = dialogue.iter().any(|(_, earlier)| repeats(earlier, &turn.say));
-    if echo {
-        turn = Turn { say: String::new(), end: true };
-    }
+    let turn = if echo { Turn { say: String::new(), end: true } } else { turn };
     let mut causes = vec![Cause::Logged(conversation), Cause::Pending(at)];
     causes.extend(asked.map(Cause::Pending));
     let body = Body::DialogueTurn(DialogueTurn {
@@ -302,6 +345,14 @@ pub fn as_said<'a>(line: &'a str, speaker: &str, other: &str) -> &'a str {
         rest = rest.trim_start_matches('{').trim_start();
     }
     unquoted(rest)
+}
+
+/// The first line of a model's text that says something, trimmed, without quotes around it
+/// or a label in front ("Currently: …"): what a one-line answer is taken as.
+pub fn one_line(text: &str) -> String {
+    let line = text.lines().map(str::trim).find(|l| !l.is_empty()).unwrap_or("");
+    let line = line.strip_prefix("Currently:").unwrap_or(line).trim();
+    unquoted(line).to_owned()
 }
 
 /// Answers an interviewer's question (the `Intervened` event `question`) from memory. The

@@ -11,12 +11,13 @@ use hamlet_log::Body;
 
 use crate::economy;
 use crate::mind::plan::{
-    at_home, choose_place, decompose, icon_of, plan_day, plan_steps, summarise,
+    at_home, choose_place, decompose, icon_of, plan_day, plan_steps, renew_currently, summarise,
 };
 use crate::mind::respond::{should_attend, should_react, Situation};
 use crate::mind::schedule::Need;
 use crate::mind::think::{recall, reflect, reflection_due, remember, Who};
 use crate::pending::{Cause, Pending, PendingId};
+use crate::rulebook::Mechanism;
 use crate::store::Storage;
 use crate::town::{actions, objects, perception, walk};
 
@@ -175,7 +176,40 @@ impl<S: Storage> Sim<S> {
             if text.is_some() {
                 summary_cause = at.map(Cause::Pending);
             }
-            summary = text.unwrap_or(summary);
+            if let Some(text) = text {
+                summary = self.identity(agent, text);
+            }
+        }
+        // Rulebook 4: from the second day, on waking, before it plans, the agent writes
+        // afresh what it is busy with (its `currently`), from the day before.
+        let renewed = self.folds.currently.get(&agent).is_some_and(|(day, _, _)| *day >= today);
+        let first_day = self.town.start_secs / 86_400;
+        if self.settings.rulebook.uses(Mechanism::Currently)
+            && today > first_day
+            && !renewed
+            && !self.asleep(agent, now)
+        {
+            let base = match self.folds.summaries.get(&agent) {
+                Some((_, text, _)) if !text.is_empty() => text.clone(),
+                _ => summary.clone(),
+            };
+            let yesterday = self.yesterday(agent, name, now);
+            let (text, at) = renew_currently(
+                &self.gateway,
+                style,
+                &Who { agent, name, summary: &summary },
+                self.folds.minds.stream(agent),
+                &self.town.day_words(today),
+                &yesterday,
+                now,
+                &self.settings.retrieval,
+                pending,
+            )
+            .await?;
+            if let Some(text) = text {
+                summary = format!("{base}\nCurrently: {text}");
+                summary_cause = at.map(Cause::Pending).or(summary_cause);
+            }
         }
         // An agent that plans ahead plans its day before anything else.
         let planned = |a: AgentId| {
@@ -344,6 +378,7 @@ impl<S: Storage> Sim<S> {
                     &today.join(" "),
                     self.settings.wake_minute,
                     day_start,
+                    &self.appointments_on(agent, day_start / 86_400),
                     &because,
                     now,
                     self.settings.rulebook,
@@ -370,6 +405,7 @@ impl<S: Storage> Sim<S> {
                     None,
                     PlanLevel::Action,
                     self.settings.rulebook,
+                    self.action_checks(agent).as_deref(),
                     now,
                     pending,
                 )
@@ -393,6 +429,7 @@ impl<S: Storage> Sim<S> {
                     Some(item),
                     level,
                     self.settings.rulebook,
+                    self.action_checks(agent).as_deref(),
                     now,
                     pending,
                 )
@@ -536,6 +573,7 @@ impl<S: Storage> Sim<S> {
             Some(hour),
             PlanLevel::Action,
             self.settings.rulebook,
+            self.action_checks(agent).as_deref(),
             now,
             pending,
         )

@@ -5,12 +5,15 @@
 //! let the order in which answers arrive reach the log (batches are joined in the order
 //! the conversations started).
 
-use hamlet_log::event::{ConversationEnded, MemoryKind};
+use hamlet_log::event::{AgentId, ConversationEnded, MemoryKind};
 use hamlet_log::{Body, EventId};
 
-use crate::mind::respond::{speak, Situation};
+use crate::mind::respond::{speak, LineCheck, Situation};
+use crate::mind::social::intention;
 use crate::mind::think::{remember, Who};
+use crate::mind::validate::Facts;
 use crate::pending::{Cause, Pending};
+use crate::rulebook::Mechanism;
 use crate::store::Storage;
 use crate::town::actions;
 
@@ -73,6 +76,44 @@ impl<S: Storage> Sim<S> {
                 (names[i].clone(), text.clone())
             })
             .collect();
+        let rulebook = self.settings.rulebook;
+        // Rulebook 4: what each speaker wants from the talk, decided before its first line
+        // (or folded, when the conversation was begun before a resume).
+        let mut intents: Vec<Option<String>> = vec![None; agents.len()];
+        if rulebook.uses(Mechanism::Intentions) {
+            for (i, &agent) in agents.iter().enumerate() {
+                if let Some(known) = self.folds.intents.get(&(conversation, agent)) {
+                    intents[i] = Some(known.clone());
+                    continue;
+                }
+                let other = &names[(i + 1) % agents.len()];
+                let summary = self.summary(agent);
+                let status = self.status(agent, now);
+                let who = Situation {
+                    agent,
+                    name: &names[i],
+                    summary: &summary,
+                    time: &time,
+                    status: &status,
+                    stream: self.folds.minds.stream(agent),
+                    rulebook,
+                };
+                let (intent, _) = intention(
+                    &self.gateway,
+                    style,
+                    &who,
+                    other,
+                    &place,
+                    conversation,
+                    now,
+                    &self.settings.retrieval,
+                    pending,
+                )
+                .await?;
+                intents[i] = Some(intent);
+            }
+        }
+        let facts: Vec<Option<Facts>> = names.iter().map(|n| self.facts_of(n)).collect();
         let mut last = None;
         let mut reason = "the turn limit".to_owned();
         let n = agents.len().max(1);
@@ -88,8 +129,9 @@ impl<S: Storage> Sim<S> {
                 time: &time,
                 status: &status,
                 stream: self.folds.minds.stream(speaker),
-                rulebook: self.settings.rulebook,
+                rulebook,
             };
+            let check = LineCheck { facts: facts[i].as_ref(), earlier: &self.folds.said };
             let (spoken, at) = speak(
                 &self.gateway,
                 style,
@@ -98,6 +140,8 @@ impl<S: Storage> Sim<S> {
                 &place,
                 conversation,
                 &dialogue,
+                intents[i].as_deref(),
+                rulebook.uses(Mechanism::Validators).then_some(&check),
                 now,
                 &self.settings.retrieval,
                 pending,
@@ -141,10 +185,11 @@ impl<S: Storage> Sim<S> {
                 format!("{} talked with {other} at {place}. {}", names[i], lines.join(" "))
             };
             let summary = self.summary(agent);
+            let who = Who { agent, name: &names[i], summary: &summary };
             remember(
                 &self.gateway,
                 style,
-                &Who { agent, name: &names[i], summary: &summary },
+                &who,
                 MemoryKind::Chat,
                 &[memory],
                 &[],
@@ -169,10 +214,33 @@ impl<S: Storage> Sim<S> {
                     pending.push(now, e.body, &[Cause::Pending(ended)]);
                 }
             }
+            // Rulebook 4: a planning note, and the commitments agreed to; a commitment for
+            // today re-plans the day around it.
+            let mut replanned = false;
+            if rulebook.uses(Mechanism::Commitments) && !lines.is_empty() {
+                let with: Vec<AgentId> = agents.iter().copied().filter(|a| *a != agent).collect();
+                replanned = self
+                    .take_notes(
+                        agent,
+                        &who,
+                        other,
+                        &place,
+                        &time,
+                        &lines,
+                        conversation,
+                        &with,
+                        ended,
+                        now,
+                        pending,
+                    )
+                    .await?;
+            }
             // Re-plan the rest of the hour the conversation interrupted.
-            let after = format!("after talking with {other}");
-            self.replan_rest_of_hour(agent, &names[i], &after, now + talk_secs, now, pending)
-                .await?;
+            if !replanned {
+                let after = format!("after talking with {other}");
+                self.replan_rest_of_hour(agent, &names[i], &after, now + talk_secs, now, pending)
+                    .await?;
+            }
         }
         Ok(())
     }

@@ -142,6 +142,7 @@ impl<S: Storage> Sim<S> {
                 of,
                 PlanLevel::Action,
                 self.settings.rulebook,
+                self.action_checks(agent).as_deref(),
                 now,
                 &mut pending,
             )

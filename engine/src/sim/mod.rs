@@ -19,12 +19,14 @@
 //! This file owns `Sim`, `SimSettings` and `SimError`: start, resume, commit, and one step.
 //! Each of the loop's other jobs has its own file: `state.rs`, the folds of the log and what
 //! they tell about an agent now; `agent.rs`, one agent's turn; `converse.rs`, conversations;
-//! `intervene.rs`, changes from outside. Must not: think for an agent, run a conversation
+//! `intervene.rs`, changes from outside; `social.rs`, notes and commitments after a
+//! conversation (rulebook 4). Must not: think for an agent, run a conversation
 //! or make an intervention here (the step only joins and commits what those files build).
 
 mod agent;
 mod converse;
 mod intervene;
+mod social;
 mod state;
 
 pub use state::Strategy;

@@ -6,7 +6,7 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use hamlet_log::event::{AgentId, Intervention, MemoryKind, PlanLevel, PlanMade};
+use hamlet_log::event::{AgentId, CommitmentMade, Intervention, MemoryKind, PlanLevel, PlanMade};
 use hamlet_log::{Body, Event, EventId};
 
 use crate::fold::Town;
@@ -14,6 +14,7 @@ use crate::mind::memory::{seed_statements, Minds};
 use crate::mind::schedule::Schedules;
 use crate::mind::think::{remember, Who};
 use crate::pending::{Pending, PendingId};
+use crate::rulebook::Mechanism;
 use crate::store::{Storage, StoreError};
 use crate::town::spatial::SpatialMemory;
 
@@ -92,8 +93,23 @@ pub(super) struct Folds {
     pub(super) summaries: BTreeMap<AgentId, (u64, String, Option<EventId>)>,
     /// The `summary` calls asked, by request hash, so their answers are folded.
     pub(super) summary_asked: BTreeMap<[u8; 32], AgentId>,
+    /// Each agent's `currently` as it renewed it (rulebook 4), the day it was last asked for,
+    /// and the answer it came from; before its first renewal, the town file's.
+    pub(super) currently: BTreeMap<AgentId, (u64, String, Option<EventId>)>,
+    /// The `currently` calls asked, by request hash, so their answers are folded.
+    pub(super) currently_asked: BTreeMap<[u8; 32], AgentId>,
     /// Each agent's latest day plan (yesterday's, when it plans today).
     pub(super) day_plans: BTreeMap<AgentId, PlanMade>,
+    /// What each speaker wants from an open conversation (rulebook 4), by conversation and
+    /// speaker: folded from the `intention` calls, whose requests the conversation caused.
+    pub(super) intents: BTreeMap<(EventId, AgentId), String>,
+    /// The `intention` calls asked, by request hash: their conversation and speaker.
+    pub(super) intent_asked: BTreeMap<[u8; 32], (EventId, AgentId)>,
+    /// Every line said in a conversation that has ended, as words and text, in order: what a
+    /// new line must not repeat (rulebook 4).
+    pub(super) said: Vec<(BTreeSet<String>, String)>,
+    /// Each agent's commitments, in the order made (rulebook 4).
+    pub(super) commitments: BTreeMap<AgentId, Vec<CommitmentMade>>,
     /// The places each agent knows from the start: its home and workplace (`sector:arena`,
     /// from the traits it joined with).
     pub(super) places: BTreeMap<AgentId, Vec<String>>,
@@ -245,12 +261,41 @@ impl<S: Storage> Sim<S> {
                 _ => {}
             },
             Body::PlanMade(p) if p.level == PlanLevel::Day => {
-                self.folds.intentions.remove(&p.agent);
+                // A day plan made again on its own day (around a commitment) keeps what the
+                // agent had in mind for the next.
+                let day = |p: &PlanMade| p.items.first().map(|i| i.start_secs / 86_400);
+                let again = self
+                    .folds
+                    .day_plans
+                    .get(&p.agent)
+                    .is_some_and(|old| day(old).is_some() && day(old) == day(p));
+                if !again {
+                    self.folds.intentions.remove(&p.agent);
+                }
                 self.folds.day_plans.insert(p.agent, p.clone());
             }
             Body::LlmRequested(r) if r.template == "summary" => {
                 if let Some(agent) = r.agent {
                     self.folds.summary_asked.insert(r.request_hash, agent);
+                }
+            }
+            Body::LlmRequested(r) if r.template == "intention" => {
+                let conversation = event
+                    .header
+                    .causes
+                    .iter()
+                    .find(|c| self.folds.dialogues.contains_key(c))
+                    .copied();
+                if let (Some(agent), Some(conversation)) = (r.agent, conversation) {
+                    self.folds.intent_asked.insert(r.request_hash, (conversation, agent));
+                }
+            }
+            Body::CommitmentMade(c) => {
+                self.folds.commitments.entry(c.agent).or_default().push(c.clone());
+            }
+            Body::LlmRequested(r) if r.template == "currently" => {
+                if let Some(agent) = r.agent {
+                    self.folds.currently_asked.insert(r.request_hash, agent);
                 }
             }
             Body::LlmResponded(r) if r.fallback || r.parsed.is_some() => {
@@ -262,6 +307,28 @@ impl<S: Storage> Sim<S> {
                     entry.0 = day;
                     if !r.fallback {
                         (entry.1, entry.2) = (r.text.trim().to_owned(), Some(event.id));
+                    }
+                }
+                // An intention, as `social::intention` made it of the answer.
+                if let Some(key) = self.folds.intent_asked.remove(&r.request_hash) {
+                    let name = self.folds.state.agents.get(&key.1).map_or("", |a| a.name.as_str());
+                    let text = crate::mind::social::as_intention(&r.text, name);
+                    let text = if r.fallback || text.is_empty() {
+                        crate::mind::social::NO_INTENTION.to_owned()
+                    } else {
+                        text
+                    };
+                    self.folds.intents.insert(key, text);
+                }
+                // A renewed `currently`, or the fallback: the day is done either way.
+                if let Some(agent) = self.folds.currently_asked.remove(&r.request_hash) {
+                    let day = event.sim_time_secs() / 86_400;
+                    let entry =
+                        self.folds.currently.entry(agent).or_insert((day, String::new(), None));
+                    entry.0 = day;
+                    let text = crate::mind::respond::one_line(&r.text);
+                    if !r.fallback && !text.is_empty() {
+                        (entry.1, entry.2) = (text, Some(event.id));
                     }
                 }
             }
@@ -308,7 +375,11 @@ impl<S: Storage> Sim<S> {
             }
             Body::ConversationEnded(e) => {
                 self.folds.started.retain(|c| *c != e.conversation);
+                self.folds.intents.retain(|(c, _), _| *c != e.conversation);
                 if let Some(d) = self.folds.dialogues.remove(&e.conversation) {
+                    for (_, text) in d.lines.iter().filter(|(_, t)| !t.is_empty()) {
+                        self.folds.said.push((crate::mind::validate::words(text), text.clone()));
+                    }
                     let said = d.lines.iter().filter(|(_, text)| !text.is_empty()).count();
                     let until = event.sim_time_secs() + self.talk_secs(said);
                     for agent in d.agents {
@@ -325,17 +396,42 @@ impl<S: Storage> Sim<S> {
         tile.and_then(|t| self.town.address_of(t)).unwrap_or_default()
     }
 
-    /// An agent's summary description: the latest it wrote from its memories, or (before
-    /// the first, or when the model gave none) its seed paragraph.
+    /// Who an agent is, as every one of its prompts opens: its summary description (the
+    /// latest it wrote from its memories, or, before the first or when the model gave none,
+    /// its seed paragraph), and by rulebook 4 what it is busy with ([`Sim::currently`]).
     pub(super) fn summary(&self, agent: AgentId) -> String {
-        match self.folds.summaries.get(&agent) {
+        let summary = match self.folds.summaries.get(&agent) {
             Some((_, text, _)) if !text.is_empty() => text.clone(),
             _ => {
                 let persona =
                     self.folds.state.agents.get(&agent).map_or("", |a| a.persona.as_str());
                 seed_statements(persona).join("; ")
             }
+        };
+        self.identity(agent, summary)
+    }
+
+    /// `summary` and, by rulebook 4 ([`Mechanism::Currently`]), the agent's `currently` on a
+    /// line of its own: the identity block of its prompts.
+    pub(super) fn identity(&self, agent: AgentId, summary: String) -> String {
+        match self.currently(agent) {
+            Some(now) => format!("{summary}\nCurrently: {now}"),
+            None => summary,
         }
+    }
+
+    /// What `agent` is busy with, by rulebook 4: the line it renewed last, else its town
+    /// file's `currently`; `None` when it has neither, or the run leaves the mechanism out.
+    pub(super) fn currently(&self, agent: AgentId) -> Option<String> {
+        if !self.settings.rulebook.uses(Mechanism::Currently) {
+            return None;
+        }
+        if let Some((_, text, _)) = self.folds.currently.get(&agent).filter(|c| !c.1.is_empty()) {
+            return Some(text.clone());
+        }
+        let name = self.folds.state.agents.get(&agent).map(|a| a.name.as_str())?;
+        let persona = self.town.personas.iter().find(|p| p.name == name)?;
+        persona.currently.clone()
     }
 
     /// What `agent` is doing at `now`, in words.

@@ -17,7 +17,7 @@ fn settings(town: &Definition, rulebook: Rulebook) -> Vec<(String, String)> {
         ("perception.vision_radius_tiles".into(), p.vision_radius_tiles.to_string()),
         ("town.start_secs".into(), town.start_secs.to_string()),
     ];
-    settings.extend(rulebook.setting());
+    settings.extend(rulebook.settings());
     settings.sort();
     settings
 }

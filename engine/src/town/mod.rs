@@ -177,6 +177,8 @@ struct RawPersona {
     spawn: Option<[u16; 2]>,
     #[serde(default = "full")]
     strategy: String,
+    #[serde(default)]
+    currently: Option<String>,
 }
 
 fn full() -> String {
@@ -189,6 +191,9 @@ pub const SECTOR_KINDS: &[&str] =
 /// The shipped town, Willowmere (`engine/towns/willowmere.toml`), compiled in: what
 /// `hamlet run` runs when no town file is given.
 pub const WILLOWMERE: &str = include_str!("../../towns/willowmere.toml");
+
+/// The longest `currently` a persona may have, in characters: it opens every prompt.
+pub const CURRENTLY_CHARS: usize = 400;
 
 /// The agent strategies: the paper's full architecture and its two ablations.
 pub const STRATEGIES: &[&str] = &["full", "no_reflection", "no_reflection_no_planning"];
@@ -281,6 +286,10 @@ pub struct Persona {
     pub spawn: Tile,
     /// One of [`STRATEGIES`].
     pub strategy: String,
+    /// What the persona is busy with as the run starts, in the town author's words ("Mei Lin
+    /// is telling everyone about the reading at the library on Saturday at 18:00"): part of
+    /// who the agent is in every prompt, renewed by the agent each morning (rulebook 4).
+    pub currently: Option<String>,
 }
 
 impl Persona {
@@ -652,6 +661,19 @@ impl Definition {
                     format!("`{}` is not one of {}", r.strategy, STRATEGIES.join(", ")),
                 );
             }
+            if let Some(c) = &r.currently {
+                if c.trim().is_empty() {
+                    bad(p.span(), format!("{key}.currently"), "`currently` is empty".into());
+                } else if c.contains('\n') {
+                    bad(p.span(), format!("{key}.currently"), "`currently` is one line".into());
+                } else if c.chars().count() > CURRENTLY_CHARS {
+                    bad(
+                        p.span(),
+                        format!("{key}.currently"),
+                        format!("`currently` is longer than {CURRENTLY_CHARS} characters"),
+                    );
+                }
+            }
             if r.seed.split(';').all(|s| s.trim().is_empty()) {
                 bad(p.span(), format!("{key}.seed"), "the seed paragraph is empty".into());
             }
@@ -678,6 +700,7 @@ impl Definition {
                 cash_cents: r.cash_cents,
                 spawn,
                 strategy: r.strategy.clone(),
+                currently: r.currently.as_ref().map(|c| c.trim().to_owned()),
             });
         }
 

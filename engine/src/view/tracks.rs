@@ -273,6 +273,7 @@ fn quiet_kinds() -> [bool; 64] {
         "InterviewAnswered",
         "SeedDrawn",
         "BranchRenamed",
+        "CommitmentMade",
     ] {
         let tag = kind_by_name(name).map(usize::from);
         if let Some(q) = tag.and_then(|t| quiet.get_mut(t)) {

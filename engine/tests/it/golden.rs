@@ -83,6 +83,16 @@ const PINNED: &[(&str, &str, &str)] = &[
         "st_c88523e1471d3259689e10352486f3c15c4917791f0f733c4bb58b08a5363442",
     ),
     (
+        "commitment-made-v1.hamlet",
+        "market-day",
+        "st_a2a5848ee67c456f20466573c8fe78e9eebe79b6a69dd465b24c5a0f62b89107",
+    ),
+    (
+        "commitment-made-v1.hamlet",
+        "what-if",
+        "st_c88523e1471d3259689e10352486f3c15c4917791f0f733c4bb58b08a5363442",
+    ),
+    (
         "format-v2-town.hamlet",
         "main",
         "st_ace6d5fcd7f81668933bb103cdc84cd9391e0108cfce2659c5b2edc18e66fc80",
@@ -215,7 +225,7 @@ fn schema_2_model_calls_upcast_to_no_items_and_the_v3_sample_carries_its_distrib
 fn write_missing_corpus() {
     let dir = corpus_dir();
     std::fs::create_dir_all(&dir).unwrap();
-    let files: [(&str, Vec<u8>); 10] = [
+    let files: [(&str, Vec<u8>); 11] = [
         ("schema-v1.hamlet", hamlet_log::samples::small_recording()),
         // EmbeddingRequested schema 2 (purpose, agent, server).
         ("embedding-requested-v2.hamlet", hamlet_log::samples::small_recording()),
@@ -231,6 +241,8 @@ fn write_missing_corpus() {
         ("intervened-v2.hamlet", hamlet_log::samples::small_recording()),
         // BranchRenamed (kind 26, schema 1): the root renamed `market-day`.
         ("branch-renamed-v1.hamlet", hamlet_log::samples::small_recording()),
+        // CommitmentMade (kind 27, schema 1), before the rename.
+        ("commitment-made-v1.hamlet", hamlet_log::samples::small_recording()),
         // Format version 2: the sample and a synthetic town with their chunks compressed.
         ("format-v2.hamlet", hamlet_log::samples::small_recording()),
         (
@@ -308,6 +320,33 @@ fn a_renamed_branch_is_found_by_its_new_name_and_its_rename_changes_nothing_in_t
         head: before.head,
         n_events: before.n_events,
         // (The sample's events are 10 s apart; the engine renames at the head's time.)
+        sim_time_secs: before.sim_time_secs,
+        ..after
+    };
+    assert_eq!(same, before);
+}
+
+#[test]
+fn a_commitment_reads_back_whole_and_changes_nothing_in_the_town() {
+    let bytes = std::fs::read(corpus_dir().join("commitment-made-v1.hamlet")).unwrap();
+    let rec = Recording::open(&bytes).unwrap();
+    let root = rec.find_branch("market-day").unwrap();
+    let events: Vec<_> = rec.events(root.id, 0).unwrap().map(Result::unwrap).collect();
+    let at = events
+        .iter()
+        .position(|e| matches!(e.body, hamlet_log::Body::CommitmentMade(_)))
+        .expect("the sample holds a commitment");
+    let hamlet_log::Body::CommitmentMade(c) = &events[at].body else { unreachable!() };
+    assert_eq!((c.what.as_str(), c.address.as_str()), ("goes to Isabella's party", "café:counter"));
+    assert_eq!((c.start_secs, c.duration_secs), (61_200, 7_200));
+    // The town before and after it differs only in the count of events folded.
+    let seq = events[at].seq();
+    let before = state_at_recording(&rec, root.id, Moment::Seq(seq - 1)).unwrap();
+    let after = state_at_recording(&rec, root.id, Moment::Seq(seq)).unwrap();
+    assert_eq!(after.n_events, before.n_events + 1);
+    let same = hamlet_engine::fold::Town {
+        head: before.head,
+        n_events: before.n_events,
         sim_time_secs: before.sim_time_secs,
         ..after
     };

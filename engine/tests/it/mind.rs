@@ -329,6 +329,7 @@ fn a_day_is_planned_remembered_and_decomposed_to_cover_its_stroke() {
             420,
             day1,
             &[],
+            &[],
             day1 + 25_200,
             Rulebook::CURRENT,
             &mut pending,
@@ -390,6 +391,7 @@ fn a_day_is_planned_remembered_and_decomposed_to_cover_its_stroke() {
             Some(of),
             PlanLevel::Action,
             Rulebook::CURRENT,
+            None,
             day1 + 25_200,
             &mut pending,
         ))
@@ -600,6 +602,8 @@ fn reacting_speaking_interviews_and_the_inner_voice_are_events_with_causes() {
             "Millbrook park",
             conversation,
             &[],
+            None,
+            None,
             60,
             &RetrievalSettings::default(),
             &mut pending,
@@ -622,6 +626,8 @@ fn reacting_speaking_interviews_and_the_inner_voice_are_events_with_causes() {
             "Millbrook park",
             conversation,
             &so_far,
+            None,
+            None,
             60,
             &RetrievalSettings::default(),
             &mut pending,
@@ -763,4 +769,78 @@ fn by_rulebook_3_a_reaction_lists_what_it_remembers_in_the_order_it_was_made() {
     assert_eq!(version, 3, "the version rulebook 1 recorded");
     assert!(text.contains("\n\nIt is day0 17:00. Mei Lin is walking."), "{text}");
     assert!(at(&text, made[2]) < at(&text, made[0]), "by score, the most relevant first: {text}");
+}
+
+#[test]
+fn a_line_that_names_its_speaker_or_repeats_an_earlier_talk_is_asked_again_with_why() {
+    use hamlet_engine::mind::respond::{speak, LineCheck};
+    use hamlet_engine::mind::validate::words;
+    let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+    let earlier_line = "Oh Tamsin, it has been a long time without you. How are you?";
+    let gateway = scripted_gateway(vec![
+        r#"{"say": "Hi, Mei! Lovely evening.", "end": false}"#, // names its speaker
+        r#"{"say": "Oh Tamsin, it has been a long time without you! How are you?", "end": false}"#,
+        r#"{"say": "Tamsin, the party starts at six: will you come?", "end": false}"#,
+    ]);
+    let stream = hamlet_engine::mind::memory::MemoryStream::default();
+    let who = mei_walking(&stream, Rulebook::CURRENT);
+    let earlier = vec![(words(earlier_line), earlier_line.to_owned())];
+    let check = LineCheck { facts: None, earlier: &earlier };
+    let mut pending = Pending::new();
+    let conversation = EventId([7; 32]);
+    let (spoken, _) = rt
+        .block_on(speak(
+            &gateway,
+            Style::Chat,
+            &who,
+            "Tamsin Hale",
+            "Millbrook park",
+            conversation,
+            &[],
+            Some("to invite Tamsin to the party"),
+            Some(&check),
+            60,
+            &RetrievalSettings::default(),
+            &mut pending,
+        ))
+        .unwrap();
+    assert_eq!(spoken.turn.say, "Tamsin, the party starts at six: will you come?");
+    assert!(!spoken.echo);
+    // Three tries, each recorded; the second and third told what was wrong with the last.
+    let asked: Vec<String> = pending
+        .events()
+        .iter()
+        .filter_map(|e| match &e.body {
+            Body::LlmRequested(r) if r.template == "turn" => match &r.prompt {
+                Prompt::Chat(m) => Some(m[1].content.clone()),
+                Prompt::Text(t) => Some(t.clone()),
+            },
+            _ => None,
+        })
+        .collect();
+    assert_eq!(asked.len(), 3);
+    assert!(!asked[0].contains("was not used"));
+    assert!(asked[0].contains("wants from this talk: to invite Tamsin to the party"));
+    assert!(asked[1].contains("\"Hi, Mei! Lovely evening.\" was not used: Mei Lin would not say"));
+    assert!(asked[2].contains("repeats a line already said in another conversation"));
+    // Without the check (an older rulebook, or the mechanism left out) the first is said.
+    let gateway = scripted_gateway(vec![r#"{"say": "Hi, Mei! Lovely evening.", "end": false}"#]);
+    let mut pending = Pending::new();
+    let (plain, _) = rt
+        .block_on(speak(
+            &gateway,
+            Style::Chat,
+            &who,
+            "Tamsin Hale",
+            "Millbrook park",
+            conversation,
+            &[],
+            None,
+            None,
+            60,
+            &RetrievalSettings::default(),
+            &mut pending,
+        ))
+        .unwrap();
+    assert_eq!(plain.turn.say, "Hi, Mei! Lovely evening.");
 }

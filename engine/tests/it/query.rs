@@ -138,7 +138,13 @@ fn an_agent_as_it_was_then_from_its_memories_scores_plans_and_talks() {
         let parent = view.plans[..i].iter().find(|p| p.event == of).expect("its parent is listed");
         assert!(usize::from(item) < parent.items.len());
     }
-    let hour_plans = log
+    // (The hour plans of today's latest day plan: one made again around a commitment starts
+    // the day's decompositions afresh.)
+    let latest_day = log
+        .iter()
+        .rposition(|e| matches!(&e.body, Body::PlanMade(p) if p.agent == agent && p.level == PlanLevel::Day))
+        .unwrap();
+    let hour_plans = log[latest_day..]
         .iter()
         .filter(|e| matches!(&e.body, Body::PlanMade(p) if p.agent == agent && p.level == PlanLevel::Hour))
         .count();

@@ -42,14 +42,47 @@ pub fn answer(template: &str, user: &str) -> String {
         "react" | "attend" => r#"{"answer": "yes"}"#.to_owned(),
         "turn" => {
             let said = user.split("The conversation so far:").nth(1).unwrap_or("");
+            let said = said.split("\nIt is ").next().unwrap_or(said);
             let lines = said.lines().filter(|l| l.contains(": ")).count();
-            // Three different lines, then the third ends it.
+            // Three different lines, then the third ends it; each opens with words drawn
+            // from the prompt's hash, so that no line repeats one of an earlier conversation.
             let say = [
                 "Good morning, the market opens late on Sunday.",
                 "Then I will bake bread at home instead.",
                 "Come by for a slice this afternoon, bye!",
             ][lines.min(2)];
-            format!(r#"{{"say": "{say}", "end": {}}}"#, lines >= 2)
+            format!(r#"{{"say": "{} {say}", "end": {}}}"#, drawn_words(user), lines >= 2)
+        }
+        "currently" => {
+            let name = user.trim_end().strip_suffix(" currently:").and_then(|r| r.lines().last());
+            format!("{} is minding the market and looking forward to Sunday.", name.unwrap_or("Someone"))
+        }
+        "intention" => "Someone wants to tell the other that the market opens late on Sunday.".into(),
+        "talk_notes" => {
+            // Meet two hours from now at the first place the conversation names.
+            let places = user.lines().find_map(|l| l.split_once(" may name: ")).map(|(_, p)| p);
+            let places: Vec<&str> =
+                places.unwrap_or("").trim_end_matches('.').split(", ").collect();
+            let lower = user.to_lowercase();
+            let place = places.iter().find(|p| {
+                p.split(' ').any(|w| w.len() >= 4 && lower.contains(&format!("the {}", w.to_lowercase())))
+            });
+            let hour = user
+                .find("It is ")
+                .and_then(|i| user[i..].split(", ").nth(1))
+                .and_then(|t| t.get(..2))
+                .and_then(|h| h.parse::<u32>().ok())
+                .unwrap_or(8);
+            let promised = match place {
+                Some(place) if hour + 3 < 22 => format!(
+                    r#"[{{"activity": "meets at the {place}", "day": "today", "from": "{:02}:00",
+                        "place": "{place}", "until": "{:02}:30"}}]"#,
+                    hour + 2,
+                    hour + 2
+                ),
+                _ => "[]".into(),
+            };
+            format!(r#"{{"note": "Remember that the market opens late on Sunday.", "promised": {promised}}}"#)
         }
         "day_plan" => r#"{"steps":[{"start":"07:00","activity":"get ready for the day","minutes":60},
             {"start":"08:00","activity":"work","minutes":240},{"start":"12:00","activity":"lunch","minutes":60},
@@ -99,6 +132,24 @@ pub fn answer(template: &str, user: &str) -> String {
         "inner_voice" => "bake bread for the neighbours".into(),
         _ => "not an answer".into(),
     }
+}
+
+/// Eight words drawn from a text's hash (the double's way of never saying a line twice).
+fn drawn_words(text: &str) -> String {
+    const WORDS: [&str; 32] = [
+        "amber", "birch", "cobalt", "dune", "ember", "fjord", "grove", "heron", "iris", "juniper",
+        "kestrel", "lichen", "maple", "nettle", "orchid", "pebble", "quartz", "rowan", "sorrel",
+        "thistle", "umber", "violet", "willow", "yarrow", "zephyr", "aspen", "bracken", "clover",
+        "dahlia", "elder", "fennel", "gorse",
+    ];
+    let hash = blake3::hash(text.as_bytes());
+    let picked: Vec<&str> =
+        hash.as_bytes()[..8].iter().map(|b| WORDS[usize::from(*b) % 32]).collect();
+    let mut out = picked.join(" ");
+    if let Some(first) = out.get_mut(..1) {
+        first.make_ascii_uppercase();
+    }
+    out + ","
 }
 
 /// The template whose system part `system` is: every fixed piece of the template's system

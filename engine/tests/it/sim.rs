@@ -7,12 +7,13 @@
 use std::sync::Arc;
 
 use hamlet_engine::mind::think::ReflectionSettings;
+use hamlet_engine::rulebook::{Mechanism, Rulebook};
 use hamlet_engine::sim::{Sim, SimSettings};
 use hamlet_engine::store::Store;
 use hamlet_engine::town::Definition;
 use hamlet_gateway::replay::Replay;
 use hamlet_gateway::{Gateway, Params, RetryPolicy};
-use hamlet_log::event::{AgentId, MemoryKind, PlanLevel};
+use hamlet_log::event::{AgentId, CommitmentMade, MemoryKind, PlanLevel};
 use hamlet_log::{Body, EventId};
 
 use crate::rules::{LetterEmbedder, RuleModel};
@@ -60,13 +61,34 @@ pub(crate) fn rules() -> Gateway {
 
 #[test]
 fn agents_plan_act_and_walk_and_the_same_answers_give_the_same_log() {
-    let (_a, first) = run(rules(), 12);
+    // The shipped town runs the full architecture for everyone; one agent here plans
+    // nothing ahead, so both ways of acting are in the log.
+    let mixed = town().source.replacen(
+        "strategy = \"full\"",
+        "strategy = \"no_reflection_no_planning\"",
+        1,
+    );
+    let mixed = Definition::parse("mixed.toml", &mixed).unwrap();
+    let (_a, first) = run_town(mixed.clone(), SimSettings::default(), rules(), 12);
     let count = |f: &dyn Fn(&Body) -> bool| first.iter().filter(|e| f(&e.body)).count();
-    let agents = town().personas.len();
+    let agents = mixed.personas.len();
     let planners =
-        town().personas.iter().filter(|p| p.strategy != "no_reflection_no_planning").count();
-    assert!(planners < agents, "the shipped town mixes strategies");
-    assert_eq!(count(&|b| matches!(b, Body::PlanMade(p) if p.level == PlanLevel::Day)), planners);
+        mixed.personas.iter().filter(|p| p.strategy != "no_reflection_no_planning").count();
+    assert_eq!(planners + 1, agents);
+    // One day plan each, and one again for each commitment made for today.
+    let revised = first
+        .iter()
+        .filter(|e| {
+            matches!(&e.body, Body::PlanMade(p) if p.level == PlanLevel::Day)
+                && e.header.causes.iter().any(|c| {
+                    first.iter().any(|x| x.id == *c && matches!(x.body, Body::CommitmentMade(_)))
+                })
+        })
+        .count();
+    assert_eq!(
+        count(&|b| matches!(b, Body::PlanMade(p) if p.level == PlanLevel::Day)),
+        planners + revised
+    );
     assert!(count(&|b| matches!(b, Body::PlanMade(p) if p.level == PlanLevel::Hour)) >= planners);
     assert!(count(&|b| matches!(b, Body::PlanMade(p) if p.level == PlanLevel::Action)) >= agents);
     assert!(count(&|b| matches!(b, Body::ActionStarted(_))) >= agents, "every agent acts");
@@ -111,7 +133,7 @@ fn agents_plan_act_and_walk_and_the_same_answers_give_the_same_log() {
     assert!(planned.contains("concrete actions") && planned.contains("Times: "), "{planned}");
     assert!(prompts.contains_key("location"), "and to the choice of its place: {prompts:?}");
     let ids = |events: &[hamlet_log::Event]| events.iter().map(|e| e.id).collect::<Vec<EventId>>();
-    let (_b, second) = run(rules(), 12);
+    let (_b, second) = run_town(mixed.clone(), SimSettings::default(), rules(), 12);
     assert!(ids(&first) == ids(&second), "same answers, same log");
 
     // Re-simulated against the recording, with no model at all: byte for byte the same.
@@ -119,7 +141,7 @@ fn agents_plan_act_and_walk_and_the_same_answers_give_the_same_log() {
     let replay = Arc::new(Replay::from_events(&bodies));
     let params = replay.recorded_params().unwrap_or_default();
     let gateway = Gateway::new(replay.clone(), replay.clone(), params, RetryPolicy::default(), 4);
-    let (_c, again) = run(gateway, 12);
+    let (_c, again) = run_town(mixed, SimSettings::default(), gateway, 12);
     let differ = first.iter().zip(&again).position(|(a, b)| a.id != b.id);
     if let Some(i) = differ {
         panic!("the re-simulation differs at #{i}:\n{:?}\n{:?}", first[i].body, again[i].body);
@@ -130,7 +152,11 @@ fn agents_plan_act_and_walk_and_the_same_answers_give_the_same_log() {
 
 #[test]
 fn agents_who_meet_react_talk_in_turn_remember_it_and_replan() {
-    let (_a, log) = run(rules(), 12);
+    // Without commitments, every talk re-plans the rest of the hour (with them, a
+    // commitment for today re-plans the day instead: see the next test).
+    let rulebook = Rulebook::CURRENT.without(Mechanism::Commitments).unwrap();
+    let settings = SimSettings { rulebook, ..SimSettings::default() };
+    let (_a, log) = run_town(town(), settings, rules(), 12);
     let by_id = |id: EventId| log.iter().find(|e| e.id == id).expect("a cause is in the log");
     let started: Vec<_> = log
         .iter()
@@ -219,6 +245,76 @@ fn agents_who_meet_react_talk_in_turn_remember_it_and_replan() {
 }
 
 #[test]
+fn what_was_agreed_in_a_talk_is_noted_committed_and_kept_in_the_days_plan() {
+    let (_a, log) = run(rules(), 12);
+    let by_id = |id: EventId| log.iter().find(|e| e.id == id).expect("a cause is in the log");
+    let commitments: Vec<(&hamlet_log::Event, &CommitmentMade)> = log
+        .iter()
+        .filter_map(|e| match &e.body {
+            Body::CommitmentMade(c) => Some((e, c)),
+            _ => None,
+        })
+        .collect();
+    assert!(!commitments.is_empty(), "the double's talks arrange to meet");
+    for (event, c) in &commitments {
+        // Made from the answer of a `talk_notes` call about that conversation.
+        let answer = by_id(event.header.causes[0]);
+        assert!(matches!(&answer.body, Body::LlmResponded(_)), "{:?}", answer.body);
+        assert!(matches!(by_id(c.conversation).body, Body::ConversationStarted(_)));
+        assert!(c.start_secs > event.sim_time_secs(), "agreed for later");
+        assert!(c.address.starts_with("Fernside market:"), "{}", c.address);
+        // Remembered, and kept: the agent's next day plan holds it as an item of its own.
+        assert!(log.iter().any(|e| matches!(&e.body, Body::MemoryAdded(m) if m.agent == c.agent
+            && m.kind == MemoryKind::Plan && m.description.contains("agreed with"))));
+        let kept = log.iter().find(|e| {
+            e.header.seq > event.header.seq
+                && matches!(&e.body, Body::PlanMade(p) if p.agent == c.agent && p.level == PlanLevel::Day)
+        });
+        let Some(Body::PlanMade(day)) = kept.map(|e| &e.body) else {
+            panic!("{:?} plans its day again around the commitment", c.agent)
+        };
+        assert!(day.items.iter().any(|i| i.start_secs == c.start_secs
+            && i.duration_secs == c.duration_secs
+            && i.address == c.address
+            && i.description == c.what));
+        // The day stays covered: each item ends where the next begins.
+        for w in day.items.windows(2) {
+            assert_eq!(w[0].start_secs + u64::from(w[0].duration_secs), w[1].start_secs);
+        }
+    }
+    // Planning notes are remembered by both.
+    let notes = log
+        .iter()
+        .filter(|e| {
+            matches!(&e.body, Body::MemoryAdded(m) if m.description.starts_with("For ")
+            && m.description.contains("'s planning: "))
+        })
+        .count();
+    assert!(notes >= 2, "{notes}");
+    // What each speaker wanted from the talk was asked before its first line, once each.
+    let intentions = log
+        .iter()
+        .filter(|e| matches!(&e.body, Body::LlmRequested(r) if r.template == "intention"))
+        .count();
+    let talks = log.iter().filter(|e| matches!(e.body, Body::ConversationStarted(_))).count();
+    assert_eq!(intentions, 2 * talks);
+    // And each line was asked with it.
+    let turn = log
+        .iter()
+        .find_map(|e| match &e.body {
+            Body::LlmRequested(r) if r.template == "turn" => Some(r),
+            _ => None,
+        })
+        .unwrap();
+    let hamlet_log::event::Prompt::Chat(messages) = &turn.prompt else { panic!() };
+    assert!(
+        messages[1].content.contains("wants from this talk: to tell the other that the market"),
+        "{}",
+        messages[1].content
+    );
+}
+
+#[test]
 fn strategies_switch_reflection_and_planning_off_per_agent() {
     let source = town().source.clone();
     let edited = source
@@ -241,7 +337,7 @@ fn strategies_switch_reflection_and_planning_off_per_agent() {
             .filter(|e| matches!(&e.body, Body::PlanMade(p) if p.agent == a && p.level == level))
             .count()
     };
-    assert_eq!(plans(plain, PlanLevel::Day), 1, "no reflection still plans the day");
+    assert!(plans(plain, PlanLevel::Day) >= 1, "no reflection still plans the day");
     assert_eq!(plans(moment, PlanLevel::Day), 0, "no planning: no day plan");
     assert_eq!(plans(moment, PlanLevel::Hour), 0);
     let loose: Vec<EventId> = log

@@ -1,0 +1,281 @@
+//! The paper's social mechanisms around a conversation (rulebook 4): before it, what each
+//! speaker wants from it (its *intention*, which each of its lines is conditioned on); after
+//! it, each participant's planning note and the *commitments* it agreed to (who, what, when,
+//! where), which its day and hour plans keep as fixed appointments.
+//! Must not: run the conversation (the loop's `converse.rs` does) or write a plan.
+
+use std::collections::BTreeMap;
+
+use hamlet_gateway::answer::{Answer, Shape};
+use hamlet_gateway::Gateway;
+use hamlet_log::EventId;
+use serde_json::{json, Value};
+
+use super::memory::MemoryStream;
+use super::plan::currently_query;
+use super::prompt::{template, Style};
+use super::respond::{one_line, Situation};
+use super::retrieval::RetrievalSettings;
+use super::think::{ask, recall, ThinkError, Who};
+use crate::pending::{Cause, Pending, PendingId};
+
+/// What a speaker wants from a conversation when it decided nothing (or the run leaves the
+/// mechanism out).
+pub const NO_INTENTION: &str = "to talk about whatever comes up";
+
+/// The memories of hits in `found`, in the order they were made, joined for a prompt.
+fn joined(stream: &MemoryStream, found: &[hamlet_log::event::RetrievalHit]) -> String {
+    let mut at: Vec<usize> = found.iter().filter_map(|h| stream.position(h.memory)).collect();
+    at.sort_unstable();
+    at.dedup();
+    let lines: Vec<&str> =
+        at.into_iter().map(|i| stream.memories()[i].description.as_str()).collect();
+    if lines.is_empty() {
+        "nothing in particular".to_owned()
+    } else {
+        lines.join("; ")
+    }
+}
+
+/// Decides what `who` wants from the conversation `conversation` with `other` at `place`:
+/// two retrievals (what it remembers of `other`, and what it is busy with), then one
+/// `intention` call. Returns the intention in words (one sentence; [`NO_INTENTION`] from a
+/// fallback) and the position of the answer's last event. The request is caused by the
+/// conversation, which is how the loop folds it back.
+#[allow(clippy::too_many_arguments)]
+pub async fn intention(
+    gateway: &Gateway,
+    style: Style,
+    who: &Situation<'_>,
+    other: &str,
+    place: &str,
+    conversation: EventId,
+    now: u64,
+    retrieval: &RetrievalSettings,
+    pending: &mut Pending,
+) -> Result<(String, Option<PendingId>), ThinkError> {
+    let about = format!("{}'s news and plans for {other}", who.name);
+    let (with, at1) =
+        recall(gateway, who.agent, who.stream, &about, now, retrieval, pending).await?;
+    let busy = currently_query(who.name);
+    let (mine, at2) =
+        recall(gateway, who.agent, who.stream, &busy, now, retrieval, pending).await?;
+    let mut hits = with.hits;
+    hits.extend(mine.hits);
+    let mut vars = who.who().vars();
+    vars.insert("other", other.to_owned());
+    vars.insert("place", place.to_owned());
+    vars.insert("time", who.time.to_owned());
+    vars.insert("status", who.status.to_owned());
+    vars.insert("memories", joined(who.stream, &hits));
+    let mut call = template("intention")?.call(&vars, style, Shape::Text)?;
+    call.agent = Some(who.agent);
+    call.max_tokens = Some(60);
+    let causes = [Cause::Logged(conversation), Cause::Pending(at1), Cause::Pending(at2)];
+    let (answered, asked) = ask(gateway, call, &causes, now, pending).await?;
+    let text = match answered.answer {
+        Answer::Text(t) if !answered.fallback => as_intention(&t, who.name),
+        _ => String::new(),
+    };
+    Ok((if text.is_empty() { NO_INTENTION.to_owned() } else { text }, asked))
+}
+
+/// A model's intention as the turn prompt takes it: its first line, without "NAME wants" in
+/// front (the prompt says whose it is): "to invite Tobias to the party tomorrow at 17:00".
+pub fn as_intention(text: &str, name: &str) -> String {
+    let line = one_line(text);
+    let first = name.split_whitespace().next().unwrap_or(name);
+    for head in [format!("{name} wants "), format!("{first} wants "), "wants ".to_owned()] {
+        if let Some(rest) =
+            line.strip_prefix(&head).filter(|_| !name.is_empty() || head == "wants ")
+        {
+            return rest.trim().to_owned();
+        }
+    }
+    // Someone else's name in front ("She wants to …", a first name alone): within the
+    // first few words.
+    match line.find(" wants ") {
+        Some(i) if line[..i].split_whitespace().count() <= 3 => line[i + 7..].trim().to_owned(),
+        _ => line,
+    }
+}
+
+/// One thing a participant agreed to in a conversation, as `talk_notes` answered it and the
+/// loop checked it: what, where (a sector), from when and for how long.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Agreed {
+    /// What, in words.
+    pub what: String,
+    /// The sector.
+    pub sector: String,
+    /// When it starts, simulated seconds since midnight of day 0.
+    pub start_secs: u64,
+    /// How long it lasts, in seconds.
+    pub duration_secs: u32,
+}
+
+/// What the days of a commitment may be, in `talk_notes`' answer, and how many days ahead.
+const DAYS: [(&str, u64); 3] = [("today", 0), ("tomorrow", 1), ("the day after tomorrow", 2)];
+
+/// The longest a commitment lasts; one without a sensible end lasts [`DEFAULT_MINUTES`].
+const MAX_MINUTES: u64 = 4 * 60;
+const DEFAULT_MINUTES: u64 = 60;
+
+/// The JSON Schema of `talk_notes`' answer, the places named from `places`.
+pub fn notes_schema(places: &[String]) -> Value {
+    let time = json!({ "type": "string", "pattern": "^([01][0-9]|2[0-3]):[0-5][0-9]$" });
+    let days: Vec<&str> = DAYS.iter().map(|(d, _)| *d).collect();
+    let promise = json!({
+        "type": "object",
+        "properties": {
+            "activity": { "type": "string", "minLength": 3, "maxLength": 100 },
+            "day": { "type": "string", "enum": days },
+            "from": time,
+            "place": { "type": "string", "enum": places },
+            "until": time,
+        },
+        "required": ["activity", "day", "from", "place", "until"],
+        "additionalProperties": false,
+    });
+    json!({
+        "type": "object",
+        "properties": {
+            "note": { "type": "string", "maxLength": 300 },
+            "promised": { "type": "array", "items": promise, "maxItems": 2 },
+        },
+        "required": ["note", "promised"],
+        "additionalProperties": false,
+    })
+}
+
+/// "HH:MM" as minutes after midnight.
+fn minutes(hhmm: &str) -> Option<u64> {
+    let (h, m) = hhmm.split_once(':')?;
+    let (h, m): (u64, u64) = (h.parse().ok()?, m.parse().ok()?);
+    (h < 24 && m < 60).then_some(h * 60 + m)
+}
+
+/// The commitments of a `talk_notes` answer that hold up: a place among `places` that the
+/// conversation (`said`) names (a word of four letters or more of it, any case) — a small
+/// model otherwise "agrees" to what nobody mentioned —, a start after `now`, and an end after
+/// the start (else [`DEFAULT_MINUTES`], at most [`MAX_MINUTES`]).
+pub fn agreed(answer: &Value, places: &[String], said: &str, now: u64) -> Vec<Agreed> {
+    let said = said.to_lowercase();
+    let named = |sector: &str| {
+        sector
+            .split(|c: char| !c.is_alphanumeric())
+            .filter(|w| w.chars().count() >= 4)
+            .any(|w| said.contains(&w.to_lowercase()))
+    };
+    let today = now / 86_400;
+    let promised = answer.get("promised").and_then(Value::as_array).cloned().unwrap_or_default();
+    let mut out = Vec::new();
+    for p in promised {
+        let text = |k: &str| p.get(k).and_then(Value::as_str).unwrap_or("").trim().to_owned();
+        let (what, place) = (text("activity"), text("place"));
+        let Some(ahead) = DAYS.iter().find(|(d, _)| *d == text("day")).map(|(_, n)| *n) else {
+            continue;
+        };
+        let Some(from) = minutes(&text("from")) else { continue };
+        let start = (today + ahead) * 86_400 + from * 60;
+        let length = match minutes(&text("until")) {
+            Some(until) if until > from => (until - from).min(MAX_MINUTES),
+            _ => DEFAULT_MINUTES,
+        };
+        if what.is_empty() || !places.contains(&place) || !named(&place) || start <= now {
+            continue;
+        }
+        out.push(Agreed {
+            what,
+            sector: place,
+            start_secs: start,
+            duration_secs: length as u32 * 60,
+        });
+    }
+    out
+}
+
+/// After a conversation, `who`'s planning note and what it agreed to: one `talk_notes` call
+/// over the conversation's lines (`dialogue`: "Name: words" each). `places` are the sectors
+/// it may name. Returns the note (empty from a fallback), the commitments that hold up
+/// ([`agreed`]), and the position of the answer's last event.
+#[allow(clippy::too_many_arguments)]
+pub async fn talk_notes(
+    gateway: &Gateway,
+    style: Style,
+    who: &Who<'_>,
+    other: &str,
+    place: &str,
+    time: &str,
+    dialogue: &[String],
+    places: &[String],
+    causes: &[Cause],
+    now: u64,
+    pending: &mut Pending,
+) -> Result<(String, Vec<Agreed>, Option<PendingId>), ThinkError> {
+    let mut vars: BTreeMap<&str, String> = who.vars();
+    vars.insert("other", other.to_owned());
+    vars.insert("place", place.to_owned());
+    vars.insert("time", time.to_owned());
+    vars.insert("dialogue", dialogue.join("\n"));
+    vars.insert("places", places.join(", "));
+    let shape = Shape::Json(notes_schema(places));
+    let mut call = template("talk_notes")?.call(&vars, style, shape)?;
+    call.agent = Some(who.agent);
+    call.max_tokens = Some(220);
+    let (answered, asked) = ask(gateway, call, causes, now, pending).await?;
+    let value = match answered.answer {
+        Answer::Json(v) if !answered.fallback => v,
+        _ => Value::Null,
+    };
+    let note = value.get("note").and_then(Value::as_str).map(one_line).unwrap_or_default();
+    let promised = agreed(&value, places, &dialogue.join("\n"), now);
+    Ok((note, promised, asked))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_intention_loses_the_name_in_front() {
+        assert_eq!(
+            as_intention("Delphine wants to invite Tobias to the party.", "Delphine Ashcombe"),
+            "to invite Tobias to the party."
+        );
+        assert_eq!(
+            as_intention("\"to ask about his day\"", "Delphine Ashcombe"),
+            "to ask about his day"
+        );
+    }
+
+    #[test]
+    fn only_commitments_to_a_named_place_in_the_future_hold_up() {
+        let places = vec!["Marigold café".to_owned(), "Millbrook park".to_owned()];
+        let answer = json!({"note": "x", "promised": [
+            {"activity": "goes to Delphine's party", "day": "tomorrow", "from": "17:00",
+             "place": "Marigold café", "until": "19:00"},
+            {"activity": "walks in the park", "day": "today", "from": "18:00",
+             "place": "Millbrook park", "until": "18:30"},
+            {"activity": "earlier", "day": "today", "from": "08:00",
+             "place": "Marigold café", "until": "09:00"},
+        ]});
+        let said = "Delphine: Come to my party at the café tomorrow at five!";
+        let now = 10 * 3600;
+        let got = agreed(&answer, &places, said, now);
+        assert_eq!(
+            got,
+            vec![Agreed {
+                what: "goes to Delphine's party".into(),
+                sector: "Marigold café".into(),
+                start_secs: 86_400 + 17 * 3600,
+                duration_secs: 2 * 3600,
+            }],
+            "the park was never mentioned, and 08:00 today is past"
+        );
+        let endless = json!({"promised": [{"activity": "meets Tobias", "day": "today",
+            "from": "15:00", "place": "Millbrook park", "until": "14:00"}]});
+        let got = agreed(&endless, &places, "see you in the park", now);
+        assert_eq!(got[0].duration_secs, 3600, "an end before the start: an hour");
+    }
+}
