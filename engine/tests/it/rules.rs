@@ -291,3 +291,88 @@ impl LlmBackend for EchoingRules {
         Box::pin(async move { Ok(completion(text.into())) })
     }
 }
+
+/// A test double for a town's own scenario: the rules of [`answer`], except that a speaker
+/// wants to pass on its `currently` line (as its prompts' identity gives it), says it, and
+/// the one who hears agrees to what the line sets: the day ("tomorrow" or "today"), the first
+/// two times and the first place it names. Nothing in it knows what the scenario is.
+pub struct ScenarioRules;
+
+fn scenario_answer(template: &str, system: &str, user: &str) -> String {
+    let currently = system.split("Currently: ").nth(1).map(|c| c.trim().to_owned());
+    match template {
+        "intention" => match currently {
+            Some(c) => format!("Someone wants to pass on that {c}"),
+            None => answer(template, user),
+        },
+        "turn" => {
+            let wants =
+                user.lines().find_map(|l| l.split_once(" wants from this talk: ")).map(|x| x.1);
+            let said = user.split("The conversation so far:").nth(1).unwrap_or("");
+            let said = said.split("\nIt is ").next().unwrap_or(said);
+            let lines = said.lines().filter(|l| l.contains(": ")).count();
+            match wants.and_then(|w| w.strip_prefix("to pass on that ")) {
+                Some(news) if lines < 2 => {
+                    // In the first person: "Sefa Okafor is organising …" → "I am organising …".
+                    let news = news
+                        .split_once(" is ")
+                        .map_or(news.to_owned(), |(_, r)| format!("I am {r}"));
+                    format!(r#"{{"say": "{} Listen: {news}", "end": false}}"#, drawn_words(user))
+                }
+                _ => format!(
+                    r#"{{"say": "{} Yes, I will be there.", "end": {}}}"#,
+                    drawn_words(user),
+                    lines >= 1
+                ),
+            }
+        }
+        "talk_notes" => {
+            let places = user.lines().find_map(|l| l.split_once(" may name: ")).map(|(_, p)| p);
+            let places: Vec<&str> =
+                places.unwrap_or("").trim_end_matches('.').split(", ").collect();
+            let talk = user.split(" talked with ").last().unwrap_or("");
+            let talk = talk.split("\nPlaces ").next().unwrap_or(talk);
+            let place = places.iter().find(|p| talk.contains(*p));
+            let times: Vec<&str> = talk
+                .split(|c: char| !(c.is_ascii_digit() || c == ':'))
+                .filter(|w| w.len() == 5 && w.as_bytes()[2] == b':')
+                .collect();
+            let day = if talk.contains("tomorrow") { "tomorrow" } else { "today" };
+            let promised = match (place, times.as_slice()) {
+                (Some(place), [from, until, ..]) => format!(
+                    r#"[{{"activity": "goes to what was agreed at {place}", "day": "{day}",
+                        "from": "{from}", "place": "{place}", "until": "{until}"}}]"#
+                ),
+                _ => "[]".into(),
+            };
+            format!(r#"{{"note": "Keep the day free.", "promised": {promised}}}"#)
+        }
+        _ => answer(template, user),
+    }
+}
+
+impl LlmBackend for ScenarioRules {
+    fn name(&self) -> &str {
+        "scenario-test-double"
+    }
+    fn server(&self) -> String {
+        String::new()
+    }
+    fn model(&self) -> String {
+        "scenario-rules".into()
+    }
+    fn recorded_latency_ms(&self, _: [u8; 32]) -> Option<u32> {
+        Some(0)
+    }
+    fn complete<'a>(&'a self, a: Attempt<'a>) -> BoxFuture<'a, Result<Completion, BackendError>> {
+        let (system, user) = match &a.call.prompt {
+            Prompt::Chat(m) => (
+                m.first().map(|m| m.content.clone()).unwrap_or_default(),
+                m.last().map(|m| m.content.clone()).unwrap_or_default(),
+            ),
+            Prompt::Text(t) => (t.clone(), t.clone()),
+        };
+        let text = scenario_answer(&a.call.template, &system, &user);
+        Box::pin(async move { Ok(completion(text)) })
+    }
+}

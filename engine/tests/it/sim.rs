@@ -833,3 +833,81 @@ fn a_run_decides_by_the_rulebook_it_started_with_and_knows_the_towns_public_plac
         );
     });
 }
+
+#[test]
+fn an_event_of_the_towns_own_spreads_by_talk_and_is_kept_the_next_day() {
+    // Not the party: two neighbours at home in the evening; one is organising a clean-up of
+    // the park tomorrow morning. Only the town file says so (a `currently`).
+    let source = town()
+        .source
+        .replace("start = \"day0 07:00\"", "start = \"day0 20:00\"")
+        .replace(
+            "strategy = \"full\"\n\n[[persona]]\nname = \"Wendell Penhallow\"",
+            "strategy = \"full\"\ncurrently = \"Sefa Okafor is organising a clean-up of Millbrook park tomorrow from 10:00 to 12:00 and asks everyone to come\"\n\n[[persona]]\nname = \"Wendell Penhallow\"",
+        );
+    assert!(source.contains("clean-up of Millbrook park"), "the scenario is in the town");
+    let mut town = Definition::parse("clean-up.toml", &source).unwrap();
+    town.personas.retain(|p| p.name == "Nnamdi Okafor" || p.name == "Sefa Okafor");
+    let gateway = Gateway::new(
+        Arc::new(crate::rules::ScenarioRules),
+        Arc::new(LetterEmbedder),
+        Params::default(),
+        RetryPolicy::default(),
+        4,
+    );
+    let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+    let tmp = tempfile::tempdir().unwrap();
+    let log = rt.block_on(async {
+        let store = Store::open(tmp.path()).unwrap();
+        let mut sim =
+            Sim::start(store, "main", town, 7, gateway, SimSettings::default()).await.unwrap();
+        while sim.state().sim_time_secs < 86_400 + 10 * 3600 + 30 * 60 {
+            sim.step().await.unwrap();
+        }
+        let head = sim.store().branch(sim.branch()).unwrap().head_seq;
+        sim.store().events(sim.branch(), 0, head).unwrap()
+    });
+    let nnamdi = AgentId(0);
+    // He heard of it in a talk, and agreed to it for the next morning.
+    let agreed = log.iter().find_map(|e| match &e.body {
+        Body::CommitmentMade(c) if c.agent == nnamdi => Some(c),
+        _ => None,
+    });
+    let said: Vec<String> = log
+        .iter()
+        .filter_map(|e| match &e.body {
+            Body::DialogueTurn(t) => Some(format!("{:?}: {}", t.speaker, t.text)),
+            Body::LlmResponded(r) if r.text.contains("promised") => Some(r.text.clone()),
+            Body::ConversationEnded(c) => Some(c.reason.clone()),
+            _ => None,
+        })
+        .collect();
+    let agreed = agreed.unwrap_or_else(|| panic!("Nnamdi agreed to come: {said:#?}"));
+    assert_eq!(agreed.start_secs, 86_400 + 10 * 3600);
+    assert_eq!(agreed.duration_secs, 2 * 3600);
+    assert!(agreed.address.starts_with("Millbrook park:"), "{}", agreed.address);
+    // The next day's plan keeps it, and at 10:30 he is there.
+    let day1 = log.iter().rev().find_map(|e| match &e.body {
+        Body::PlanMade(p) if p.agent == nnamdi && p.level == PlanLevel::Day => Some(p),
+        _ => None,
+    });
+    let day1 = day1.expect("a plan for day 1");
+    assert!(day1
+        .items
+        .iter()
+        .any(|i| i.start_secs == agreed.start_secs && i.address == agreed.address));
+    let there = hamlet_engine::research::attendance(
+        &log,
+        "Millbrook park",
+        86_400 + 10 * 3600,
+        86_400 + 10 * 3600 + 30 * 60,
+    )
+    .unwrap();
+    assert!(there.iter().any(|a| a.agent == "Nnamdi Okafor"), "{there:?}");
+    // And on the morning of day 1 each renewed its `currently`.
+    let renewed = log
+        .iter()
+        .filter(|e| matches!(&e.body, Body::LlmRequested(r) if r.template == "currently"))
+        .count();
+    assert_eq!(renewed, 2);
+}
