@@ -517,6 +517,8 @@ pub struct BelievabilityRow {
     pub narrates: u32,
     /// Lines that name the wrong spouse, workplace or home for it, as the town file tells.
     pub identity_slips: u32,
+    /// Lines that speak as an assistant ("I'm sorry, but I can't help with that").
+    pub out_of_character: u32,
     /// Actions it started from its plans.
     pub actions: u32,
     /// Actions that copy one of its persona's statements.
@@ -532,6 +534,7 @@ impl BelievabilityRow {
         self.names_itself += other.names_itself;
         self.narrates += other.narrates;
         self.identity_slips += other.identity_slips;
+        self.out_of_character += other.out_of_character;
         self.actions += other.actions;
         self.copies_persona += other.copies_persona;
         self.odd_hours += other.odd_hours;
@@ -624,6 +627,9 @@ pub fn believability(events: &[Event]) -> Vec<BelievabilityRow> {
                 }
                 if facts.get(&t.speaker).and_then(|f| f.slip(&t.text)).is_some() {
                     row.identity_slips += 1;
+                }
+                if validate::out_of_character(&t.text) {
+                    row.out_of_character += 1;
                 }
                 open.entry(t.conversation).or_default().push(words);
             }

@@ -50,7 +50,8 @@ pub enum ResearchCommand {
     /// narrating (a stage direction in *asterisks* or brackets, or a sentence opening with a
     /// name, "he" or "she" and a verb of description such as "smiles" or "looks"); an
     /// identity slip the town file can show (a spouse after "my husband"/"my wife", a sector
-    /// after "I work at/in" or "I live at/in", that is not the speaker's). Actions started
+    /// after "I work at/in" or "I live at/in", that is not the speaker's); out of character
+    /// (speaking as an assistant: "I'm sorry, but I can't help with that"). Actions started
     /// from a plan: copying a persona statement (60% of words in common, the name aside);
     /// at an hour they contradict (waking up outside 04:00–12:00, breakfast outside
     /// 05:00–11:30, lunch outside 11:00–15:30, dinner outside 16:30–23:00, going to bed
@@ -380,6 +381,7 @@ pub fn research(c: ResearchCommand) -> anyhow::Result<Outcome> {
                 "names_itself",
                 "narrates",
                 "identity_slips",
+                "out_of_character",
                 "actions",
                 "copies_persona",
                 "odd_hours",
@@ -395,6 +397,7 @@ pub fn research(c: ResearchCommand) -> anyhow::Result<Outcome> {
                         r.names_itself.to_string(),
                         r.narrates.to_string(),
                         r.identity_slips.to_string(),
+                        r.out_of_character.to_string(),
                         r.actions.to_string(),
                         r.copies_persona.to_string(),
                         r.odd_hours.to_string(),
@@ -408,6 +411,7 @@ pub fn research(c: ResearchCommand) -> anyhow::Result<Outcome> {
                     lines(r.names_itself),
                     lines(r.narrates),
                     lines(r.identity_slips),
+                    lines(r.out_of_character),
                     r.actions.to_string(),
                     acts(r.copies_persona),
                     acts(r.odd_hours),

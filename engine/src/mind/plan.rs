@@ -355,6 +355,7 @@ pub async fn plan_day(
     wake_minute: u16,
     day_start_secs: u64,
     appointments: &[PlanItem],
+    checks: Option<&[String]>,
     because: &[Cause],
     now: u64,
     rulebook: Rulebook,
@@ -380,14 +381,52 @@ pub async fn plan_day(
     vars.insert("times", times.join(", "));
     let leads = starts.iter().map(|m| format!("{}{name} ", time_of_day(*m))).collect();
     let shape = Shape::Schedule { starts, until: BEDTIME_MINUTE, leads, icons: Vec::new() };
-    let mut call = template("day_plan")?.call(&vars, style, shape)?;
-    call.agent = Some(agent);
-    // Each stroke is about 20 tokens of JSON around a few words (a wordy one twice that).
-    call.max_tokens = Some(rulebook.day_plan_tokens_per_stroke() * times.len() as u32 + 16);
-    let (answered, asked) = ask(gateway, call, because, now, pending).await?;
-    let steps = match &answered.answer {
-        Answer::Plan(steps) => steps.clone(),
-        _ => Vec::new(),
+    let mut causes_now = because.to_vec();
+    let mut corrected = false;
+    let (asked, steps) = loop {
+        let mut call = template("day_plan")?.call(&vars, style, shape.clone())?;
+        call.agent = Some(agent);
+        // Each stroke is about 20 tokens of JSON around a few words (a wordy one twice that).
+        call.max_tokens = Some(rulebook.day_plan_tokens_per_stroke() * times.len() as u32 + 16);
+        let (answered, asked) = ask(gateway, call, &causes_now, now, pending).await?;
+        let mut steps = match &answered.answer {
+            Answer::Plan(steps) => steps.clone(),
+            _ => Vec::new(),
+        };
+        // Rulebook 4: a stroke that copies a persona statement, contradicts its hour, or
+        // wakes up again after the morning is asked for again once; one still wrong merges
+        // into the stroke before it.
+        let Some(seed) = checks else { break (asked, steps) };
+        let faults: Vec<Option<String>> = steps
+            .iter()
+            .map(|st| stroke_fault(&st.activity, st.start_minute, name, seed))
+            .collect();
+        if faults.iter().all(Option::is_none) {
+            break (asked, steps);
+        }
+        if corrected {
+            merge_faulty(&mut steps, &faults);
+            break (asked, steps);
+        }
+        corrected = true;
+        let told: Vec<String> = steps
+            .iter()
+            .zip(&faults)
+            .filter_map(|(st, f)| {
+                let why = f.as_ref()?;
+                Some(format!("\"{}\" at {}: {why}", st.activity, clock(u64::from(st.start_minute))))
+            })
+            .collect();
+        vars.insert(
+            "times",
+            format!(
+                "{}\n(Planned before and not used: {}. Plan these times again.)",
+                times.join(", "),
+                told.join("; ")
+            ),
+        );
+        causes_now = because.to_vec();
+        causes_now.extend(asked.map(Cause::Pending));
     };
     let first = u64::from(wake_minute + MORNING_MINUTES) * 60;
     let mut items: Vec<PlanItem> = items(&steps, day_start_secs)
@@ -433,6 +472,33 @@ pub async fn plan_day(
         .await?;
     }
     Ok((plan, at))
+}
+
+/// What is wrong with a day plan's stroke (rulebook 4): what [`validate::check_action`]
+/// finds, or waking up again after the morning (which [`MORNING`] already is).
+fn stroke_fault(activity: &str, minute: u16, name: &str, seed: &[String]) -> Option<String> {
+    let seed: Vec<&str> = seed.iter().map(String::as_str).collect();
+    if let Some(fault) = validate::check_action(activity, minute, name, &seed) {
+        return Some(fault.why());
+    }
+    let lower = activity.to_lowercase();
+    ["wakes up", "wake up", "waking up"]
+        .iter()
+        .any(|w| lower.contains(w))
+        .then(|| "the morning routine is already planned: say what comes after it".to_owned())
+}
+
+/// Merges each faulty step (`faults[i]` set) into the step before it, which then lasts
+/// until the next; a faulty first step stays (nothing comes before it to take its time).
+fn merge_faulty(steps: &mut Vec<PlanStep>, faults: &[Option<String>]) {
+    let mut kept: Vec<PlanStep> = Vec::with_capacity(steps.len());
+    for (step, fault) in steps.drain(..).zip(faults) {
+        match (fault, kept.last_mut()) {
+            (Some(_), Some(before)) => before.minutes = before.minutes.saturating_add(step.minutes),
+            _ => kept.push(step),
+        }
+    }
+    *steps = kept;
 }
 
 /// Appointments in words for a day plan's prompt: "17:00–19:00 goes to Delphine's party
@@ -808,6 +874,33 @@ mod tests {
         // Inside one item: it is split in two around it.
         let one = with_appointments(vec![part("reads", 600, 180)], &[part("meets Rowan", 660, 30)]);
         assert_eq!(spans(&one), vec![(600, 60), (660, 30), (690, 90)]);
+    }
+
+    #[test]
+    fn a_stroke_still_wrong_after_asking_again_gives_its_time_to_the_one_before() {
+        let step = |start_minute: u16, activity: &str, minutes: u16| PlanStep {
+            start_minute,
+            activity: activity.to_owned(),
+            minutes,
+            emoji: None,
+        };
+        let seed = vec!["Nnamdi Okafor opens the Crooked Lamp bar at 16:00 every day".to_owned()];
+        let mut steps = vec![
+            step(480, "buys supplies at Thistle supply store", 60),
+            step(540, "opens the Crooked Lamp bar at 16:00 every day", 120),
+            step(660, "wakes up again", 180),
+            step(840, "works at the bar", 180),
+        ];
+        let faults: Vec<Option<String>> = steps
+            .iter()
+            .map(|s| stroke_fault(&s.activity, s.start_minute, "Nnamdi Okafor", &seed))
+            .collect();
+        assert!(faults[1].as_deref().is_some_and(|f| f.contains("copies")), "{faults:?}");
+        assert!(faults[2].as_deref().is_some_and(|f| f.contains("morning")), "{faults:?}");
+        assert!(faults[0].is_none() && faults[3].is_none());
+        merge_faulty(&mut steps, &faults);
+        let kept: Vec<(u16, u16)> = steps.iter().map(|s| (s.start_minute, s.minutes)).collect();
+        assert_eq!(kept, vec![(480, 360), (840, 180)]);
     }
 
     #[test]

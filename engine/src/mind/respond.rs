@@ -248,6 +248,11 @@ pub async fn speak(
         // new and the conversation ends there (the model's words stay in its recorded answer).
         let echo = dialogue.iter().any(|(_, earlier)| repeats(earlier, &turn.say));
         let Some(check) = check else { break (turn, echo, asked) };
+        // A line without a word ("...") says nothing: the speaker falls silent.
+        if !turn.say.chars().any(char::is_alphanumeric) {
+            turn.say.clear();
+            break (turn, false, asked);
+        }
         let fault = if echo {
             Some("it says again what was already said in this conversation".to_owned())
         } else {

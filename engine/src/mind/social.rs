@@ -155,10 +155,70 @@ fn minutes(hhmm: &str) -> Option<u64> {
     (h < 24 && m < 60).then_some(h * 60 + m)
 }
 
+/// The times of day a text names, in minutes after midnight: "17:00", "5:30", "5 pm",
+/// "5pm", "five o'clock", "at 5" (a bare hour or an hour word is taken both ways, morning
+/// and evening).
+pub fn times_named(text: &str) -> Vec<u64> {
+    const WORDS: [&str; 12] = [
+        "one", "two", "three", "four", "five", "six", "seven", "eight", "nine", "ten", "eleven",
+        "twelve",
+    ];
+    let lower = text.to_lowercase();
+    let tokens: Vec<&str> = lower
+        .split(|c: char| c.is_whitespace() || c == ',' || c == '!' || c == '?' || c == ';')
+        .filter(|t| !t.is_empty())
+        .collect();
+    let mut out = Vec::new();
+    let both = |out: &mut Vec<u64>, h: u64, m: u64| {
+        out.push((h % 12) * 60 + m);
+        out.push((h % 12 + 12) * 60 + m);
+    };
+    for (i, raw) in tokens.iter().enumerate() {
+        let t = raw.trim_matches(|c: char| c == '.' || c == '(' || c == ')' || c == '"');
+        let next = tokens.get(i + 1).map_or("", |n| n.trim_matches('.'));
+        let prev = if i > 0 { tokens[i - 1] } else { "" };
+        let (clock, suffix) = match t.find(|c: char| !(c.is_ascii_digit() || c == ':')) {
+            Some(at) => (&t[..at], &t[at..]),
+            None => (t, ""),
+        };
+        let pm = matches!(suffix, "pm" | "p.m") || matches!(next, "pm" | "p.m" | "p.m.");
+        let am = matches!(suffix, "am" | "a.m") || matches!(next, "am" | "a.m" | "a.m.");
+        if let Some((h, m)) = clock.split_once(':') {
+            let (Ok(h), Ok(m)) = (h.parse::<u64>(), m.parse::<u64>()) else { continue };
+            if h < 24 && m < 60 {
+                out.push(if pm && h < 12 { (h + 12) * 60 + m } else { h * 60 + m });
+            }
+        } else if let Ok(h) = clock.parse::<u64>() {
+            if !(1..=12).contains(&h) {
+                continue;
+            }
+            if pm {
+                out.push((h % 12 + 12) * 60);
+            } else if am {
+                out.push((h % 12) * 60);
+            } else if next.starts_with("o'clock") || prev == "at" || prev == "from" {
+                both(&mut out, h, 0);
+            }
+        } else if let Some(h) = WORDS.iter().position(|w| *w == t) {
+            let h = h as u64 + 1;
+            if pm {
+                out.push((h % 12 + 12) * 60);
+            } else if next.starts_with("o'clock") || prev == "at" || prev == "from" || am {
+                both(&mut out, h, 0);
+            }
+        }
+    }
+    out.sort_unstable();
+    out.dedup();
+    out
+}
+
 /// The commitments of a `talk_notes` answer that hold up: a place among `places` that the
 /// conversation (`said`) names (a word of four letters or more of it, any case) — a small
-/// model otherwise "agrees" to what nobody mentioned —, a start after `now`, and an end after
-/// the start (else [`DEFAULT_MINUTES`], at most [`MAX_MINUTES`]).
+/// model otherwise "agrees" to what nobody mentioned —, a start the conversation names
+/// ([`times_named`]; the time in the activity's own words when the answer's start is not,
+/// since a small model writes the time it is now), after `now`, and an end after the start
+/// (else [`DEFAULT_MINUTES`], at most [`MAX_MINUTES`]).
 pub fn agreed(answer: &Value, places: &[String], said: &str, now: u64) -> Vec<Agreed> {
     let said = said.to_lowercase();
     let named = |sector: &str| {
@@ -176,7 +236,11 @@ pub fn agreed(answer: &Value, places: &[String], said: &str, now: u64) -> Vec<Ag
         let Some(ahead) = DAYS.iter().find(|(d, _)| *d == text("day")).map(|(_, n)| *n) else {
             continue;
         };
-        let Some(from) = minutes(&text("from")) else { continue };
+        let told = times_named(&said);
+        let from = minutes(&text("from")).filter(|m| told.contains(m));
+        // The activity's own time ("meet Sefa at 12:00"), when the talk names it.
+        let from = from.or_else(|| times_named(&what).into_iter().find(|m| told.contains(m)));
+        let Some(from) = from else { continue };
         let start = (today + ahead) * 86_400 + from * 60;
         let length = match minutes(&text("until")) {
             Some(until) if until > from => (until - from).min(MAX_MINUTES),
@@ -250,6 +314,34 @@ mod tests {
     }
 
     #[test]
+    fn times_are_read_as_people_write_them() {
+        assert_eq!(times_named("the party at 17:00, till 19:00!"), vec![1020, 1140]);
+        assert_eq!(times_named("come at 5 pm"), vec![1020]);
+        assert_eq!(times_named("come at 5pm or 6:30"), vec![390, 1020]);
+        assert_eq!(times_named("see you at five"), vec![300, 1020]);
+        assert_eq!(times_named("at 9 a.m. sharp"), vec![540]);
+        assert_eq!(times_named("I have 5 cats and 2 dogs"), Vec::<u64>::new());
+    }
+
+    #[test]
+    fn a_start_the_talk_never_named_is_not_agreed() {
+        let places = vec!["Okafor house".to_owned()];
+        // As the 1.5B model answered at 07:01: the time it was, not the one agreed.
+        let answer = json!({"note": "", "promised": [
+            {"activity": "meet Sefa Okafor at 12:00 tomorrow morning", "day": "tomorrow",
+             "from": "07:01", "place": "Okafor house", "until": "12:00"}]});
+        let said = "Nnamdi: let us meet at 12:00 tomorrow at the Okafor house";
+        let got = agreed(&answer, &places, said, 7 * 3600 + 60);
+        assert_eq!(got.len(), 1);
+        assert_eq!(got[0].start_secs, 86_400 + 12 * 3600, "the activity's own time");
+        assert_eq!(got[0].duration_secs, 3600);
+        let vague = json!({"note": "", "promised": [
+            {"activity": "meet Sefa", "day": "tomorrow", "from": "07:01",
+             "place": "Okafor house", "until": "12:00"}]});
+        assert!(agreed(&vague, &places, "see you at the Okafor house", 0).is_empty());
+    }
+
+    #[test]
     fn only_commitments_to_a_named_place_in_the_future_hold_up() {
         let places = vec!["Marigold café".to_owned(), "Millbrook park".to_owned()];
         let answer = json!({"note": "x", "promised": [
@@ -275,7 +367,7 @@ mod tests {
         );
         let endless = json!({"promised": [{"activity": "meets Tobias", "day": "today",
             "from": "15:00", "place": "Millbrook park", "until": "14:00"}]});
-        let got = agreed(&endless, &places, "see you in the park", now);
+        let got = agreed(&endless, &places, "see you in the park at 15:00", now);
         assert_eq!(got[0].duration_secs, 3600, "an end before the start: an hour");
     }
 }

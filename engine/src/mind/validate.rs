@@ -60,6 +60,30 @@ pub enum LineFault {
     Narrates,
     /// It names the wrong spouse, workplace or home for the speaker.
     IdentitySlip(String),
+    /// It speaks as an assistant, not as the person ("I'm sorry, but I can't help with that").
+    OutOfCharacter,
+}
+
+/// What an assistant says and a person in a town does not.
+const ASSISTANT_SPEAK: &[&str] = &[
+    "can't help with that",
+    "cannot help with that",
+    "can't assist with",
+    "cannot assist with",
+    "as an ai",
+    "an ai language model",
+    "i'm an ai",
+    "i am an ai",
+    "how can i assist you",
+    "how may i assist you",
+    "i'm sorry, but i can't",
+    "i'm sorry, but i cannot",
+];
+
+/// True when a line speaks as an assistant ([`ASSISTANT_SPEAK`]).
+pub fn out_of_character(line: &str) -> bool {
+    let lower = line.to_lowercase().replace('’', "'");
+    ASSISTANT_SPEAK.iter().any(|p| lower.contains(p))
 }
 
 impl LineFault {
@@ -76,6 +100,9 @@ impl LineFault {
                 "it describes actions like a story; write only the words spoken aloud".into()
             }
             LineFault::IdentitySlip(what) => format!("it gets {speaker}'s own life wrong: {what}"),
+            LineFault::OutOfCharacter => {
+                format!("it sounds like an assistant, not like {speaker} talking to a neighbour")
+            }
         }
     }
 
@@ -86,6 +113,7 @@ impl LineFault {
             LineFault::NamesItself => "names itself",
             LineFault::Narrates => "narrates",
             LineFault::IdentitySlip(_) => "identity slip",
+            LineFault::OutOfCharacter => "out of character",
         }
     }
 }
@@ -232,6 +260,9 @@ pub fn check_line(
     if names_itself(line, speaker) {
         return Some(LineFault::NamesItself);
     }
+    if out_of_character(line) {
+        return Some(LineFault::OutOfCharacter);
+    }
     let mut names = vec![speaker];
     names.extend_from_slice(others);
     if narrates(line, &names) {
@@ -349,6 +380,8 @@ mod tests {
         assert!(narrates("Well. She nods slowly.", &names));
         assert!(!narrates("Tobias, looks like rain today!", &names));
         assert!(!narrates("Looks like rain. Are you coming tonight?", &names));
+        assert!(out_of_character("I'm sorry, but I can't help with that."));
+        assert!(!out_of_character("Sorry, I can't come tonight."));
     }
 
     #[test]

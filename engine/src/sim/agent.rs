@@ -379,6 +379,7 @@ impl<S: Storage> Sim<S> {
                     self.settings.wake_minute,
                     day_start,
                     &self.appointments_on(agent, day_start / 86_400),
+                    self.action_checks(agent).as_deref(),
                     &because,
                     now,
                     self.settings.rulebook,

@@ -329,6 +329,7 @@ fn a_day_is_planned_remembered_and_decomposed_to_cover_its_stroke() {
             420,
             day1,
             &[],
+            None,
             &[],
             day1 + 25_200,
             Rulebook::CURRENT,

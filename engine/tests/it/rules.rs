@@ -48,7 +48,7 @@ pub fn answer(template: &str, user: &str) -> String {
             // from the prompt's hash, so that no line repeats one of an earlier conversation.
             let say = [
                 "Good morning, the market opens late on Sunday.",
-                "Then I will bake bread at home instead.",
+                "Then I will bake bread at home instead, ready at 15:00.",
                 "Come by for a slice this afternoon, bye!",
             ][lines.min(2)];
             format!(r#"{{"say": "{} {say}", "end": {}}}"#, drawn_words(user), lines >= 2)
@@ -67,18 +67,16 @@ pub fn answer(template: &str, user: &str) -> String {
             let place = places.iter().find(|p| {
                 p.split(' ').any(|w| w.len() >= 4 && lower.contains(&format!("the {}", w.to_lowercase())))
             });
-            let hour = user
-                .find("It is ")
-                .and_then(|i| user[i..].split(", ").nth(1))
-                .and_then(|t| t.get(..2))
-                .and_then(|h| h.parse::<u32>().ok())
-                .unwrap_or(8);
-            let promised = match place {
-                Some(place) if hour + 3 < 22 => format!(
-                    r#"[{{"activity": "meets at the {place}", "day": "today", "from": "{:02}:00",
-                        "place": "{place}", "until": "{:02}:30"}}]"#,
-                    hour + 2,
-                    hour + 2
+            // At the first time the talk names, for half an hour.
+            let talk = user.split(" talked with ").last().unwrap_or("");
+            let time = talk
+                .split(|c: char| !(c.is_ascii_digit() || c == ':'))
+                .find(|w| w.len() == 5 && w.as_bytes()[2] == b':');
+            let promised = match (place, time) {
+                (Some(place), Some(time)) => format!(
+                    r#"[{{"activity": "meets at the {place}", "day": "today", "from": "{time}",
+                        "place": "{place}", "until": "{}:30"}}]"#,
+                    &time[..2]
                 ),
                 _ => "[]".into(),
             };
