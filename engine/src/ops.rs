@@ -50,6 +50,9 @@ pub enum OpsError {
     /// A step wrote nothing and is still not finished.
     #[error("the step wrote nothing and is still not finished; the store may be damaged")]
     Stuck,
+    /// A change that cannot be made (nothing is written), and why.
+    #[error("{0}")]
+    Refused(String),
 }
 
 /// A branch by name or id prefix, or an error listing the store's branches.
@@ -132,6 +135,34 @@ pub fn fork_at<S: Storage>(
         secs: point.sim_time_secs(),
         inside_step,
     })
+}
+
+/// Makes the branch `id` run by other rules from its head on: a `RunConfigured` with its
+/// run's settings and `changes` made ([`crate::rulebook::settings_with`]), appended to it.
+/// For a fork just made (`hamlet fork --without`, `--strategy`): the fork then runs without
+/// a mechanism, or as one of the paper's ablations, and re-simulates so.
+pub fn reconfigure<S: Storage>(
+    store: &mut Store<S>,
+    id: BranchId,
+    changes: &[(String, String)],
+) -> Result<Vec<(String, String)>, OpsError> {
+    let head = store.branch(id).map_or(0, |b| b.head_seq);
+    let events = store.events(id, 0, head)?;
+    let now = events.iter().rev().find_map(|e| match &e.body {
+        Body::RunConfigured(c) => Some(c.clone()),
+        _ => None,
+    });
+    let Some(now) = now else {
+        return Err(OpsError::Refused("the branch holds no run to configure".into()));
+    };
+    let settings =
+        crate::rulebook::settings_with(&now.settings, changes).map_err(OpsError::Refused)?;
+    let at = events.last().map_or(0, |e| e.sim_time_secs());
+    let body =
+        Body::RunConfigured(hamlet_log::event::RunConfigured { settings: settings.clone(), ..now });
+    store.append_durable(id, &[hamlet_log::event::NewEvent::new(at, body)])?;
+    store.flush_index()?;
+    Ok(settings)
 }
 
 /// A rename made by [`rename_branch`].

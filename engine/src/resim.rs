@@ -216,6 +216,10 @@ pub async fn resimulate(
                 }
                 renamed
             }
+            // A fork that runs by other rules, where it was made.
+            Body::RunConfigured(c) if compared > 0 && !sim.mid_step() => {
+                sim.reconfigure(&c.settings)
+            }
             Body::Intervened(i) if !sim.mid_step() => match &i.intervention {
                 Intervention::InnerVoice { agent, text } => {
                     sim.inner_voice(*agent, text).await.map(|_| ())

@@ -223,6 +223,35 @@ impl Rulebook {
     }
 }
 
+/// The key of the setting that gives every agent one strategy (a fork of the paper's
+/// ablations: `no_reflection`, `no_reflection_no_planning`), over the town file's.
+pub const STRATEGY_SETTING: &str = "strategy";
+
+/// A run's settings with `changes` made (each key set to its value, the rest kept, sorted
+/// by key): what a fork that runs by other rules records in its own `RunConfigured`. An
+/// error in words when the result names a rulebook, a mechanism or a strategy this engine
+/// does not know.
+pub fn settings_with(
+    settings: &[(String, String)],
+    changes: &[(String, String)],
+) -> Result<Vec<(String, String)>, String> {
+    let mut out: std::collections::BTreeMap<String, String> = settings.iter().cloned().collect();
+    for (k, v) in changes {
+        out.insert(k.clone(), v.clone());
+    }
+    let out: Vec<(String, String)> = out.into_iter().collect();
+    Rulebook::recorded(&out)?;
+    if let Some((_, s)) = out.iter().find(|(k, _)| k == STRATEGY_SETTING) {
+        if !crate::town::STRATEGIES.contains(&s.as_str()) {
+            return Err(format!(
+                "`{s}` is not a strategy; the strategies are {}",
+                crate::town::STRATEGIES.join(", ")
+            ));
+        }
+    }
+    Ok(out)
+}
+
 impl fmt::Display for Rulebook {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(f, "rulebook {}", self.0)?;

@@ -8,6 +8,7 @@ use clap::Args;
 use hamlet_engine::describe::sim_time;
 use hamlet_engine::history::Moment;
 use hamlet_engine::ops;
+use hamlet_engine::rulebook::{settings_with, Mechanism, OFF_SETTING, STRATEGY_SETTING};
 use hamlet_engine::store::Store;
 
 use super::{parse_moment, Outcome};
@@ -28,6 +29,15 @@ pub struct ForkArgs {
     /// The new branch's name
     #[arg(long)]
     name: String,
+    /// The fork runs without these social mechanisms (comma-separated: currently,
+    /// commitments, intentions, validators), recorded on it: what each one buys, measured
+    /// against its parent
+    #[arg(long, value_delimiter = ',')]
+    without: Vec<String>,
+    /// Every agent of the fork runs this strategy (the paper's ablations: no_reflection,
+    /// no_reflection_no_planning; or full), recorded on it
+    #[arg(long)]
+    strategy: Option<String>,
 }
 
 pub fn fork(a: ForkArgs) -> anyhow::Result<Outcome> {
@@ -36,7 +46,53 @@ pub fn fork(a: ForkArgs) -> anyhow::Result<Outcome> {
     }
     let mut store = Store::open(&a.store)
         .with_context(|| format!("cannot open store {}", a.store.display()))?;
+    // What the fork runs by, checked before anything is written: its parent's rules, with
+    // the mechanisms named left out too.
+    let parent_settings = {
+        let from = ops::branch_named(&store, &a.branch)?;
+        let events = store.events(from.id, 0, from.head_seq)?;
+        events.iter().rev().find_map(|e| match &e.body {
+            hamlet_log::Body::RunConfigured(c) => Some(c.settings.clone()),
+            _ => None,
+        })
+    };
+    let mut changes: Vec<(String, String)> = Vec::new();
+    if !a.without.is_empty() {
+        let already = parent_settings.iter().flatten().find(|(k, _)| k == OFF_SETTING);
+        let mut off: Vec<Mechanism> = already
+            .map(|(_, v)| v.split(',').filter_map(Mechanism::named).collect())
+            .unwrap_or_default();
+        for name in &a.without {
+            let m = Mechanism::named(name).ok_or_else(|| {
+                let known: Vec<&str> = Mechanism::ALL.iter().map(|m| m.name()).collect();
+                anyhow::anyhow!("no mechanism `{name}`; the mechanisms are {}", known.join(", "))
+            })?;
+            off.push(m);
+        }
+        off.sort();
+        off.dedup();
+        let names: Vec<&str> = off.iter().map(|m| m.name()).collect();
+        changes.push((OFF_SETTING.to_owned(), names.join(",")));
+    }
+    if let Some(s) = &a.strategy {
+        changes.push((STRATEGY_SETTING.to_owned(), s.clone()));
+    }
+    if !changes.is_empty() {
+        // (A mistake is refused before the fork is made.)
+        let now = parent_settings
+            .ok_or_else(|| anyhow::anyhow!("`{}` holds no run to fork by other rules", a.branch))?;
+        settings_with(&now, &changes).map_err(anyhow::Error::msg)?;
+    }
     let forked = ops::fork_at(&mut store, &a.branch, a.at, &a.name)?;
+    if !changes.is_empty() {
+        let settings = ops::reconfigure(&mut store, forked.id, &changes)?;
+        let shown: Vec<String> = settings
+            .iter()
+            .filter(|(k, _)| k.starts_with("rulebook") || k == STRATEGY_SETTING)
+            .map(|(k, v)| format!("{k} = {v}"))
+            .collect();
+        println!("`{}` runs by: {}", forked.name, shown.join("; "));
+    }
     let (seq, at) = (forked.seq, sim_time(forked.secs));
     println!(
         "forked `{}` from `{}` after #{seq} ({at}); `{}` is untouched",

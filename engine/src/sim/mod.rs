@@ -219,8 +219,8 @@ impl<S: Storage> Sim<S> {
                 return Err((e, store));
             }
         };
-        // It decides by the rulebook it was started with.
-        let recorded = events.iter().find_map(|e| match &e.body {
+        // It decides by the rulebook it was started with (or a fork's own, the last).
+        let recorded = events.iter().rev().find_map(|e| match &e.body {
             Body::RunConfigured(c) => Some(Rulebook::recorded(&c.settings)),
             _ => None,
         });
@@ -330,6 +330,39 @@ impl<S: Storage> Sim<S> {
         let head = self.store.branch(self.branch).map_or(0, |b| b.head_seq);
         let event = self.store.event_at(self.branch, head)?;
         self.fold(&event);
+        Ok(())
+    }
+
+    /// Runs by other rules from here on (between steps only): a `RunConfigured` with the
+    /// run's settings and `changes` made ([`crate::rulebook::settings_with`]: mechanisms left
+    /// out, `rulebook.off`; one strategy for every agent, `strategy`), appended to the branch.
+    /// How a fork of a recording runs without a mechanism, or as one of the paper's
+    /// ablations; a re-simulation makes it again where it was recorded.
+    pub fn reconfigure(&mut self, changes: &[(String, String)]) -> Result<(), SimError> {
+        if self.mid_step() {
+            return Err(SimError::refused(
+                "settings",
+                "the branch's last step stopped part way: continue it first",
+            ));
+        }
+        let Some(now) = self.folds.configured.clone() else {
+            return Err(SimError::refused("settings", "the branch holds no run configuration"));
+        };
+        let settings = crate::rulebook::settings_with(&now.settings, changes)
+            .map_err(|why| SimError::refused("settings", why))?;
+        let rulebook =
+            Rulebook::recorded(&settings).map_err(|why| SimError::refused("settings", why))?;
+        let at = self.folds.state.sim_time_secs;
+        let event = hamlet_log::event::NewEvent::new(
+            at,
+            Body::RunConfigured(hamlet_log::event::RunConfigured { settings, ..now }),
+        );
+        self.store.append_durable(self.branch, &[event])?;
+        let head = self.store.branch(self.branch).map_or(0, |b| b.head_seq);
+        let event = self.store.event_at(self.branch, head)?;
+        self.fold(&event);
+        self.settings.rulebook = rulebook;
+        self.settings.retrieval.ties_by_creation = rulebook.breaks_retrieval_ties_by_creation();
         Ok(())
     }
 

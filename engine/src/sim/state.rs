@@ -110,6 +110,9 @@ pub(super) struct Folds {
     pub(super) said: Vec<(BTreeSet<String>, String)>,
     /// Each agent's commitments, in the order made (rulebook 4).
     pub(super) commitments: BTreeMap<AgentId, Vec<CommitmentMade>>,
+    /// The run's configuration as it stands: the last `RunConfigured` of the branch's history
+    /// (a fork may run by other rules than its parent, [`Sim::reconfigure`]).
+    pub(super) configured: Option<hamlet_log::event::RunConfigured>,
     /// The places each agent knows from the start: its home and workplace (`sector:arena`,
     /// from the traits it joined with).
     pub(super) places: BTreeMap<AgentId, Vec<String>>,
@@ -245,6 +248,14 @@ impl<S: Storage> Sim<S> {
                     seen.retain(|_, at| step.saturating_sub(*at) <= window);
                 }
             }
+            Body::RunConfigured(c) => {
+                // A strategy for everyone (a fork of the paper's ablations).
+                let all = c.settings.iter().find(|(k, _)| k == crate::rulebook::STRATEGY_SETTING);
+                if let Some(strategy) = all.and_then(|(_, v)| Strategy::named(v)) {
+                    self.folds.strategies.values_mut().for_each(|s| *s = strategy);
+                }
+                self.folds.configured = Some(c.clone());
+            }
             Body::ReflectionStarted(r) => {
                 self.folds.last_reflection.insert(r.agent, event.sim_time_secs());
             }
@@ -334,7 +345,11 @@ impl<S: Storage> Sim<S> {
             }
             Body::AgentJoined(j) => {
                 let named = j.traits.iter().find(|(k, _)| k == "strategy");
-                let strategy = named.and_then(|(_, v)| Strategy::named(v));
+                // A run's strategy for everyone stands over the town file's.
+                let all = self.folds.configured.as_ref().and_then(|c| {
+                    c.settings.iter().find(|(k, _)| k == crate::rulebook::STRATEGY_SETTING)
+                });
+                let strategy = all.or(named).and_then(|(_, v)| Strategy::named(v));
                 self.folds.strategies.insert(j.agent, strategy.unwrap_or(Strategy::Full));
                 let place = |key: &str| j.traits.iter().find(|(k, _)| k == key).map(|(_, v)| v);
                 let known = place("home").into_iter().chain(place("workplace")).cloned();

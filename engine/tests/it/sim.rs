@@ -911,3 +911,67 @@ fn an_event_of_the_towns_own_spreads_by_talk_and_is_kept_the_next_day() {
         .count();
     assert_eq!(renewed, 2);
 }
+
+#[test]
+fn a_fork_runs_without_a_mechanism_or_as_an_ablation_and_resimulates_identically() {
+    use hamlet_engine::resim::{resimulate, Verdict};
+    let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+    let tmp = tempfile::tempdir().unwrap();
+    let (parent, fork, fork_from) = rt.block_on(async {
+        let store = Store::open(tmp.path()).unwrap();
+        let mut sim =
+            Sim::start(store, "main", town(), 7, rules(), SimSettings::default()).await.unwrap();
+        for _ in 0..4 {
+            sim.step().await.unwrap();
+        }
+        let main = sim.branch();
+        let mut store = sim.into_store();
+        let head = store.branch(main).unwrap().head_seq;
+        let fork = store.fork(main, head, "plain-talk").unwrap();
+        let changes = [
+            ("rulebook.off".to_owned(), "intentions,commitments".to_owned()),
+            ("strategy".to_owned(), "no_reflection".to_owned()),
+        ];
+        // A mistake is refused and writes nothing.
+        let wrong = [("strategy".to_owned(), "dreamy".to_owned())];
+        let refused = hamlet_engine::ops::reconfigure(&mut store, fork, &wrong).unwrap_err();
+        assert!(refused.to_string().contains("not a strategy"), "{refused}");
+        hamlet_engine::ops::reconfigure(&mut store, fork, &changes).unwrap();
+        let mut sim = Sim::resume(store, fork, rules(), SimSettings::default()).await.unwrap();
+        assert!(!sim.rulebook().uses(Mechanism::Intentions));
+        assert!(sim.rulebook().uses(Mechanism::Currently));
+        assert!(sim
+            .state()
+            .agents
+            .keys()
+            .all(|a| sim.strategy(*a) == hamlet_engine::sim::Strategy::NoReflection));
+        for _ in 0..8 {
+            sim.step().await.unwrap();
+        }
+        let mut main_sim =
+            Sim::resume(sim.into_store(), main, rules(), SimSettings::default()).await.unwrap();
+        for _ in 0..8 {
+            main_sim.step().await.unwrap();
+        }
+        let store = main_sim.into_store();
+        let history = |id| store.events(id, 0, store.branch(id).unwrap().head_seq).unwrap();
+        (history(main), history(fork), head)
+    });
+    // The fork asked nothing of what it leaves out; its parent went on with it all.
+    let after = |log: &[hamlet_log::Event], template: &str| {
+        log.iter()
+            .filter(|e| e.seq() > fork_from + 1)
+            .filter(|e| matches!(&e.body, Body::LlmRequested(r) if r.template == template))
+            .count()
+    };
+    assert!(after(&parent, "intention") > 0 && after(&parent, "talk_notes") > 0);
+    assert_eq!((after(&fork, "intention"), after(&fork, "talk_notes")), (0, 0));
+    assert!(after(&fork, "turn") > 0, "the fork's agents still talk");
+    for log in [&parent, &fork] {
+        let scratch = tempfile::tempdir().unwrap();
+        match rt.block_on(resimulate(log, scratch.path(), |_, _| {})).unwrap() {
+            Verdict::Identical { events } => assert_eq!(events, log.len()),
+            Verdict::Diverged(d) => panic!("{d:?}"),
+        }
+    }
+}
