@@ -488,14 +488,30 @@ fn stroke_fault(activity: &str, minute: u16, name: &str, seed: &[String]) -> Opt
         .then(|| "the morning routine is already planned: say what comes after it".to_owned())
 }
 
-/// Merges each faulty step (`faults[i]` set) into the step before it, which then lasts
-/// until the next; a faulty first step stays (nothing comes before it to take its time).
+/// Merges each faulty step (`faults[i]` set) into the good step before it, which then lasts
+/// until the next; faulty steps before the first good one go to it, which starts earlier.
+/// With no good step, the steps stay as they are.
 fn merge_faulty(steps: &mut Vec<PlanStep>, faults: &[Option<String>]) {
+    if faults.iter().all(Option::is_some) {
+        return;
+    }
     let mut kept: Vec<PlanStep> = Vec::with_capacity(steps.len());
+    let mut head: Option<(u16, u16)> = None; // (start, minutes) of faulty steps at the head
     for (step, fault) in steps.drain(..).zip(faults) {
         match (fault, kept.last_mut()) {
             (Some(_), Some(before)) => before.minutes = before.minutes.saturating_add(step.minutes),
-            _ => kept.push(step),
+            (Some(_), None) => {
+                let (start, minutes) = head.unwrap_or((step.start_minute, 0));
+                head = Some((start, minutes.saturating_add(step.minutes)));
+            }
+            (None, _) => {
+                let mut step = step;
+                if let Some((start, minutes)) = head.take() {
+                    step.start_minute = start;
+                    step.minutes = step.minutes.saturating_add(minutes);
+                }
+                kept.push(step);
+            }
         }
     }
     *steps = kept;
@@ -649,10 +665,17 @@ pub async fn decompose(
             break (asked, parts);
         }
         if corrected {
-            parts.retain(|p| {
+            let good = |p: &PlanItem| {
                 let words = icon_of(&p.description).1;
                 validate::check_action(words, day_minute(p.start_secs), who.name, &seed).is_none()
-            });
+            };
+            if parts.iter().any(good) {
+                parts.retain(good);
+                // The first good part takes the time of the faulty ones before it.
+                if let Some(first) = parts.iter_mut().min_by_key(|p| p.start_secs) {
+                    first.start_secs = first.start_secs.min(item.start_secs.max(day_start));
+                }
+            }
             break (asked, parts);
         }
         corrected = true;
@@ -886,8 +909,9 @@ mod tests {
         };
         let seed = vec!["Nnamdi Okafor opens the Crooked Lamp bar at 16:00 every day".to_owned()];
         let mut steps = vec![
-            step(480, "buys supplies at Thistle supply store", 60),
-            step(540, "opens the Crooked Lamp bar at 16:00 every day", 120),
+            step(480, "wakes up and is ready for the day", 60),
+            step(540, "buys supplies at Thistle supply store", 60),
+            step(600, "opens the Crooked Lamp bar at 16:00 every day", 60),
             step(660, "wakes up again", 180),
             step(840, "works at the bar", 180),
         ];
@@ -895,12 +919,19 @@ mod tests {
             .iter()
             .map(|s| stroke_fault(&s.activity, s.start_minute, "Nnamdi Okafor", &seed))
             .collect();
-        assert!(faults[1].as_deref().is_some_and(|f| f.contains("copies")), "{faults:?}");
-        assert!(faults[2].as_deref().is_some_and(|f| f.contains("morning")), "{faults:?}");
-        assert!(faults[0].is_none() && faults[3].is_none());
+        assert!(faults[0].as_deref().is_some_and(|f| f.contains("morning")), "{faults:?}");
+        assert!(faults[2].as_deref().is_some_and(|f| f.contains("copies")), "{faults:?}");
+        assert!(faults[3].as_deref().is_some_and(|f| f.contains("morning")), "{faults:?}");
+        assert!(faults[1].is_none() && faults[4].is_none());
         merge_faulty(&mut steps, &faults);
         let kept: Vec<(u16, u16)> = steps.iter().map(|s| (s.start_minute, s.minutes)).collect();
+        // The errand starts at 08:00 in place of waking again, and lasts until the bar.
         assert_eq!(kept, vec![(480, 360), (840, 180)]);
+        assert_eq!(steps[0].activity, "buys supplies at Thistle supply store");
+        // All wrong: left as they were.
+        let mut all = vec![step(480, "wakes up", 60)];
+        merge_faulty(&mut all, &[Some("x".into())]);
+        assert_eq!(all.len(), 1);
     }
 
     #[test]
