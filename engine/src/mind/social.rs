@@ -213,13 +213,50 @@ pub fn times_named(text: &str) -> Vec<u64> {
     out
 }
 
+/// Which of the coming days a text names: `days` are their words, today first ("Friday 13
+/// February 2026", …); a day is named by its weekday, its date ("14 February"), or for
+/// today "today", "tonight", "this morning/afternoon/evening", for tomorrow "tomorrow". The
+/// days' offsets from today, in order.
+pub fn days_named(text: &str, days: &[String]) -> Vec<u64> {
+    let lower = text.to_lowercase();
+    let mut out = Vec::new();
+    for (i, words) in days.iter().enumerate() {
+        let w: Vec<String> = words.split_whitespace().map(str::to_lowercase).collect();
+        let weekday = w.first().filter(|d| d.ends_with("day"));
+        let date = (w.len() >= 3).then(|| format!("{} {}", w[1], w[2]));
+        let mut named = weekday.is_some_and(|d| has_word(&lower, d))
+            || date.as_ref().is_some_and(|d| lower.contains(d.as_str()));
+        named |= match i {
+            0 => ["today", "tonight", "this morning", "this afternoon", "this evening"]
+                .iter()
+                .any(|p| lower.contains(p)),
+            1 => has_word(&lower, "tomorrow"),
+            _ => false,
+        };
+        if named {
+            out.push(i as u64);
+        }
+    }
+    out
+}
+
+fn has_word(text: &str, word: &str) -> bool {
+    text.split(|c: char| !c.is_alphanumeric()).any(|w| w == word)
+}
+
 /// The commitments of a `talk_notes` answer that hold up: a place among `places` that the
 /// conversation (`said`) names (a word of four letters or more of it, any case) — a small
 /// model otherwise "agrees" to what nobody mentioned —, a start the conversation names
 /// ([`times_named`]; the time in the activity's own words when the answer's start is not,
 /// since a small model writes the time it is now), after `now`, and an end after the start
 /// (else [`DEFAULT_MINUTES`], at most [`MAX_MINUTES`]).
-pub fn agreed(answer: &Value, places: &[String], said: &str, now: u64) -> Vec<Agreed> {
+pub fn agreed(
+    answer: &Value,
+    places: &[String],
+    said: &str,
+    days: &[String],
+    now: u64,
+) -> Vec<Agreed> {
     let said = said.to_lowercase();
     let named = |sector: &str| {
         sector
@@ -235,6 +272,13 @@ pub fn agreed(answer: &Value, places: &[String], said: &str, now: u64) -> Vec<Ag
         let (what, place) = (text("activity"), text("place"));
         let Some(ahead) = DAYS.iter().find(|(d, _)| *d == text("day")).map(|(_, n)| *n) else {
             continue;
+        };
+        // The day the talk names, when it names one only ("on Saturday 14 February" read as
+        // "today" by a small model).
+        let said_days = days_named(&said, days);
+        let ahead = match said_days.as_slice() {
+            [one] => *one,
+            _ => ahead,
         };
         let told = times_named(&said);
         let from = minutes(&text("from")).filter(|m| told.contains(m));
@@ -261,7 +305,7 @@ pub fn agreed(answer: &Value, places: &[String], said: &str, now: u64) -> Vec<Ag
 
 /// After a conversation, `who`'s planning note and what it agreed to: one `talk_notes` call
 /// over the conversation's lines (`dialogue`: "Name: words" each). `places` are the sectors
-/// it may name. Returns the note (empty from a fallback), the commitments that hold up
+/// it may name; `days` the words of today and the next two days (see [`days_named`]). Returns the note (empty from a fallback), the commitments that hold up
 /// ([`agreed`]), and the position of the answer's last event.
 #[allow(clippy::too_many_arguments)]
 pub async fn talk_notes(
@@ -273,6 +317,7 @@ pub async fn talk_notes(
     time: &str,
     dialogue: &[String],
     places: &[String],
+    days: &[String],
     causes: &[Cause],
     now: u64,
     pending: &mut Pending,
@@ -293,7 +338,7 @@ pub async fn talk_notes(
         _ => Value::Null,
     };
     let note = value.get("note").and_then(Value::as_str).map(one_line).unwrap_or_default();
-    let promised = agreed(&value, places, &dialogue.join("\n"), now);
+    let promised = agreed(&value, places, &dialogue.join("\n"), days, now);
     Ok((note, promised, asked))
 }
 
@@ -331,14 +376,33 @@ mod tests {
             {"activity": "meet Sefa Okafor at 12:00 tomorrow morning", "day": "tomorrow",
              "from": "07:01", "place": "Okafor house", "until": "12:00"}]});
         let said = "Nnamdi: let us meet at 12:00 tomorrow at the Okafor house";
-        let got = agreed(&answer, &places, said, 7 * 3600 + 60);
+        let got = agreed(&answer, &places, said, &[], 7 * 3600 + 60);
         assert_eq!(got.len(), 1);
         assert_eq!(got[0].start_secs, 86_400 + 12 * 3600, "the activity's own time");
         assert_eq!(got[0].duration_secs, 3600);
         let vague = json!({"note": "", "promised": [
             {"activity": "meet Sefa", "day": "tomorrow", "from": "07:01",
              "place": "Okafor house", "until": "12:00"}]});
-        assert!(agreed(&vague, &places, "see you at the Okafor house", 0).is_empty());
+        assert!(agreed(&vague, &places, "see you at the Okafor house", &[], 0).is_empty());
+    }
+
+    #[test]
+    fn the_day_a_talk_names_stands_over_the_answers() {
+        let days: Vec<String> =
+            ["Friday 13 February 2026", "Saturday 14 February 2026", "Sunday 15 February 2026"]
+                .map(String::from)
+                .to_vec();
+        assert_eq!(days_named("the party on Saturday 14 February from 17:00", &days), vec![1]);
+        assert_eq!(days_named("see you tonight, or on Sunday?", &days), vec![0, 2]);
+        assert_eq!(days_named("what a lovely day", &days), Vec::<u64>::new());
+        let places = vec!["Marigold café".to_owned()];
+        // As the 1.5B model answered: "today", for a party the talk set on Saturday.
+        let answer = json!({"note": "", "promised": [{"activity": "help at the party",
+            "day": "today", "from": "17:00", "place": "Marigold café", "until": "19:00"}]});
+        let said =
+            "Delphine: our party at Marigold Café on Saturday 14 February from 17:00 to 19:00";
+        let got = agreed(&answer, &places, said, &days, 7 * 3600);
+        assert_eq!(got[0].start_secs, 86_400 + 17 * 3600);
     }
 
     #[test]
@@ -354,7 +418,7 @@ mod tests {
         ]});
         let said = "Delphine: Come to my party at the café tomorrow at five!";
         let now = 10 * 3600;
-        let got = agreed(&answer, &places, said, now);
+        let got = agreed(&answer, &places, said, &[], now);
         assert_eq!(
             got,
             vec![Agreed {
@@ -367,7 +431,7 @@ mod tests {
         );
         let endless = json!({"promised": [{"activity": "meets Tobias", "day": "today",
             "from": "15:00", "place": "Millbrook park", "until": "14:00"}]});
-        let got = agreed(&endless, &places, "see you in the park at 15:00", now);
+        let got = agreed(&endless, &places, "see you in the park at 15:00", &[], now);
         assert_eq!(got[0].duration_secs, 3600, "an end before the start: an hour");
     }
 }

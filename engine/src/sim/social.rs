@@ -107,6 +107,8 @@ impl<S: Storage> Sim<S> {
     ) -> Result<bool, SimError> {
         let style = self.settings.style;
         let places: Vec<String> = self.known(agent).known.keys().cloned().collect();
+        let today = now / 86_400;
+        let days: Vec<String> = (today..today + 3).map(|d| self.town.day_words(d)).collect();
         let (note, agreed, asked) = talk_notes(
             &self.gateway,
             style,
@@ -116,6 +118,7 @@ impl<S: Storage> Sim<S> {
             time,
             lines,
             &places,
+            &days,
             &[Cause::Pending(ended)],
             now,
             pending,
@@ -166,7 +169,6 @@ impl<S: Storage> Sim<S> {
             .await?;
         }
         // A commitment for today: the day plan again, the appointment kept in it.
-        let today = now / 86_400;
         let for_today: Vec<&(PendingId, Body)> = made
             .iter()
             .filter(|(_, b)| matches!(b, Body::CommitmentMade(c) if c.start_secs / 86_400 == today))
