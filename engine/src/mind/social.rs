@@ -244,9 +244,12 @@ fn has_word(text: &str, word: &str) -> bool {
     text.split(|c: char| !c.is_alphanumeric()).any(|w| w == word)
 }
 
-/// The commitments of a `talk_notes` answer that hold up: a place among `places` that the
-/// conversation (`said`) names (a word of four letters or more of it, any case) — a small
-/// model otherwise "agrees" to what nobody mentioned —, a start the conversation names
+/// The commitments of a `talk_notes` answer that hold up: an activity of two words or more;
+/// a place among `places` that the conversation (`said`) names (a word of four letters or
+/// more of it, any case) — a small model otherwise "agrees" to what nobody mentioned; the
+/// activity's own place when it names one —; the day the talk names when it names one (or
+/// the answer's, among several named; none when the answer's is not among them); a start
+/// the conversation names
 /// ([`times_named`]; the time in the activity's own words when the answer's start is not,
 /// since a small model writes the time it is now), after `now`, and an end after the start
 /// (else [`DEFAULT_MINUTES`], at most [`MAX_MINUTES`]).
@@ -275,10 +278,24 @@ pub fn agreed(
         };
         // The day the talk names, when it names one only ("on Saturday 14 February" read as
         // "today" by a small model).
+        // Several days named, the answer's among none of them: which one is not known.
         let said_days = days_named(&said, days);
         let ahead = match said_days.as_slice() {
+            [] => ahead,
             [one] => *one,
-            _ => ahead,
+            many if many.contains(&ahead) => ahead,
+            _ => continue,
+        };
+        // "Meet", "help": too little to keep as an appointment.
+        if what.split_whitespace().filter(|w| w.chars().any(char::is_alphabetic)).count() < 2 {
+            continue;
+        }
+        // The place the activity's own words name, when the talk names it too ("meet at the
+        // pharmacy in Fernside market" answered with another place).
+        let own = places.iter().find(|p| what.to_lowercase().contains(&p.to_lowercase()));
+        let place = match own {
+            Some(p) if named(p) => p.clone(),
+            _ => place,
         };
         let told = times_named(&said);
         let from = minutes(&text("from")).filter(|m| told.contains(m));
@@ -305,8 +322,9 @@ pub fn agreed(
 
 /// After a conversation, `who`'s planning note and what it agreed to: one `talk_notes` call
 /// over the conversation's lines (`dialogue`: "Name: words" each). `places` are the sectors
-/// it may name; `days` the words of today and the next two days (see [`days_named`]). Returns the note (empty from a fallback), the commitments that hold up
-/// ([`agreed`]), and the position of the answer's last event.
+/// it may name; `days` the words of today and the next two days (see [`days_named`]).
+/// Returns the note (empty from a fallback), the commitments that hold up ([`agreed`]), and
+/// the position of the answer's last event.
 #[allow(clippy::too_many_arguments)]
 pub async fn talk_notes(
     gateway: &Gateway,
@@ -403,6 +421,18 @@ mod tests {
             "Delphine: our party at Marigold Café on Saturday 14 February from 17:00 to 19:00";
         let got = agreed(&answer, &places, said, &days, 7 * 3600);
         assert_eq!(got[0].start_secs, 86_400 + 17 * 3600);
+        // Two days named, the answer's neither: not kept.
+        let both = "see you on Saturday or Sunday at 17:00 at Marigold café";
+        assert!(agreed(&answer, &places, both, &days, 7 * 3600).is_empty());
+        // Too little to keep, and a place the activity names over the answer's.
+        let vague = json!({"note": "", "promised": [{"activity": "meet", "day": "today",
+            "from": "17:00", "place": "Marigold café", "until": "19:00"}]});
+        assert!(agreed(&vague, &places, said, &days, 7 * 3600).is_empty());
+        let two = vec!["Marigold café".to_owned(), "Fernside market".to_owned()];
+        let elsewhere = json!({"note": "", "promised": [{"activity": "meet Tobias at Fernside market",
+            "day": "tomorrow", "from": "17:00", "place": "Marigold café", "until": "18:00"}]});
+        let talk = "the party at Marigold café, or Fernside market, tomorrow at 17:00";
+        assert_eq!(agreed(&elsewhere, &two, talk, &days, 7 * 3600)[0].sector, "Fernside market");
     }
 
     #[test]
