@@ -12,7 +12,8 @@
 //!
 //! From rulebook 4 a rulebook also names [`Mechanism`]s switched off (the setting
 //! `rulebook.off`): the paper's social mechanisms can each be left out of a run, so what
-//! each one buys is measured by running without it.
+//! each one buys is measured by running without it. Rulebook 5 adds one: a conversation
+//! written whole, in one call ([`Mechanism::Script`]).
 
 use std::fmt;
 
@@ -22,7 +23,8 @@ pub const SETTING: &str = "rulebook";
 /// The key of the setting that names the mechanisms a run leaves out (comma-separated).
 pub const OFF_SETTING: &str = "rulebook.off";
 
-/// A social mechanism of rulebook 4 that a run may leave out (see [`Rulebook::without`]).
+/// A social mechanism of rulebook 4 or later that a run may leave out (see
+/// [`Rulebook::without`]).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
 pub enum Mechanism {
     /// Each persona's `currently` line in every prompt's identity, renewed each morning.
@@ -37,15 +39,20 @@ pub enum Mechanism {
     /// itself or narrating, an action copying a persona statement or at an hour it
     /// contradicts) and asked again with what was wrong.
     Validators,
+    /// Rulebook 5: a conversation written whole by one call (both speakers' intentions and
+    /// memories in its prompt, four to eight lines), as the paper's first code did, instead
+    /// of a call per line; a small model otherwise ends a talk after its first line.
+    Script,
 }
 
 impl Mechanism {
     /// Every mechanism, in order.
-    pub const ALL: [Mechanism; 4] = [
+    pub const ALL: [Mechanism; 5] = [
         Mechanism::Currently,
         Mechanism::Commitments,
         Mechanism::Intentions,
         Mechanism::Validators,
+        Mechanism::Script,
     ];
 
     /// Its name, as settings and the command line write it.
@@ -55,6 +62,15 @@ impl Mechanism {
             Mechanism::Commitments => "commitments",
             Mechanism::Intentions => "intentions",
             Mechanism::Validators => "validators",
+            Mechanism::Script => "script",
+        }
+    }
+
+    /// The first rulebook that has it.
+    pub fn since(self) -> u32 {
+        match self {
+            Mechanism::Script => 5,
+            _ => 4,
         }
     }
 
@@ -77,25 +93,26 @@ impl Rulebook {
     /// The rulebook of every run recorded before rulebooks were numbered.
     pub const FIRST: Rulebook = Rulebook(1, 0);
     /// The rulebook this engine starts a new run with.
-    pub const CURRENT: Rulebook = Rulebook(4, 0);
+    pub const CURRENT: Rulebook = Rulebook(5, 0);
 
     /// The rulebook numbered `n`, if this engine knows it.
     pub fn numbered(n: u32) -> Option<Rulebook> {
         (Rulebook::FIRST.0..=Rulebook::CURRENT.0).contains(&n).then_some(Rulebook(n, 0))
     }
 
-    /// This rulebook with `mechanism` left out (an error in words before rulebook 4, which
-    /// has none of them).
+    /// This rulebook with `mechanism` left out (an error in words before the rulebook that
+    /// has it, [`Mechanism::since`]).
     pub fn without(self, mechanism: Mechanism) -> Result<Rulebook, String> {
-        if self.0 < 4 {
+        if self.0 < mechanism.since() {
             return Err(format!("{self} has no mechanism `{}` to leave out", mechanism.name()));
         }
         Ok(Rulebook(self.0, self.1 | mechanism.bit()))
     }
 
-    /// Whether this rulebook uses `mechanism`: from rulebook 4, unless it leaves it out.
+    /// Whether this rulebook uses `mechanism`: from the rulebook that has it
+    /// ([`Mechanism::since`]), unless it leaves it out.
     pub fn uses(self, mechanism: Mechanism) -> bool {
-        self.0 >= 4 && self.1 & mechanism.bit() == 0
+        self.0 >= mechanism.since() && self.1 & mechanism.bit() == 0
     }
 
     /// The mechanisms this rulebook leaves out.
@@ -198,6 +215,18 @@ impl Rulebook {
         }
     }
 
+    /// Rulebook 5: the simulated seconds before the same two agents may start talking again,
+    /// given the run's setting: at least three hours. A conversation written whole is
+    /// several lines long, and two agents who share a room would otherwise talk it through
+    /// again every hour.
+    pub fn talk_cooldown_secs(self, configured: u64) -> u64 {
+        if self.uses(Mechanism::Script) {
+            configured.max(3 * 3600)
+        } else {
+            configured
+        }
+    }
+
     /// The version of the prompt template `name` this rulebook asks with: `None` for the
     /// newest. Rulebook 3 changed the layout of `turn` (v6: the conversation after what the
     /// speaker remembers, the time last), `react` (v4) and `attend` (v2) (memories first,
@@ -206,7 +235,8 @@ impl Rulebook {
     /// were recorded with.
     ///
     /// Rulebook 4 changed `turn` (v7: what the speaker wants from the talk, and the rules
-    /// against narration and naming oneself); rulebook 3 keeps v6.
+    /// against narration and naming oneself); rulebook 3 keeps v6. Rulebook 5 added `script`
+    /// and changed no template.
     pub fn template_version(self, name: &str) -> Option<u32> {
         if self >= Rulebook(4, 0) {
             return None;
@@ -309,12 +339,17 @@ mod tests {
         let early =
             Rulebook::recorded(&settings(&[("rulebook", "3"), ("rulebook.off", "currently")]));
         assert!(early.unwrap_err().contains("no mechanism"));
+        let before =
+            Rulebook::recorded(&settings(&[("rulebook", "4"), ("rulebook.off", "script")]));
+        assert!(before.unwrap_err().contains("no mechanism"));
     }
 
     #[test]
     fn a_mechanism_left_out_is_recorded_and_read_back() {
         assert!(Mechanism::ALL.iter().all(|m| Rulebook::CURRENT.uses(*m)));
         assert!(Mechanism::ALL.iter().all(|m| !Rulebook::numbered(3).unwrap().uses(*m)));
+        let four = Rulebook::numbered(4).unwrap();
+        assert!(four.uses(Mechanism::Intentions) && !four.uses(Mechanism::Script));
         let without = Rulebook::CURRENT
             .without(Mechanism::Commitments)
             .and_then(|r| r.without(Mechanism::Currently))
@@ -324,7 +359,7 @@ mod tests {
         let recorded = without.settings();
         assert_eq!(recorded[1], ("rulebook.off".to_owned(), "currently,commitments".to_owned()));
         assert_eq!(Rulebook::recorded(&recorded), Ok(without));
-        assert_eq!(without.to_string(), "rulebook 4 without currently, commitments");
+        assert_eq!(without.to_string(), "rulebook 5 without currently, commitments");
         // What an older rulebook decides is decided the same way.
         assert!(without.lists_memories_in_time_order());
         assert_eq!(Rulebook::CURRENT.settings().len(), 1);

@@ -30,7 +30,7 @@ pub struct ForkArgs {
     #[arg(long)]
     name: String,
     /// The fork runs without these social mechanisms (comma-separated: currently,
-    /// commitments, intentions, validators), recorded on it: what each one buys, measured
+    /// commitments, intentions, validators, script), recorded on it: what each one buys, measured
     /// against its parent
     #[arg(long, value_delimiter = ',')]
     without: Vec<String>,

@@ -111,6 +111,7 @@ const FILES: &[(&str, &str)] = &[
     ("currently", include_str!("../../prompts/currently.toml")),
     ("intention", include_str!("../../prompts/intention.toml")),
     ("talk_notes", include_str!("../../prompts/talk_notes.toml")),
+    ("script", include_str!("../../prompts/script.toml")),
 ];
 
 /// Versions of templates that newer ones replaced, kept for the runs whose rulebook asks with

@@ -288,6 +288,206 @@ pub async fn speak(
     Ok((Spoken { turn, echo }, at))
 }
 
+/// The fewest and the most lines a conversation's script asks for (rulebook 5,
+/// [`Mechanism::Script`](crate::rulebook::Mechanism::Script)).
+pub const SCRIPT_LINES: (usize, usize) = (4, 8);
+
+/// How many times a script with a faulty line is asked for again, with what was wrong.
+pub const SCRIPT_CORRECTIONS: usize = 1;
+
+/// One of the two speakers of a script: who it is, what it wants from the talk, and what its
+/// lines are checked against (with validators).
+#[derive(Clone, Debug)]
+pub struct Side<'a> {
+    /// The speaker.
+    pub who: Situation<'a>,
+    /// What it wants from the talk, when it decided.
+    pub intent: Option<&'a str>,
+    /// What its lines are checked against, by a run with validators.
+    pub check: Option<LineCheck<'a>>,
+}
+
+/// A conversation written whole: its lines (the speaker's index among the two sides, and
+/// the words), and why it stopped short of the script, if it did.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Script {
+    /// The lines, in order.
+    pub lines: Vec<(usize, String)>,
+    /// Which side could say nothing fit, when a line failed its checks after the
+    /// corrections: the talk ends before that line.
+    pub cut_by: Option<usize>,
+}
+
+/// The JSON Schema of a script's answer: lines by one of `names`.
+pub fn script_schema(names: [&str; 2], most: usize) -> serde_json::Value {
+    serde_json::json!({
+        "type": "object",
+        "properties": {
+            "lines": {
+                "type": "array",
+                "minItems": 2,
+                "maxItems": most,
+                "items": {
+                    "type": "object",
+                    "properties": {
+                        "speaker": { "type": "string", "enum": names },
+                        "say": { "type": "string", "minLength": 1, "maxLength": 300 },
+                    },
+                    "required": ["speaker", "say"],
+                    "additionalProperties": false,
+                },
+            },
+        },
+        "required": ["lines"],
+        "additionalProperties": false,
+    })
+}
+
+/// The lines of a script's answer as they are said: each by the side its `speaker` names
+/// (a line naming neither takes its turn), cleaned as [`as_said`] cleans a line, empty
+/// lines left out, consecutive lines of one speaker joined, at most `most`.
+pub fn script_lines(
+    answer: &serde_json::Value,
+    names: [&str; 2],
+    most: usize,
+) -> Vec<(usize, String)> {
+    let items = answer.get("lines").and_then(|l| l.as_array()).cloned().unwrap_or_default();
+    let mut out: Vec<(usize, String)> = Vec::new();
+    for item in items {
+        let speaker = item.get("speaker").and_then(|s| s.as_str()).unwrap_or("").trim();
+        let say = item.get("say").and_then(|s| s.as_str()).unwrap_or("");
+        let first = |n: &str| n.split_whitespace().next().unwrap_or(n).to_owned();
+        let side = names
+            .iter()
+            .position(|n| n.eq_ignore_ascii_case(speaker))
+            .or_else(|| names.iter().position(|n| first(n).eq_ignore_ascii_case(speaker)))
+            .unwrap_or_else(|| out.last().map_or(0, |(s, _)| 1 - s));
+        let said = as_said(say, names[side], names[1 - side]);
+        if !said.chars().any(char::is_alphanumeric) {
+            continue;
+        }
+        match out.last_mut() {
+            Some((s, text)) if *s == side => {
+                text.push(' ');
+                text.push_str(said);
+            }
+            _ => out.push((side, said.to_owned())),
+        }
+    }
+    out.truncate(most);
+    out
+}
+
+/// The first faulty line of a script, and why: a line that says again what an earlier line
+/// of the script said, or (for a side with a check) one that fails [`validate::check_line`].
+fn script_fault(lines: &[(usize, String)], sides: [&Side<'_>; 2]) -> Option<(usize, String)> {
+    for (i, (side, text)) in lines.iter().enumerate() {
+        let name = sides[*side].who.name;
+        if lines[..i].iter().any(|(_, earlier)| repeats(earlier, text)) {
+            return Some((i, "it says again what was already said in this conversation".into()));
+        }
+        let Some(check) = &sides[*side].check else { continue };
+        let other = sides[1 - side].who.name;
+        if let Some(f) = validate::check_line(text, name, &[other], check.facts, check.earlier) {
+            return Some((i, f.why(name)));
+        }
+    }
+    None
+}
+
+/// A conversation written whole (rulebook 5): each side recalls what it remembers of the
+/// other and of what it wants from the talk; one `script` call writes four to eight lines,
+/// the first side first. A script with a faulty line ([`script_fault`]) is asked for again
+/// with what was wrong, up to [`SCRIPT_CORRECTIONS`] times (each try recorded); a line still
+/// failing ends the talk before it. Adds each line's `DialogueTurn` (caused by the answer and
+/// the speaker's retrieval, the last one ending the talk) to the batch; returns the script
+/// and the position of the last event.
+#[allow(clippy::too_many_arguments)]
+pub async fn script(
+    gateway: &Gateway,
+    style: Style,
+    sides: [&Side<'_>; 2],
+    place: &str,
+    conversation: EventId,
+    most: usize,
+    now: u64,
+    retrieval: &RetrievalSettings,
+    pending: &mut Pending,
+) -> Result<(Script, Option<PendingId>), ThinkError> {
+    let names = [sides[0].who.name, sides[1].who.name];
+    let mut recalled = Vec::new();
+    let mut causes = vec![Cause::Logged(conversation)];
+    for (i, side) in sides.iter().enumerate() {
+        let intent = side.intent.unwrap_or(super::social::NO_INTENTION);
+        let query = format!("{} {intent}", names[1 - i]);
+        let (found, at) =
+            recall(gateway, side.who.agent, side.who.stream, &query, now, retrieval, pending)
+                .await?;
+        causes.push(Cause::Pending(at));
+        recalled.push((context(side.who.stream, &found.hits, side.who.rulebook), at));
+    }
+    let most = most.clamp(2, SCRIPT_LINES.1);
+    let mut vars = BTreeMap::from([
+        ("a", names[0].to_owned()),
+        ("b", names[1].to_owned()),
+        ("a_summary", sides[0].who.summary.to_owned()),
+        ("b_summary", sides[1].who.summary.to_owned()),
+        ("time", sides[0].who.time.to_owned()),
+        ("place", place.to_owned()),
+        ("a_intent", sides[0].intent.unwrap_or(super::social::NO_INTENTION).to_owned()),
+        ("b_intent", sides[1].intent.unwrap_or(super::social::NO_INTENTION).to_owned()),
+        ("a_memories", recalled[0].0.clone()),
+        ("b_memories", recalled[1].0.clone()),
+        ("cue", String::new()),
+    ]);
+    let mut corrections = 0;
+    let mut ask_causes = causes.clone();
+    let (lines, cut_by, asked) = loop {
+        let shape = Shape::Json(script_schema(names, most));
+        let mut call = template("script")?.call(&vars, style, shape)?;
+        call.agent = Some(sides[0].who.agent);
+        call.temperature = Some(TURN_TEMPERATURE);
+        call.max_tokens = Some(90 * most as u32);
+        let (answered, asked) = ask(gateway, call, &ask_causes, now, pending).await?;
+        let lines = match answered.answer {
+            Answer::Json(v) if !answered.fallback => script_lines(&v, names, most),
+            _ => Vec::new(),
+        };
+        let Some((at, why)) = script_fault(&lines, sides) else { break (lines, None, asked) };
+        if corrections == SCRIPT_CORRECTIONS {
+            let side = lines[at].0;
+            let mut kept = lines;
+            kept.truncate(at);
+            break (kept, Some(side), asked);
+        }
+        corrections += 1;
+        vars.insert(
+            "cue",
+            format!(
+                "\n(A script was not used: the line \"{}\" by {}: {why}. Write it again \
+                 without such a line.)",
+                lines[at].1, names[lines[at].0]
+            ),
+        );
+        ask_causes = causes.clone();
+        ask_causes.extend(asked.map(Cause::Pending));
+    };
+    let mut last = asked;
+    let count = lines.len();
+    for (i, (side, text)) in lines.iter().enumerate() {
+        let mut because = vec![Cause::Logged(conversation), Cause::Pending(recalled[*side].1)];
+        because.extend(asked.map(Cause::Pending));
+        let body = Body::DialogueTurn(DialogueTurn {
+            conversation,
+            speaker: sides[*side].who.agent,
+            text: text.clone(),
+            ends: i + 1 == count,
+        });
+        last = Some(pending.push(now, body, &because));
+    }
+    Ok((Script { lines, cut_by }, last))
+}
+
 /// What one call to [`speak`] made of the model's answer.
 #[derive(Clone, Debug)]
 pub struct Spoken {

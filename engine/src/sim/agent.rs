@@ -253,25 +253,26 @@ impl<S: Storage> Sim<S> {
         }
         // React to someone newly noticed? (At most one question a step: the nearest.)
         if planned(agent) && !self.busy(agent, now) && !self.asleep(agent, now) {
-            let candidate =
-                percepts.iter().find_map(|p| {
-                    let (&other, o) =
-                        self.folds.state.agents.iter().find(|(_, o)| o.name == p.subject)?;
-                    let pair = (agent.min(other), agent.max(other));
-                    let recent =
-                        self.folds.last_talk.get(&pair).is_some_and(|&t| {
-                            now.saturating_sub(t) < self.settings.talk_cooldown_secs
-                        });
-                    // Someone considered lately is not considered again (an agent sharing a room
-                    // with its family would otherwise ask every minute).
-                    let considered =
-                        self.folds.considered.get(&(agent, other)).is_some_and(|&t| {
-                            now.saturating_sub(t) < self.settings.reconsider_secs
-                        });
-                    let free = planned(other) && !self.busy(other, now) && !self.asleep(other, now);
-                    (free && !recent && !considered)
-                        .then(|| (other, o.name.clone(), perception::observation(p)))
+            let rulebook = self.settings.rulebook;
+            let candidate = percepts.iter().find_map(|p| {
+                let (&other, o) =
+                    self.folds.state.agents.iter().find(|(_, o)| o.name == p.subject)?;
+                let pair = (agent.min(other), agent.max(other));
+                let recent = self.folds.last_talk.get(&pair).is_some_and(|&t| {
+                    now.saturating_sub(t)
+                        < rulebook.talk_cooldown_secs(self.settings.talk_cooldown_secs)
                 });
+                // Someone considered lately is not considered again (an agent sharing a room
+                // with its family would otherwise ask every minute).
+                let considered = self
+                    .folds
+                    .considered
+                    .get(&(agent, other))
+                    .is_some_and(|&t| now.saturating_sub(t) < self.settings.reconsider_secs);
+                let free = planned(other) && !self.busy(other, now) && !self.asleep(other, now);
+                (free && !recent && !considered)
+                    .then(|| (other, o.name.clone(), perception::observation(p)))
+            });
             if let Some((other, other_name, observation)) = candidate {
                 let time = self.town.moment_words(now);
                 let status = self.status(agent, now);

@@ -1,6 +1,7 @@
 //! Conversations: every open one run concurrently to its end (alternating lines until one
-//! ends it, falls silent, echoes, or the turn limit), then both agents remember it, spend
-//! the next minutes talking, and re-plan the rest of the hour it interrupted.
+//! ends it, falls silent, echoes, or the turn limit; by rulebook 5 written whole in one
+//! call), then both agents remember it, spend the next minutes talking, and re-plan the rest
+//! of the hour it interrupted.
 //! Must not: start a conversation (a reaction in `agent.rs` does, the step writes it), or
 //! let the order in which answers arrive reach the log (batches are joined in the order
 //! the conversations started).
@@ -8,7 +9,7 @@
 use hamlet_log::event::{AgentId, ConversationEnded, MemoryKind};
 use hamlet_log::{Body, EventId};
 
-use crate::mind::respond::{speak, LineCheck, Situation};
+use crate::mind::respond::{script, speak, LineCheck, Side, Situation};
 use crate::mind::social::intention;
 use crate::mind::think::{remember, Who};
 use crate::mind::validate::Facts;
@@ -117,7 +118,51 @@ impl<S: Storage> Sim<S> {
         let mut last = None;
         let mut reason = "the turn limit".to_owned();
         let n = agents.len().max(1);
-        while dialogue.len() < self.settings.max_turns {
+        // Rulebook 5: the conversation written whole, in one call.
+        let scripted = rulebook.uses(Mechanism::Script) && n == 2 && dialogue.is_empty();
+        if scripted {
+            let (summaries, statuses): (Vec<String>, Vec<String>) = (0..2)
+                .map(|i| (self.summary(agents[i]), format!("talking with {}", names[1 - i])))
+                .unzip();
+            let validators = rulebook.uses(Mechanism::Validators);
+            let sides: Vec<Side> = (0..2)
+                .map(|i| Side {
+                    who: Situation {
+                        agent: agents[i],
+                        name: &names[i],
+                        summary: &summaries[i],
+                        time: &time,
+                        status: &statuses[i],
+                        stream: self.folds.minds.stream(agents[i]),
+                        rulebook,
+                    },
+                    intent: intents[i].as_deref(),
+                    check: validators
+                        .then(|| LineCheck { facts: facts[i].as_ref(), earlier: &self.folds.said }),
+                })
+                .collect();
+            let (written, at) = script(
+                &self.gateway,
+                style,
+                [&sides[0], &sides[1]],
+                &place,
+                conversation,
+                self.settings.max_turns,
+                now,
+                &self.settings.retrieval,
+                pending,
+            )
+            .await?;
+            last = at;
+            dialogue
+                .extend(written.lines.iter().map(|(i, text)| (names[*i].clone(), text.clone())));
+            reason = match (written.cut_by, written.lines.last()) {
+                (Some(i), _) => format!("{} had nothing fit to say", names[i]),
+                (None, Some((i, _))) => format!("{} ended it", names[*i]),
+                (None, None) => format!("{} fell silent", names[0]),
+            };
+        }
+        while !scripted && dialogue.len() < self.settings.max_turns {
             let i = dialogue.len() % n;
             let (speaker, other) = (agents[i], &names[(i + 1) % n]);
             let summary = self.summary(speaker);

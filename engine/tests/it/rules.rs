@@ -53,6 +53,25 @@ pub fn answer(template: &str, user: &str) -> String {
             ][lines.min(2)];
             format!(r#"{{"say": "{} {say}", "end": {}}}"#, drawn_words(user), lines >= 2)
         }
+        "script" => {
+            // The turn rule's three lines, taking turns, in one answer.
+            let [a, b] = script_names(user);
+            let says = [
+                "Good morning, the market opens late on Sunday.",
+                "Then I will bake bread at home instead, ready at 15:00.",
+                "Come by for a slice this afternoon, bye!",
+            ];
+            let lines: Vec<serde_json::Value> = says
+                .iter()
+                .enumerate()
+                .map(|(i, say)| {
+                    let words = drawn_words(&format!("{user}{i}"));
+                    serde_json::json!({"speaker": if i % 2 == 0 { &a } else { &b },
+                        "say": format!("{words} {say}")})
+                })
+                .collect();
+            serde_json::json!({ "lines": lines }).to_string()
+        }
         "currently" => {
             let name = user.trim_end().strip_suffix(" currently:").and_then(|r| r.lines().last());
             format!("{} is minding the market and looking forward to Sunday.", name.unwrap_or("Someone"))
@@ -130,6 +149,15 @@ pub fn answer(template: &str, user: &str) -> String {
         "inner_voice" => "bake bread for the neighbours".into(),
         _ => "not an answer".into(),
     }
+}
+
+/// The two speakers a `script` prompt names ("Who NAME is: …"), the first first.
+pub fn script_names(user: &str) -> [String; 2] {
+    let mut names = user
+        .lines()
+        .filter_map(|l| l.strip_prefix("Who ").and_then(|r| r.split_once(" is: ")))
+        .map(|(name, _)| name.to_owned());
+    [names.next().unwrap_or_default(), names.next().unwrap_or_default()]
 }
 
 /// Eight words drawn from a text's hash (the double's way of never saying a line twice).
@@ -282,10 +310,21 @@ impl LlmBackend for EchoingRules {
         Some(0)
     }
     fn complete<'a>(&'a self, a: Attempt<'a>) -> BoxFuture<'a, Result<Completion, BackendError>> {
-        if a.call.template != "turn" {
-            return RuleModel.complete(a);
-        }
-        let text = r#"{"say": "I'm doing well, thanks! How about you?", "end": false}"#;
+        let text = match a.call.template.as_str() {
+            "turn" => r#"{"say": "I'm doing well, thanks! How about you?", "end": false}"#.into(),
+            "script" => {
+                let user = match &a.call.prompt {
+                    Prompt::Chat(m) => m.last().map(|m| m.content.clone()).unwrap_or_default(),
+                    Prompt::Text(t) => t.clone(),
+                };
+                let [x, y] = script_names(&user);
+                let line = "I'm doing well, thanks! How about you?";
+                serde_json::json!({"lines": [{"speaker": x, "say": line},
+                    {"speaker": y, "say": line}, {"speaker": x, "say": line}]})
+                .to_string()
+            }
+            _ => return RuleModel.complete(a),
+        };
         Box::pin(async move { Ok(completion(text.into())) })
     }
 }
@@ -323,6 +362,37 @@ fn scenario_answer(template: &str, system: &str, user: &str) -> String {
                     lines >= 1
                 ),
             }
+        }
+        "script" => {
+            // Whoever wants to pass on news says it, and the other agrees.
+            let names = script_names(user);
+            let news = |name: &str| {
+                let head = format!("What {name} wants from this talk: to pass on that ");
+                user.lines().find_map(|l| l.strip_prefix(head.as_str())).map(|news| {
+                    // In the first person: "Sefa Okafor is organising …" → "I am organising …".
+                    news.split_once(" is ").map_or(news.to_owned(), |(_, r)| format!("I am {r}"))
+                })
+            };
+            let first = match news(&names[0]) {
+                Some(n) => vec![(0, format!("Listen: {n}")), (1, "Yes, I will be there.".into())],
+                None => match news(&names[1]) {
+                    Some(n) => vec![
+                        (0, "Hello there.".into()),
+                        (1, format!("Listen: {n}")),
+                        (0, "Yes, I will be there.".into()),
+                    ],
+                    None => return answer(template, user),
+                },
+            };
+            let lines: Vec<serde_json::Value> = first
+                .into_iter()
+                .enumerate()
+                .map(|(i, (side, say))| {
+                    let words = drawn_words(&format!("{user}{i}"));
+                    serde_json::json!({"speaker": names[side], "say": format!("{words} {say}")})
+                })
+                .collect();
+            serde_json::json!({ "lines": lines }).to_string()
         }
         "talk_notes" => {
             let places = user.lines().find_map(|l| l.split_once(" may name: ")).map(|(_, p)| p);

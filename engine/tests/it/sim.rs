@@ -298,11 +298,11 @@ fn what_was_agreed_in_a_talk_is_noted_committed_and_kept_in_the_days_plan() {
         .count();
     let talks = log.iter().filter(|e| matches!(e.body, Body::ConversationStarted(_))).count();
     assert_eq!(intentions, 2 * talks);
-    // And each line was asked with it.
+    // And each conversation was written with both.
     let turn = log
         .iter()
         .find_map(|e| match &e.body {
-            Body::LlmRequested(r) if r.template == "turn" => Some(r),
+            Body::LlmRequested(r) if r.template == "script" => Some(r),
             _ => None,
         })
         .unwrap();
@@ -727,17 +727,55 @@ fn a_fork_of_a_renamed_run_renamed_in_turn_resimulates_identically() {
     }
 }
 
-#[test]
-fn a_conversation_that_echoes_itself_ends_at_the_first_repeat() {
-    use crate::rules::EchoingRules;
-    let echoing = Gateway::new(
-        Arc::new(EchoingRules),
+fn echoing() -> Gateway {
+    Gateway::new(
+        Arc::new(crate::rules::EchoingRules),
         Arc::new(LetterEmbedder),
         Params::default(),
         RetryPolicy::default(),
         4,
-    );
-    let (_a, log) = run(echoing, 12);
+    )
+}
+
+#[test]
+fn a_conversation_written_whole_ends_before_its_first_repeat() {
+    let (_a, log) = run(echoing(), 12);
+    let ended: Vec<&str> = log
+        .iter()
+        .filter_map(|e| match &e.body {
+            Body::ConversationEnded(c) => Some(c.reason.as_str()),
+            _ => None,
+        })
+        .collect();
+    assert!(!ended.is_empty(), "people talked");
+    for reason in &ended {
+        assert!(reason.ends_with("had nothing fit to say"), "{reason}");
+    }
+    // The script said the greeting three times; it was asked again once with what was wrong,
+    // then cut before the repeat.
+    let turns = log.iter().filter(|e| matches!(e.body, Body::DialogueTurn(_))).count();
+    assert_eq!(turns, ended.len(), "the greeting alone is said");
+    let scripts: Vec<&hamlet_log::event::LlmRequested> = log
+        .iter()
+        .filter_map(|e| match &e.body {
+            Body::LlmRequested(r) if r.template == "script" => Some(r),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(scripts.len(), 2 * ended.len());
+    let hamlet_log::event::Prompt::Chat(messages) = &scripts[1].prompt else { panic!() };
+    assert!(messages[1].content.contains("was not used"), "{}", messages[1].content);
+    assert!(messages[1].content.contains("says again what was already said"));
+}
+
+#[test]
+fn a_conversation_that_echoes_itself_ends_at_the_first_repeat() {
+    // Line by line, as rulebook 4 talks.
+    let settings = SimSettings {
+        rulebook: hamlet_engine::rulebook::Rulebook::numbered(4).unwrap(),
+        ..SimSettings::default()
+    };
+    let (_a, log) = run_town(town(), settings, echoing(), 12);
     let ended: Vec<&str> = log
         .iter()
         .filter_map(|e| match &e.body {
@@ -966,7 +1004,7 @@ fn a_fork_runs_without_a_mechanism_or_as_an_ablation_and_resimulates_identically
     };
     assert!(after(&parent, "intention") > 0 && after(&parent, "talk_notes") > 0);
     assert_eq!((after(&fork, "intention"), after(&fork, "talk_notes")), (0, 0));
-    assert!(after(&fork, "turn") > 0, "the fork's agents still talk");
+    assert!(after(&fork, "script") > 0, "the fork's agents still talk");
     for log in [&parent, &fork] {
         let scratch = tempfile::tempdir().unwrap();
         match rt.block_on(resimulate(log, scratch.path(), |_, _| {})).unwrap() {
