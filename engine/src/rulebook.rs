@@ -12,8 +12,9 @@
 //!
 //! From rulebook 4 a rulebook also names [`Mechanism`]s switched off (the setting
 //! `rulebook.off`): the paper's social mechanisms can each be left out of a run, so what
-//! each one buys is measured by running without it. Rulebook 5 adds one: a conversation
-//! written whole, in one call ([`Mechanism::Script`]).
+//! each one buys is measured by running without it. Rulebook 5 adds two: a conversation
+//! written whole, in one call ([`Mechanism::Script`]), and invitations that write a
+//! commitment when accepted ([`Mechanism::Invitations`]).
 
 use std::fmt;
 
@@ -43,16 +44,21 @@ pub enum Mechanism {
     /// memories in its prompt, four to eight lines), as the paper's first code did, instead
     /// of a call per line; a small model otherwise ends a talk after its first line.
     Script,
+    /// Rulebook 5: an intention that names a place and a time is an invitation; after the
+    /// talk the one invited says whether it goes (one call), and a yes is a commitment. A
+    /// small model's planning note otherwise seldom writes down what was accepted.
+    Invitations,
 }
 
 impl Mechanism {
     /// Every mechanism, in order.
-    pub const ALL: [Mechanism; 5] = [
+    pub const ALL: [Mechanism; 6] = [
         Mechanism::Currently,
         Mechanism::Commitments,
         Mechanism::Intentions,
         Mechanism::Validators,
         Mechanism::Script,
+        Mechanism::Invitations,
     ];
 
     /// Its name, as settings and the command line write it.
@@ -63,13 +69,14 @@ impl Mechanism {
             Mechanism::Intentions => "intentions",
             Mechanism::Validators => "validators",
             Mechanism::Script => "script",
+            Mechanism::Invitations => "invitations",
         }
     }
 
     /// The first rulebook that has it.
     pub fn since(self) -> u32 {
         match self {
-            Mechanism::Script => 5,
+            Mechanism::Script | Mechanism::Invitations => 5,
             _ => 4,
         }
     }
@@ -236,7 +243,7 @@ impl Rulebook {
     ///
     /// Rulebook 4 changed `turn` (v7: what the speaker wants from the talk, and the rules
     /// against narration and naming oneself); rulebook 3 keeps v6. Rulebook 5 added `script`
-    /// and changed no template.
+    /// and `invitation` and changed no template.
     pub fn template_version(self, name: &str) -> Option<u32> {
         if self >= Rulebook(4, 0) {
             return None;

@@ -112,6 +112,7 @@ const FILES: &[(&str, &str)] = &[
     ("intention", include_str!("../../prompts/intention.toml")),
     ("talk_notes", include_str!("../../prompts/talk_notes.toml")),
     ("script", include_str!("../../prompts/script.toml")),
+    ("invitation", include_str!("../../prompts/invitation.toml")),
 ];
 
 /// Versions of templates that newer ones replaced, kept for the runs whose rulebook asks with

@@ -308,14 +308,13 @@ pub struct Side<'a> {
 }
 
 /// A conversation written whole: its lines (the speaker's index among the two sides, and
-/// the words), and why it stopped short of the script, if it did.
+/// the words), and how many lines of the script were left out as faulty.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Script {
     /// The lines, in order.
     pub lines: Vec<(usize, String)>,
-    /// Which side could say nothing fit, when a line failed its checks after the
-    /// corrections: the talk ends before that line.
-    pub cut_by: Option<usize>,
+    /// The script's lines left out as faulty.
+    pub dropped: usize,
 }
 
 /// The JSON Schema of a script's answer: lines by one of `names`.
@@ -378,30 +377,53 @@ pub fn script_lines(
     out
 }
 
-/// The first faulty line of a script, and why: a line that says again what an earlier line
-/// of the script said, or (for a side with a check) one that fails [`validate::check_line`].
-fn script_fault(lines: &[(usize, String)], sides: [&Side<'_>; 2]) -> Option<(usize, String)> {
+/// The faulty lines of a script, and why each is: a line that says again what a sound line
+/// before it in the script said, or (for a side with a check) one that fails
+/// [`validate::check_line`].
+fn script_faults(lines: &[(usize, String)], sides: [&Side<'_>; 2]) -> Vec<(usize, String)> {
+    let mut faults: Vec<(usize, String)> = Vec::new();
     for (i, (side, text)) in lines.iter().enumerate() {
         let name = sides[*side].who.name;
-        if lines[..i].iter().any(|(_, earlier)| repeats(earlier, text)) {
-            return Some((i, "it says again what was already said in this conversation".into()));
+        let sound = |k: &usize| !faults.iter().any(|(f, _)| f == k);
+        if (0..i).filter(sound).any(|k| repeats(&lines[k].1, text)) {
+            faults.push((i, "it says again what was already said in this conversation".into()));
+            continue;
         }
         let Some(check) = &sides[*side].check else { continue };
         let other = sides[1 - side].who.name;
         if let Some(f) = validate::check_line(text, name, &[other], check.facts, check.earlier) {
-            return Some((i, f.why(name)));
+            faults.push((i, f.why(name)));
         }
     }
-    None
+    faults
+}
+
+/// The sound lines of a script (its faulty ones left out, consecutive lines of one speaker
+/// joined again).
+fn sound_lines(lines: &[(usize, String)], faults: &[(usize, String)]) -> Vec<(usize, String)> {
+    let mut out: Vec<(usize, String)> = Vec::new();
+    for (i, (side, text)) in lines.iter().enumerate() {
+        if faults.iter().any(|(f, _)| *f == i) {
+            continue;
+        }
+        match out.last_mut() {
+            Some((s, said)) if s == side => {
+                said.push(' ');
+                said.push_str(text);
+            }
+            _ => out.push((*side, text.clone())),
+        }
+    }
+    out
 }
 
 /// A conversation written whole (rulebook 5): each side recalls what it remembers of the
 /// other and of what it wants from the talk; one `script` call writes four to eight lines,
-/// the first side first. A script with a faulty line ([`script_fault`]) is asked for again
-/// with what was wrong, up to [`SCRIPT_CORRECTIONS`] times (each try recorded); a line still
-/// failing ends the talk before it. Adds each line's `DialogueTurn` (caused by the answer and
-/// the speaker's retrieval, the last one ending the talk) to the batch; returns the script
-/// and the position of the last event.
+/// the first side first. A script with faulty lines ([`script_faults`]) is asked for again
+/// with what was wrong, up to [`SCRIPT_CORRECTIONS`] times (each try recorded); of the
+/// answers, the one with the most sound lines is said, its faulty lines left out. Adds each
+/// line's `DialogueTurn` (caused by the answer and the speaker's retrieval, the last one
+/// ending the talk) to the batch; returns the script and the position of the last event.
 #[allow(clippy::too_many_arguments)]
 pub async fn script(
     gateway: &Gateway,
@@ -442,7 +464,9 @@ pub async fn script(
     ]);
     let mut corrections = 0;
     let mut ask_causes = causes.clone();
-    let (lines, cut_by, asked) = loop {
+    // The best script so far: its sound lines, how many were left out, and its answer.
+    let mut best: Option<(Vec<(usize, String)>, usize, Option<PendingId>)> = None;
+    loop {
         let shape = Shape::Json(script_schema(names, most));
         let mut call = template("script")?.call(&vars, style, shape)?;
         call.agent = Some(sides[0].who.agent);
@@ -453,12 +477,14 @@ pub async fn script(
             Answer::Json(v) if !answered.fallback => script_lines(&v, names, most),
             _ => Vec::new(),
         };
-        let Some((at, why)) = script_fault(&lines, sides) else { break (lines, None, asked) };
+        let faults = script_faults(&lines, sides);
+        let sound = sound_lines(&lines, &faults);
+        if best.as_ref().is_none_or(|(kept, _, _)| sound.len() >= kept.len()) {
+            best = Some((sound, faults.len(), asked));
+        }
+        let Some((at, why)) = faults.first() else { break };
         if corrections == SCRIPT_CORRECTIONS {
-            let side = lines[at].0;
-            let mut kept = lines;
-            kept.truncate(at);
-            break (kept, Some(side), asked);
+            break;
         }
         corrections += 1;
         vars.insert(
@@ -466,12 +492,13 @@ pub async fn script(
             format!(
                 "\n(A script was not used: the line \"{}\" by {}: {why}. Write it again \
                  without such a line.)",
-                lines[at].1, names[lines[at].0]
+                lines[*at].1, names[lines[*at].0]
             ),
         );
         ask_causes = causes.clone();
         ask_causes.extend(asked.map(Cause::Pending));
-    };
+    }
+    let (lines, dropped, asked) = best.unwrap_or_default();
     let mut last = asked;
     let count = lines.len();
     for (i, (side, text)) in lines.iter().enumerate() {
@@ -485,7 +512,7 @@ pub async fn script(
         });
         last = Some(pending.push(now, body, &because));
     }
-    Ok((Script { lines, cut_by }, last))
+    Ok((Script { lines, dropped }, last))
 }
 
 /// What one call to [`speak`] made of the model's answer.

@@ -360,6 +360,113 @@ pub async fn talk_notes(
     Ok((note, promised, asked))
 }
 
+/// The invitation an intention carries (rulebook 5,
+/// [`Mechanism::Invitations`](crate::rulebook::Mechanism::Invitations)): the place among
+/// `places` it names (the longest name found, any case), the time it names (a bare hour
+/// taken in the afternoon or evening when it could be either), until the next time it names
+/// when that is later (else [`DEFAULT_MINUTES`], at most [`MAX_MINUTES`]), on the day it
+/// names (`days`, today first, as [`days_named`] reads them; today when it names none; none
+/// when it names several), after `now`. `what` is the intention's words.
+pub fn invitation_in(intent: &str, places: &[String], days: &[String], now: u64) -> Option<Agreed> {
+    let lower = intent.to_lowercase();
+    let sector = places
+        .iter()
+        .filter(|p| lower.contains(&p.to_lowercase()))
+        .max_by_key(|p| p.len())?
+        .clone();
+    let mut times = times_named(intent);
+    // "at five": 05:00 and 17:00 both read; the later is meant.
+    let twins: Vec<u64> =
+        times.iter().filter(|t| times.contains(&(*t + 12 * 60))).copied().collect();
+    times.retain(|t| !twins.contains(t));
+    let from = *times.first()?;
+    let length = match times.get(1) {
+        Some(&until) if until > from => (until - from).min(MAX_MINUTES),
+        _ => DEFAULT_MINUTES,
+    };
+    let ahead = match days_named(intent, days).as_slice() {
+        [] => 0,
+        [one] => *one,
+        _ => return None,
+    };
+    let start = (now / 86_400 + ahead) * 86_400 + from * 60;
+    (start > now).then(|| Agreed {
+        what: intent.trim().to_owned(),
+        sector,
+        start_secs: start,
+        duration_secs: length as u32 * 60,
+    })
+}
+
+/// The JSON Schema of `invitation`'s answer.
+pub fn going_schema() -> Value {
+    json!({
+        "type": "object",
+        "properties": {
+            "going": { "type": "string", "enum": ["yes", "no"] },
+            "activity": { "type": "string", "minLength": 3, "maxLength": 80 },
+        },
+        "required": ["going", "activity"],
+        "additionalProperties": false,
+    })
+}
+
+/// After a conversation in which `other` invited `who` ([`invitation_in`]): does `who` go?
+/// One `invitation` call over the talk's lines. Returns the commitment when it goes (the
+/// invitation, named by the answer's activity when that has two words or more), and the
+/// position of the answer's last event.
+#[allow(clippy::too_many_arguments)]
+pub async fn accept_invitation(
+    gateway: &Gateway,
+    style: Style,
+    who: &Who<'_>,
+    other: &str,
+    invitation: &Agreed,
+    day: &str,
+    place: &str,
+    time: &str,
+    dialogue: &[String],
+    causes: &[Cause],
+    now: u64,
+    pending: &mut Pending,
+) -> Result<(Option<Agreed>, Option<PendingId>), ThinkError> {
+    let end = invitation.start_secs + u64::from(invitation.duration_secs);
+    let words = format!(
+        "{} (at {}, on {day}, from {:02}:{:02} to {:02}:{:02})",
+        invitation.what.trim_end_matches('.'),
+        invitation.sector,
+        invitation.start_secs / 3600 % 24,
+        invitation.start_secs / 60 % 60,
+        end / 3600 % 24,
+        end / 60 % 60
+    );
+    let mut vars: BTreeMap<&str, String> = who.vars();
+    vars.insert("other", other.to_owned());
+    vars.insert("invitation", words);
+    vars.insert("place", place.to_owned());
+    vars.insert("time", time.to_owned());
+    vars.insert("dialogue", dialogue.join("\n"));
+    let mut call = template("invitation")?.call(&vars, style, Shape::Json(going_schema()))?;
+    call.agent = Some(who.agent);
+    call.max_tokens = Some(60);
+    let (answered, asked) = ask(gateway, call, causes, now, pending).await?;
+    let value = match answered.answer {
+        Answer::Json(v) if !answered.fallback => v,
+        _ => Value::Null,
+    };
+    if value.get("going").and_then(Value::as_str) != Some("yes") {
+        return Ok((None, asked));
+    }
+    let activity = value.get("activity").and_then(Value::as_str).map(one_line).unwrap_or_default();
+    let named = activity.split_whitespace().filter(|w| w.chars().any(char::is_alphabetic)).count();
+    let what = if named >= 2 {
+        activity
+    } else {
+        format!("meet {other} at {}", invitation.sector)
+    };
+    Ok((Some(Agreed { what, ..invitation.clone() }), asked))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -463,5 +570,29 @@ mod tests {
             "from": "15:00", "place": "Millbrook park", "until": "14:00"}]});
         let got = agreed(&endless, &places, "see you in the park at 15:00", &[], now);
         assert_eq!(got[0].duration_secs, 3600, "an end before the start: an hour");
+    }
+
+    #[test]
+    fn an_intention_that_names_a_place_and_a_time_is_an_invitation() {
+        let places = vec!["Marigold café".to_owned(), "Millbrook park".to_owned()];
+        let days: Vec<String> =
+            ["Friday 13 February 2026", "Saturday 14 February 2026", "Sunday 15 February 2026"]
+                .map(String::from)
+                .to_vec();
+        let now = 9 * 3600;
+        let party = "to invite Tobias to her party at Marigold café on Saturday 14 February \
+                     from 17:00 to 19:00";
+        let got = invitation_in(party, &places, &days, now).unwrap();
+        assert_eq!((got.sector.as_str(), got.start_secs), ("Marigold café", 86_400 + 17 * 3600));
+        assert_eq!(got.duration_secs, 2 * 3600);
+        // A bare hour is the afternoon's; no day named is today.
+        let walk = invitation_in("to ask Sefa to walk in Millbrook park at five", &places, &days, now);
+        assert_eq!(walk.unwrap().start_secs, 17 * 3600);
+        // No place, no time, a time past, or two days: no invitation.
+        assert!(invitation_in("to ask about the party at 17:00", &places, &days, now).is_none());
+        assert!(invitation_in("to chat at Marigold café", &places, &days, now).is_none());
+        assert!(invitation_in("to say Marigold café opened at 08:00", &places, &days, now).is_none());
+        let two = "to meet at Marigold café on Saturday or Sunday at 17:00";
+        assert!(invitation_in(two, &places, &days, now).is_none());
     }
 }

@@ -10,10 +10,10 @@ use hamlet_log::event::{AgentId, ConversationEnded, MemoryKind};
 use hamlet_log::{Body, EventId};
 
 use crate::mind::respond::{script, speak, LineCheck, Side, Situation};
-use crate::mind::social::intention;
+use crate::mind::social::{accept_invitation, intention, invitation_in, Agreed};
 use crate::mind::think::{remember, Who};
 use crate::mind::validate::Facts;
-use crate::pending::{Cause, Pending};
+use crate::pending::{Cause, Pending, PendingId};
 use crate::rulebook::Mechanism;
 use crate::store::Storage;
 use crate::town::actions;
@@ -156,10 +156,11 @@ impl<S: Storage> Sim<S> {
             last = at;
             dialogue
                 .extend(written.lines.iter().map(|(i, text)| (names[*i].clone(), text.clone())));
-            reason = match (written.cut_by, written.lines.last()) {
-                (Some(i), _) => format!("{} had nothing fit to say", names[i]),
-                (None, Some((i, _))) => format!("{} ended it", names[*i]),
-                (None, None) => format!("{} fell silent", names[0]),
+            reason = match written.lines.last() {
+                Some((i, _)) if written.dropped == 0 => format!("{} ended it", names[*i]),
+                Some((i, _)) => format!("{} ended it ({} faulty lines left out)", names[*i], written.dropped),
+                None if written.dropped > 0 => format!("{} had nothing fit to say", names[0]),
+                None => format!("{} fell silent", names[0]),
             };
         }
         while !scripted && dialogue.len() < self.settings.max_turns {
@@ -222,6 +223,42 @@ impl<S: Storage> Sim<S> {
         let talk_secs = self.talk_secs(dialogue.len());
         let lines: Vec<String> =
             dialogue.iter().map(|(speaker, text)| format!("{speaker}: \"{text}\"")).collect();
+        // Rulebook 5: an intention that names a place and a time invited the other, who now
+        // says whether it goes.
+        let mut invited: Vec<Vec<(Agreed, Option<PendingId>)>> = vec![Vec::new(); n];
+        let inviting = rulebook.uses(Mechanism::Invitations)
+            && rulebook.uses(Mechanism::Commitments)
+            && n == 2
+            && !lines.is_empty();
+        if inviting {
+            let today = now / 86_400;
+            let days: Vec<String> = (today..today + 3).map(|d| self.town.day_words(d)).collect();
+            for i in 0..2 {
+                let Some(intent) = intents[i].as_deref() else { continue };
+                let places: Vec<String> = self.known(agents[i]).known.keys().cloned().collect();
+                let Some(invitation) = invitation_in(intent, &places, &days, now) else { continue };
+                let j = 1 - i;
+                let summary = self.summary(agents[j]);
+                let who = Who { agent: agents[j], name: &names[j], summary: &summary };
+                let day = self.town.day_words(invitation.start_secs / 86_400);
+                let (going, asked) = accept_invitation(
+                    &self.gateway,
+                    style,
+                    &who,
+                    &names[i],
+                    &invitation,
+                    &day,
+                    &place,
+                    &time,
+                    &lines,
+                    &[Cause::Pending(ended)],
+                    now,
+                    pending,
+                )
+                .await?;
+                invited[j].extend(going.map(|a| (a, asked)));
+            }
+        }
         for (i, &agent) in agents.iter().enumerate() {
             let other = &names[(i + 1) % n];
             let memory = if lines.is_empty() {
@@ -274,6 +311,7 @@ impl<S: Storage> Sim<S> {
                         &lines,
                         conversation,
                         &with,
+                        &invited[i],
                         ended,
                         now,
                         pending,

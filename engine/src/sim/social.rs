@@ -8,7 +8,7 @@ use hamlet_log::event::{AgentId, CommitmentMade, MemoryKind, PlanItem, PlanLevel
 use hamlet_log::{Body, EventId};
 
 use crate::mind::plan::with_appointments;
-use crate::mind::social::talk_notes;
+use crate::mind::social::{talk_notes, Agreed};
 use crate::mind::think::{remember, Who};
 use crate::mind::validate::Facts;
 use crate::pending::{Cause, Pending, PendingId};
@@ -101,6 +101,7 @@ impl<S: Storage> Sim<S> {
         lines: &[String],
         conversation: EventId,
         with: &[AgentId],
+        invited: &[(Agreed, Option<PendingId>)],
         ended: PendingId,
         now: u64,
         pending: &mut Pending,
@@ -129,8 +130,22 @@ impl<S: Storage> Sim<S> {
         if !note.is_empty() {
             memories.push(format!("For {}'s planning: {note}", who.name));
         }
+        // An invitation accepted (rulebook 5) stands over what the note says was agreed at
+        // the same place and time.
+        let overlaps = |a: &Agreed, b: &Agreed| {
+            a.sector == b.sector
+                && a.start_secs < b.start_secs + u64::from(b.duration_secs)
+                && b.start_secs < a.start_secs + u64::from(a.duration_secs)
+        };
+        let noted =
+            agreed.iter().filter(|a| !invited.iter().any(|(b, _)| overlaps(a, b))).map(|a| {
+                (a, because.clone())
+            });
+        let accepted =
+            invited.iter().map(|(a, at)| (a, at.map(Cause::Pending).into_iter().collect()));
+        let all: Vec<(&Agreed, Vec<Cause>)> = accepted.chain(noted).collect();
         let mut made = Vec::new();
-        for a in &agreed {
+        for (a, because) in &all {
             let end = a.start_secs + u64::from(a.duration_secs);
             let day = self.town.day_words(a.start_secs / 86_400);
             memories.push(format!(
@@ -152,9 +167,19 @@ impl<S: Storage> Sim<S> {
                 start_secs: a.start_secs,
                 duration_secs: a.duration_secs,
             });
-            made.push((pending.push(now, body.clone(), &because), body));
+            made.push((pending.push(now, body.clone(), because), body));
         }
         if !memories.is_empty() {
+            let because: Vec<Cause> = all
+                .iter()
+                .flat_map(|(_, b)| b.iter().copied())
+                .chain(because.iter().copied())
+                .fold(Vec::new(), |mut out, c| {
+                    if !out.contains(&c) {
+                        out.push(c);
+                    }
+                    out
+                });
             remember(
                 &self.gateway,
                 style,

@@ -101,6 +101,7 @@ pub fn answer(template: &str, user: &str) -> String {
             };
             format!(r#"{{"note": "Remember that the market opens late on Sunday.", "promised": {promised}}}"#)
         }
+        "invitation" => r#"{"going": "yes", "activity": "goes where it was invited"}"#.into(),
         "day_plan" => r#"{"steps":[{"start":"07:00","activity":"get ready for the day","minutes":60},
             {"start":"08:00","activity":"work","minutes":240},{"start":"12:00","activity":"lunch","minutes":60},
             {"start":"13:00","activity":"work","minutes":240},{"start":"17:00","activity":"free time","minutes":300}]}"#

@@ -738,7 +738,7 @@ fn echoing() -> Gateway {
 }
 
 #[test]
-fn a_conversation_written_whole_ends_before_its_first_repeat() {
+fn a_conversation_written_whole_is_said_without_its_repeats() {
     let (_a, log) = run(echoing(), 12);
     let ended: Vec<&str> = log
         .iter()
@@ -749,10 +749,10 @@ fn a_conversation_written_whole_ends_before_its_first_repeat() {
         .collect();
     assert!(!ended.is_empty(), "people talked");
     for reason in &ended {
-        assert!(reason.ends_with("had nothing fit to say"), "{reason}");
+        assert!(reason.ends_with("ended it (2 faulty lines left out)"), "{reason}");
     }
     // The script said the greeting three times; it was asked again once with what was wrong,
-    // then cut before the repeat.
+    // then said without its repeats.
     let turns = log.iter().filter(|e| matches!(e.body, Body::DialogueTurn(_))).count();
     assert_eq!(turns, ended.len(), "the greeting alone is said");
     let scripts: Vec<&hamlet_log::event::LlmRequested> = log
@@ -921,6 +921,9 @@ fn an_event_of_the_towns_own_spreads_by_talk_and_is_kept_the_next_day() {
         })
         .collect();
     let agreed = agreed.unwrap_or_else(|| panic!("Nnamdi agreed to come: {said:#?}"));
+    // Sefa's intention named the place and the time: an invitation, which he accepted (the
+    // double's answer names the activity).
+    assert_eq!(agreed.what, "goes where it was invited");
     assert_eq!(agreed.start_secs, 86_400 + 10 * 3600);
     assert_eq!(agreed.duration_secs, 2 * 3600);
     assert!(agreed.address.starts_with("Millbrook park:"), "{}", agreed.address);
