@@ -30,8 +30,8 @@ pub struct ForkArgs {
     #[arg(long)]
     name: String,
     /// The fork runs without these social mechanisms (comma-separated: currently,
-    /// commitments, intentions, validators, script), recorded on it: what each one buys, measured
-    /// against its parent
+    /// commitments, intentions, validators, script, invitations), recorded on it: what each
+    /// one buys, measured against its parent
     #[arg(long, value_delimiter = ',')]
     without: Vec<String>,
     /// Every agent of the fork runs this strategy (the paper's ablations: no_reflection,

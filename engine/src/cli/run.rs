@@ -49,8 +49,8 @@ pub struct RunArgs {
     #[arg(long)]
     resume: bool,
     /// Leave these social mechanisms out of a new run (comma-separated: currently,
-    /// commitments, intentions, validators, script), to measure what each one buys; the run records
-    /// it and keeps to it when resumed (not with --resume)
+    /// commitments, intentions, validators, script, invitations), to measure what each one
+    /// buys; the run records it and keeps to it when resumed (not with --resume)
     #[arg(long, value_delimiter = ',', value_parser = mechanism, conflicts_with = "resume")]
     without: Vec<Mechanism>,
     #[command(flatten)]

@@ -1,7 +1,9 @@
 //! The paper's social mechanisms around a conversation (rulebook 4): before it, what each
 //! speaker wants from it (its *intention*, which each of its lines is conditioned on); after
 //! it, each participant's planning note and the *commitments* it agreed to (who, what, when,
-//! where), which its day and hour plans keep as fixed appointments.
+//! where), which its day and hour plans keep as fixed appointments; by rulebook 5, an
+//! intention that names a place and a time is an *invitation*, and the one invited says
+//! whether it goes.
 //! Must not: run the conversation (the loop's `converse.rs` does) or write a plan.
 
 use std::collections::BTreeMap;
