@@ -41,7 +41,7 @@ pub enum Mechanism {
     /// contradicts) and asked again with what was wrong.
     Validators,
     /// Rulebook 5: a conversation written whole by one call (both speakers' intentions and
-    /// memories in its prompt, four to eight lines), as the paper's first code did, instead
+    /// memories in its prompt, six lines taking turns), as the paper's first code did, instead
     /// of a call per line; a small model otherwise ends a talk after its first line.
     Script,
     /// Rulebook 5: an intention that names a place and a time is an invitation; after the

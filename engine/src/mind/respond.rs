@@ -288,9 +288,10 @@ pub async fn speak(
     Ok((Spoken { turn, echo }, at))
 }
 
-/// The fewest and the most lines a conversation's script asks for (rulebook 5,
-/// [`Mechanism::Script`](crate::rulebook::Mechanism::Script)).
-pub const SCRIPT_LINES: (usize, usize) = (4, 8);
+/// The lines a conversation's script asks for (rulebook 5,
+/// [`Mechanism::Script`](crate::rulebook::Mechanism::Script)), fewer when the run allows
+/// fewer.
+pub const SCRIPT_LINES: usize = 6;
 
 /// How many times a script with a faulty line is asked for again, with what was wrong.
 pub const SCRIPT_CORRECTIONS: usize = 1;
@@ -317,34 +318,34 @@ pub struct Script {
     pub dropped: usize,
 }
 
-/// The JSON Schema of a script's answer: lines by one of `names`.
-pub fn script_schema(names: [&str; 2], most: usize) -> serde_json::Value {
+/// The JSON Schema of a script's answer: `lines` lines (at most), taking turns, the first by
+/// `names[0]`; each line an object whose one key is its speaker's name (so the model writes
+/// the name before the words, and cannot give two lines running to one speaker).
+pub fn script_schema(names: [&str; 2], lines: usize) -> serde_json::Value {
+    let line = |name: &str| {
+        serde_json::json!({
+            "type": "object",
+            "properties": { name: { "type": "string", "minLength": 1, "maxLength": 300 } },
+            "required": [name],
+            "additionalProperties": false,
+        })
+    };
+    let turns: Vec<serde_json::Value> = (0..lines).map(|i| line(names[i % 2])).collect();
     serde_json::json!({
         "type": "object",
         "properties": {
-            "lines": {
-                "type": "array",
-                "minItems": 2,
-                "maxItems": most,
-                "items": {
-                    "type": "object",
-                    "properties": {
-                        "speaker": { "type": "string", "enum": names },
-                        "say": { "type": "string", "minLength": 1, "maxLength": 300 },
-                    },
-                    "required": ["speaker", "say"],
-                    "additionalProperties": false,
-                },
-            },
+            // (a grammar takes the tuple whole; a server may answer fewer)
+            "lines": { "type": "array", "prefixItems": turns, "minItems": 2, "maxItems": lines },
         },
         "required": ["lines"],
         "additionalProperties": false,
     })
 }
 
-/// The lines of a script's answer as they are said: each by the side its `speaker` names
-/// (a line naming neither takes its turn), cleaned as [`as_said`] cleans a line, empty
-/// lines left out, consecutive lines of one speaker joined, at most `most`.
+/// The lines of a script's answer as they are said: each by the side it names (as its key,
+/// or as `speaker` beside `say`; a line naming neither takes its turn), cleaned as
+/// [`as_said`] cleans a line, a comma at its end made a full stop, empty lines left out,
+/// consecutive lines of one speaker joined, at most `most`.
 pub fn script_lines(
     answer: &serde_json::Value,
     names: [&str; 2],
@@ -353,8 +354,14 @@ pub fn script_lines(
     let items = answer.get("lines").and_then(|l| l.as_array()).cloned().unwrap_or_default();
     let mut out: Vec<(usize, String)> = Vec::new();
     for item in items {
-        let speaker = item.get("speaker").and_then(|s| s.as_str()).unwrap_or("").trim();
-        let say = item.get("say").and_then(|s| s.as_str()).unwrap_or("");
+        let Some(fields) = item.as_object() else { continue };
+        let text = |k: &str| fields.get(k).and_then(|v| v.as_str()).unwrap_or("");
+        let (speaker, say) = match fields.iter().next() {
+            _ if fields.contains_key("say") => (text("speaker"), text("say")),
+            Some((name, said)) => (name.as_str(), said.as_str().unwrap_or("")),
+            None => continue,
+        };
+        let speaker = speaker.trim();
         let first = |n: &str| n.split_whitespace().next().unwrap_or(n).to_owned();
         let side = names
             .iter()
@@ -365,12 +372,16 @@ pub fn script_lines(
         if !said.chars().any(char::is_alphanumeric) {
             continue;
         }
+        let said = match said.strip_suffix(',') {
+            Some(cut) => format!("{}.", cut.trim_end()),
+            None => said.to_owned(),
+        };
         match out.last_mut() {
             Some((s, text)) if *s == side => {
                 text.push(' ');
-                text.push_str(said);
+                text.push_str(&said);
             }
-            _ => out.push((side, said.to_owned())),
+            _ => out.push((side, said)),
         }
     }
     out.truncate(most);
@@ -418,8 +429,8 @@ fn sound_lines(lines: &[(usize, String)], faults: &[(usize, String)]) -> Vec<(us
 }
 
 /// A conversation written whole (rulebook 5): each side recalls what it remembers of the
-/// other and of what it wants from the talk; one `script` call writes four to eight lines,
-/// the first side first. A script with faulty lines ([`script_faults`]) is asked for again
+/// other and of what it wants from the talk; one `script` call writes [`SCRIPT_LINES`] lines,
+/// taking turns, the first side first. A script with faulty lines ([`script_faults`]) is asked for again
 /// with what was wrong, up to [`SCRIPT_CORRECTIONS`] times (each try recorded); of the
 /// answers, the one with the most sound lines is said, its faulty lines left out. Adds each
 /// line's `DialogueTurn` (caused by the answer and the speaker's retrieval, the last one
@@ -448,7 +459,7 @@ pub async fn script(
         causes.push(Cause::Pending(at));
         recalled.push((context(side.who.stream, &found.hits, side.who.rulebook), at));
     }
-    let most = most.clamp(2, SCRIPT_LINES.1);
+    let most = most.clamp(2, SCRIPT_LINES);
     let mut vars = BTreeMap::from([
         ("a", names[0].to_owned()),
         ("b", names[1].to_owned()),
@@ -460,6 +471,7 @@ pub async fn script(
         ("b_intent", sides[1].intent.unwrap_or(super::social::NO_INTENTION).to_owned()),
         ("a_memories", recalled[0].0.clone()),
         ("b_memories", recalled[1].0.clone()),
+        ("count", most.to_string()),
         ("cue", String::new()),
     ]);
     let mut corrections = 0;
@@ -724,5 +736,30 @@ mod tests {
     fn a_line_repeats_when_most_words_are_shared() {
         assert!(repeats("Are you coming tonight?", "Tamsin, are you coming tonight?"));
         assert!(!repeats("Are you coming tonight?", "Yes, I will bring a cake."));
+    }
+
+    #[test]
+    fn a_script_takes_turns_by_its_keys_and_joins_a_speakers_lines() {
+        let names = ["Tobias Ashcombe", "Delphine Ashcombe"];
+        let schema = script_schema(names, 4);
+        let turns = schema["properties"]["lines"]["prefixItems"].as_array().unwrap();
+        assert_eq!(turns.len(), 4);
+        assert_eq!(turns[1]["required"][0], "Delphine Ashcombe");
+        let answer = serde_json::json!({"lines": [
+            {"Tobias Ashcombe": "Morning, love,"},
+            {"Delphine Ashcombe": "Delphine Ashcombe: Come to the café at five!"},
+            {"speaker": "Delphine", "say": "Bring Rowan."},
+            {"Delphine Ashcombe": "..."},
+            {"Tobias Ashcombe": "I will. Goodbye!"},
+        ]});
+        assert_eq!(
+            script_lines(&answer, names, 6),
+            vec![
+                (0, "Morning, love.".to_owned()),
+                (1, "Come to the café at five! Bring Rowan.".to_owned()),
+                (0, "I will. Goodbye!".to_owned()),
+            ]
+        );
+        assert_eq!(script_lines(&answer, names, 2).len(), 2);
     }
 }

@@ -461,11 +461,7 @@ pub async fn accept_invitation(
     }
     let activity = value.get("activity").and_then(Value::as_str).map(one_line).unwrap_or_default();
     let named = activity.split_whitespace().filter(|w| w.chars().any(char::is_alphabetic)).count();
-    let what = if named >= 2 {
-        activity
-    } else {
-        format!("meet {other} at {}", invitation.sector)
-    };
+    let what = if named >= 2 { activity } else { format!("meet {other} at {}", invitation.sector) };
     Ok((Some(Agreed { what, ..invitation.clone() }), asked))
 }
 
@@ -588,12 +584,15 @@ mod tests {
         assert_eq!((got.sector.as_str(), got.start_secs), ("Marigold café", 86_400 + 17 * 3600));
         assert_eq!(got.duration_secs, 2 * 3600);
         // A bare hour is the afternoon's; no day named is today.
-        let walk = invitation_in("to ask Sefa to walk in Millbrook park at five", &places, &days, now);
+        let walk =
+            invitation_in("to ask Sefa to walk in Millbrook park at five", &places, &days, now);
         assert_eq!(walk.unwrap().start_secs, 17 * 3600);
         // No place, no time, a time past, or two days: no invitation.
         assert!(invitation_in("to ask about the party at 17:00", &places, &days, now).is_none());
         assert!(invitation_in("to chat at Marigold café", &places, &days, now).is_none());
-        assert!(invitation_in("to say Marigold café opened at 08:00", &places, &days, now).is_none());
+        assert!(
+            invitation_in("to say Marigold café opened at 08:00", &places, &days, now).is_none()
+        );
         let two = "to meet at Marigold café on Saturday or Sunday at 17:00";
         assert!(invitation_in(two, &places, &days, now).is_none());
     }

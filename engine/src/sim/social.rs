@@ -137,10 +137,10 @@ impl<S: Storage> Sim<S> {
                 && a.start_secs < b.start_secs + u64::from(b.duration_secs)
                 && b.start_secs < a.start_secs + u64::from(a.duration_secs)
         };
-        let noted =
-            agreed.iter().filter(|a| !invited.iter().any(|(b, _)| overlaps(a, b))).map(|a| {
-                (a, because.clone())
-            });
+        let noted = agreed
+            .iter()
+            .filter(|a| !invited.iter().any(|(b, _)| overlaps(a, b)))
+            .map(|a| (a, because.clone()));
         let accepted =
             invited.iter().map(|(a, at)| (a, at.map(Cause::Pending).into_iter().collect()));
         let all: Vec<(&Agreed, Vec<Cause>)> = accepted.chain(noted).collect();

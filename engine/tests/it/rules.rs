@@ -66,8 +66,8 @@ pub fn answer(template: &str, user: &str) -> String {
                 .enumerate()
                 .map(|(i, say)| {
                     let words = drawn_words(&format!("{user}{i}"));
-                    serde_json::json!({"speaker": if i % 2 == 0 { &a } else { &b },
-                        "say": format!("{words} {say}")})
+                    let speaker = if i % 2 == 0 { &a } else { &b };
+                    serde_json::json!({ speaker.as_str(): format!("{words} {say}") })
                 })
                 .collect();
             serde_json::json!({ "lines": lines }).to_string()
@@ -320,8 +320,8 @@ impl LlmBackend for EchoingRules {
                 };
                 let [x, y] = script_names(&user);
                 let line = "I'm doing well, thanks! How about you?";
-                serde_json::json!({"lines": [{"speaker": x, "say": line},
-                    {"speaker": y, "say": line}, {"speaker": x, "say": line}]})
+                serde_json::json!({"lines": [{ x.as_str(): line }, { y.as_str(): line },
+                    { x.as_str(): line }]})
                 .to_string()
             }
             _ => return RuleModel.complete(a),
@@ -390,7 +390,7 @@ fn scenario_answer(template: &str, system: &str, user: &str) -> String {
                 .enumerate()
                 .map(|(i, (side, say))| {
                     let words = drawn_words(&format!("{user}{i}"));
-                    serde_json::json!({"speaker": names[side], "say": format!("{words} {say}")})
+                    serde_json::json!({ names[side].as_str(): format!("{words} {say}") })
                 })
                 .collect();
             serde_json::json!({ "lines": lines }).to_string()

@@ -737,9 +737,8 @@ fn echoing() -> Gateway {
     )
 }
 
-#[test]
-fn a_conversation_written_whole_is_said_without_its_repeats() {
-    let (_a, log) = run(echoing(), 12);
+/// Why each conversation of `log` ended, in order (at least one).
+fn end_reasons(log: &[hamlet_log::Event]) -> Vec<&str> {
     let ended: Vec<&str> = log
         .iter()
         .filter_map(|e| match &e.body {
@@ -748,6 +747,13 @@ fn a_conversation_written_whole_is_said_without_its_repeats() {
         })
         .collect();
     assert!(!ended.is_empty(), "people talked");
+    ended
+}
+
+#[test]
+fn a_conversation_written_whole_is_said_without_its_repeats() {
+    let (_a, log) = run(echoing(), 12);
+    let ended = end_reasons(&log);
     for reason in &ended {
         assert!(reason.ends_with("ended it (2 faulty lines left out)"), "{reason}");
     }
@@ -776,14 +782,7 @@ fn a_conversation_that_echoes_itself_ends_at_the_first_repeat() {
         ..SimSettings::default()
     };
     let (_a, log) = run_town(town(), settings, echoing(), 12);
-    let ended: Vec<&str> = log
-        .iter()
-        .filter_map(|e| match &e.body {
-            Body::ConversationEnded(c) => Some(c.reason.as_str()),
-            _ => None,
-        })
-        .collect();
-    assert!(!ended.is_empty(), "people talked");
+    let ended = end_reasons(&log);
     for reason in &ended {
         assert!(reason.ends_with("had nothing new to say"), "{reason}");
     }
