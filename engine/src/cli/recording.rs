@@ -484,7 +484,7 @@ pub struct LogArgs {
 pub enum LogFormat {
     /// One line per event, for people.
     Text,
-    /// JSON Lines: one object per event (its fields are listed in README.md).
+    /// JSON Lines: one object per event (its fields are listed in docs/commands.md).
     Jsonl,
 }
 

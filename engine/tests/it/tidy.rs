@@ -69,6 +69,18 @@ fn the_log_format_keeps_its_dependencies_short() {
 }
 
 #[test]
+fn the_readme_stays_a_front_door() {
+    // What Hamlet is, the two commands, things to try, how to work on it: the long guides
+    // and the measurements live in docs/.
+    let readme = std::fs::read_to_string(root().join("README.md")).unwrap();
+    assert!(readme.len() <= 12 * 1024, "README.md is {} bytes: move detail to docs/", readme.len());
+    for linked in ["docs/commands.md", "docs/viewer.md", "docs/measurements.md", "docs/tests.md"] {
+        assert!(readme.contains(linked), "README.md points to {linked}");
+        assert!(root().join(linked).exists(), "{linked} exists");
+    }
+}
+
+#[test]
 fn ci_runs_the_readme_test_command() {
     let readme = std::fs::read_to_string(root().join("README.md")).unwrap();
     let ci = std::fs::read_to_string(root().join(".ci/run")).unwrap();
