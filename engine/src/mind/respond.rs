@@ -325,7 +325,7 @@ pub fn script_schema(names: [&str; 2], lines: usize) -> serde_json::Value {
     let line = |name: &str| {
         serde_json::json!({
             "type": "object",
-            "properties": { name: { "type": "string", "minLength": 1, "maxLength": 300 } },
+            "properties": { name: { "type": "string", "minLength": 1, "maxLength": LINE_CHARS } },
             "required": [name],
             "additionalProperties": false,
         })
@@ -376,6 +376,7 @@ pub fn script_lines(
             Some(cut) => format!("{}.", cut.trim_end()),
             None => said.to_owned(),
         };
+        let said = whole_sentences(&said, LINE_CHARS);
         match out.last_mut() {
             Some((s, text)) if *s == side => {
                 text.push(' ');
@@ -386,6 +387,23 @@ pub fn script_lines(
     }
     out.truncate(most);
     out
+}
+
+/// The longest line a script may write, in characters (its schema's `maxLength`).
+pub const LINE_CHARS: usize = 300;
+
+/// A line that ran to `most` characters (a small model runs on until the schema stops it)
+/// without ending its sentence, cut back to the end of its last whole sentence, when that
+/// keeps a third of it or more.
+fn whole_sentences(line: &str, most: usize) -> String {
+    let ended = line.trim_end().ends_with(['.', '!', '?', '"']);
+    if line.chars().count() + 5 < most || ended {
+        return line.to_owned();
+    }
+    match line.rfind(['.', '!', '?']) {
+        Some(at) if at >= line.len() / 3 => line[..=at].to_owned(),
+        _ => line.to_owned(),
+    }
 }
 
 /// The faulty lines of a script, and why each is: a line that says again what a sound line
@@ -761,5 +779,11 @@ mod tests {
             ]
         );
         assert_eq!(script_lines(&answer, names, 2).len(), 2);
+        // A line the schema cut off ends at its last whole sentence.
+        let long = format!("{} And I was thinking of cake, and", "We will have music. ".repeat(14));
+        assert!(long.chars().count() > 295);
+        let cut =
+            script_lines(&serde_json::json!({"lines": [{"Tobias Ashcombe": long}]}), names, 6);
+        assert!(cut[0].1.ends_with("music."), "{}", cut[0].1);
     }
 }

@@ -158,9 +158,12 @@ impl<S: Storage> Sim<S> {
                 .extend(written.lines.iter().map(|(i, text)| (names[*i].clone(), text.clone())));
             reason = match written.lines.last() {
                 Some((i, _)) if written.dropped == 0 => format!("{} ended it", names[*i]),
-                Some((i, _)) => {
-                    format!("{} ended it ({} faulty lines left out)", names[*i], written.dropped)
-                }
+                Some((i, _)) => format!(
+                    "{} ended it ({} faulty line{} left out)",
+                    names[*i],
+                    written.dropped,
+                    if written.dropped == 1 { "" } else { "s" }
+                ),
                 None if written.dropped > 0 => format!("{} had nothing fit to say", names[0]),
                 None => format!("{} fell silent", names[0]),
             };
