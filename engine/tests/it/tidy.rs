@@ -81,6 +81,46 @@ fn the_readme_stays_a_front_door() {
 }
 
 #[test]
+fn the_architecture_maps_every_module_and_stays_short() {
+    let map = std::fs::read_to_string(root().join("ARCHITECTURE.md")).unwrap();
+    assert!(map.len() <= 20 * 1024, "ARCHITECTURE.md is {} bytes: detail goes in `//!`", map.len());
+    for crate_dir in ["log-format", "gateway", "engine"] {
+        let lib = std::fs::read_to_string(root().join(crate_dir).join("src/lib.rs")).unwrap();
+        // Each module of a file of its own (`pub mod x;`), not an inline one.
+        let modules = lib.lines().filter_map(|l| l.trim().strip_prefix("pub mod "));
+        for module in modules.filter_map(|m| m.strip_suffix(';')) {
+            let named = [format!("`{module}.rs`"), format!("`{module}/`")];
+            assert!(
+                named.iter().any(|n| map.contains(n.as_str())),
+                "ARCHITECTURE.md's code map does not name {crate_dir}'s `{module}`"
+            );
+        }
+    }
+}
+
+#[test]
+fn one_rust_version_everywhere() {
+    let workspace = std::fs::read_to_string(root().join("Cargo.toml")).unwrap();
+    let version = workspace
+        .lines()
+        .find_map(|l| l.strip_prefix("rust-version = "))
+        .expect("the workspace names its rust-version")
+        .trim_matches('"')
+        .to_owned();
+    for member in ["log-format", "gateway", "engine", "src-tauri"] {
+        let manifest = std::fs::read_to_string(root().join(member).join("Cargo.toml")).unwrap();
+        assert!(
+            manifest.lines().any(|l| l.trim() == "rust-version.workspace = true"),
+            "{member}/Cargo.toml takes the workspace's rust-version"
+        );
+    }
+    let script = std::fs::read_to_string(root().join("hamlet-dev")).unwrap();
+    assert!(script.contains(&format!("MIN_RUST=\"{version}\"")), "hamlet-dev checks {version}");
+    let readme = std::fs::read_to_string(root().join("README.md")).unwrap();
+    assert!(readme.contains(&format!("Rust {version} or newer")), "README asks for {version}");
+}
+
+#[test]
 fn ci_runs_the_readme_test_command() {
     let readme = std::fs::read_to_string(root().join("README.md")).unwrap();
     let ci = std::fs::read_to_string(root().join(".ci/run")).unwrap();
