@@ -22,14 +22,7 @@
 //! `HAMLET_BENCH_SAVE=FILE` keeps part 4's recording; `-- --test` is CI's tiny run: 100 and
 //! 1,000 agents for a few steps).
 
-#[path = "../../gateway/tests/it/loopback.rs"]
-#[allow(dead_code, reason = "shared with the tests, which use all of it")]
-mod loopback;
-#[path = "../../gateway/benches/support/machine.rs"]
-mod machine;
-#[path = "../tests/it/rules.rs"]
-#[allow(dead_code, reason = "shared with the tests, which use all of it")]
-mod rules;
+use hamlet_testkit::{loopback, machine, rules};
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};

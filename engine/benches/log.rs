@@ -8,8 +8,7 @@
 use std::hint::black_box;
 use std::time::{Duration, Instant};
 
-#[path = "../../gateway/benches/support/machine.rs"]
-mod machine;
+use hamlet_testkit::machine;
 
 use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion, Throughput};
 use hamlet_engine::fold::Town;

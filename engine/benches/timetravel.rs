@@ -11,14 +11,7 @@
 //! Run: `cargo bench -p hamlet-engine --bench timetravel` (`HAMLET_BENCH_STEPS` sets the
 //! run's steps, default 720 = two simulated hours; `-- --test` is CI's tiny run).
 
-#[path = "../../gateway/tests/it/loopback.rs"]
-#[allow(dead_code, reason = "shared with the tests, which use all of it")]
-mod loopback;
-#[path = "../../gateway/benches/support/machine.rs"]
-mod machine;
-#[path = "../tests/it/rules.rs"]
-#[allow(dead_code, reason = "shared with the tests, which use all of it")]
-mod rules;
+use hamlet_testkit::{machine, rules};
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};

@@ -17,8 +17,7 @@ use std::time::{Duration, Instant};
 use hamlet_gateway::answer::Shape;
 use hamlet_gateway::backend::{Attempt, BackendError, BoxFuture, Completion, LlmBackend};
 use hamlet_gateway::embed::LocalEmbedder;
-#[path = "support/machine.rs"]
-mod machine;
+use hamlet_testkit::machine;
 
 use hamlet_gateway::local::{LocalConfig, LocalLlm};
 use hamlet_gateway::models::{self, ModelChoice};

@@ -495,7 +495,7 @@ pub async fn script(
     let mut corrections = 0;
     let mut ask_causes = causes.clone();
     // The best script so far: its sound lines, how many were left out, and its answer.
-    let mut best: Option<(Vec<(usize, String)>, usize, Option<PendingId>)> = None;
+    let mut best: Option<(Script, Option<PendingId>)> = None;
     loop {
         let shape = Shape::Json(script_schema(names, most));
         let mut call = template("script")?.call(&vars, style, shape)?;
@@ -509,8 +509,8 @@ pub async fn script(
         };
         let faults = script_faults(&lines, sides);
         let sound = sound_lines(&lines, &faults);
-        if best.as_ref().is_none_or(|(kept, _, _)| sound.len() >= kept.len()) {
-            best = Some((sound, faults.len(), asked));
+        if best.as_ref().is_none_or(|(kept, _)| sound.len() >= kept.lines.len()) {
+            best = Some((Script { lines: sound, dropped: faults.len() }, asked));
         }
         let Some((at, why)) = faults.first() else { break };
         if corrections == SCRIPT_CORRECTIONS {
@@ -528,7 +528,7 @@ pub async fn script(
         ask_causes = causes.clone();
         ask_causes.extend(asked.map(Cause::Pending));
     }
-    let (lines, dropped, asked) = best.unwrap_or_default();
+    let (Script { lines, dropped }, asked) = best.unwrap_or_default();
     let mut last = asked;
     let count = lines.len();
     for (i, (side, text)) in lines.iter().enumerate() {

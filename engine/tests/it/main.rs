@@ -1,21 +1,14 @@
 //! Integration tests of `hamlet-engine`: one binary (`cargo test -p hamlet-engine --test it`).
 
-mod cli;
 mod crash;
 mod day;
 mod fold;
 mod golden;
 mod intervene;
-mod llm;
-#[path = "../../../gateway/tests/it/loopback.rs"]
-#[allow(dead_code, reason = "shared with the gateway's tests, which use all of it")]
-mod loopback;
 mod mind;
 mod ops;
 mod power_loss;
 mod query;
-mod rules;
-mod run;
 mod scale;
 mod sim;
 mod store_model;
@@ -23,3 +16,5 @@ mod support;
 mod tidy;
 mod town;
 mod view;
+
+pub use hamlet_testkit::{loopback, rules};

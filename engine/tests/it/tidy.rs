@@ -107,7 +107,7 @@ fn one_rust_version_everywhere() {
         .expect("the workspace names its rust-version")
         .trim_matches('"')
         .to_owned();
-    for member in ["log-format", "gateway", "engine", "src-tauri"] {
+    for member in ["log-format", "gateway", "engine", "cli", "testkit", "src-tauri"] {
         let manifest = std::fs::read_to_string(root().join(member).join("Cargo.toml")).unwrap();
         assert!(
             manifest.lines().any(|l| l.trim() == "rust-version.workspace = true"),

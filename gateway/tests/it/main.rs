@@ -2,10 +2,11 @@
 
 mod http;
 mod logprobs;
-pub mod loopback;
 mod model;
 mod pool;
 mod replay;
 mod scored;
 pub mod scripted;
 mod servers;
+
+pub use hamlet_testkit::loopback;

@@ -72,7 +72,7 @@ fn hamlet_show(file: &Path, seq: u64) -> Value {
     let hamlet = exe.parent().and_then(Path::parent).map(|d| d.join("hamlet")).unwrap();
     assert!(
         hamlet.exists(),
-        "{} is not built: run `cargo build --release -p hamlet-engine`",
+        "{} is not built: run `cargo build --release -p hamlet-cli`",
         hamlet.display()
     );
     let out = std::process::Command::new(&hamlet)

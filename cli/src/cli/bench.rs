@@ -23,7 +23,7 @@ use super::llm::LlmArgs;
 use super::Outcome;
 
 /// The labelled memories `hamlet bench ratings` rates unless given others.
-const LABELS: &str = include_str!("../../tests/data/importance-labels.toml");
+const LABELS: &str = include_str!("../../data/importance-labels.toml");
 
 /// `hamlet bench`.
 #[derive(Debug, Subcommand)]
@@ -73,7 +73,7 @@ pub struct TownArgs {
 #[derive(Debug, Args)]
 pub struct RatingsArgs {
     /// A TOML file of `[[memory]]` entries with `agent`, `memory` and `label` (1 to 10)
-    /// [default: the set in engine/tests/data/importance-labels.toml]
+    /// [default: the set in cli/data/importance-labels.toml]
     #[arg(long, value_name = "FILE")]
     labels: Option<PathBuf>,
     /// Print every memory with its label and rating

@@ -326,7 +326,7 @@ impl LlmBackend for EchoingRules {
             }
             _ => return RuleModel.complete(a),
         };
-        Box::pin(async move { Ok(completion(text.into())) })
+        Box::pin(async move { Ok(completion(text)) })
     }
 }
 

@@ -1,0 +1,8 @@
+//! Integration tests of the `hamlet` command line, at the process boundary: one binary
+//! (`cargo test -p hamlet-cli --test it`).
+
+mod cli;
+mod llm;
+mod run;
+
+pub use hamlet_testkit::{loopback, rules};
