@@ -1,5 +1,6 @@
 //! `hamlet`: the command line, and the engine's only voice. `main` alone turns an outcome
-//! into an exit status; every `hint:` lives in [`cli::hints_for`].
+//! into an exit status; every `hint:` comes from [`hamlet_engine::hints`], which the window
+//! shares.
 
 mod cli;
 

@@ -38,7 +38,7 @@ use loopback::{LoopbackServer, Reply};
 use rules::{over_http, LetterEmbedder, RuleModel};
 
 fn town() -> Definition {
-    Definition::load(
+    hamlet_engine::town::load(
         &std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("towns/willowmere.toml"),
     )
     .expect("the shipped town loads")

@@ -12,7 +12,7 @@ use hamlet_testkit::machine;
 
 use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion, Throughput};
 use hamlet_engine::fold::Town;
-use hamlet_engine::history::{export_with_checkpoints, state_at_recording, Moment};
+use hamlet_engine::history::{export_with_checkpoints, state_at, Moment};
 use hamlet_engine::rng::SimRng;
 use hamlet_engine::store::Store;
 use hamlet_engine::synth::{write_recording, SynthSpec};
@@ -152,7 +152,7 @@ fn seek_in(
     for _ in 0..300 {
         let seq = rng.int_inclusive(0, head);
         let start = Instant::now();
-        black_box(state_at_recording(&rec, root, Moment::Seq(seq)).expect("seek"));
+        black_box(state_at(&rec, root, Moment::Seq(seq)).expect("seek"));
         warm.push(start.elapsed());
     }
     warm.sort();
@@ -163,7 +163,7 @@ fn seek_in(
         let seq = rng.int_inclusive(0, head);
         let start = Instant::now();
         let rec = Recording::open(&f.with_checkpoints).expect("open");
-        black_box(state_at_recording(&rec, root, Moment::Seq(seq)).expect("seek"));
+        black_box(state_at(&rec, root, Moment::Seq(seq)).expect("seek"));
         cold.push(start.elapsed());
     }
     cold.sort();
@@ -182,7 +182,7 @@ fn seek_in(
     group.bench_function(name, |b| {
         b.iter(|| {
             let seq = rng.int_inclusive(0, head);
-            black_box(state_at_recording(&rec, root, Moment::Seq(seq)).expect("seek"))
+            black_box(state_at(&rec, root, Moment::Seq(seq)).expect("seek"))
         })
     });
 }

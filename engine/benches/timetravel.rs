@@ -2,7 +2,7 @@
 //! instant rule-based test double (its events are shaped as a real run's: plans, model
 //! calls, retrievals, conversations), or over a recording given in `HAMLET_BENCH_RECORDING`:
 //!
-//! 1. **seek**: the town's state at random moments (`state_at_store`), p50 and p99;
+//! 1. **seek**: the town's state at random moments (`state_at`), p50 and p99;
 //! 2. **queries**: `Past::new` + `town()` and `agent()` at random moments;
 //! 3. **fork** at the start, middle and end of the log (constant: one event and a sync);
 //! 4. **"why?"** on the longest causal chain among the run's actions;
@@ -17,12 +17,11 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use hamlet_engine::fold::Town;
-use hamlet_engine::history::{state_at_store, Moment};
+use hamlet_engine::history::{state_at, Moment};
 use hamlet_engine::query::Past;
 use hamlet_engine::rng::SimRng;
 use hamlet_engine::sim::{Sim, SimSettings};
 use hamlet_engine::store::Store;
-use hamlet_engine::town::Definition;
 use hamlet_engine::why::History;
 use hamlet_gateway::{Gateway, Params, RetryPolicy};
 use hamlet_log::{Body, Event};
@@ -63,7 +62,7 @@ fn main() {
             store.branches().first().expect("a branch").id
         }
         Err(_) => {
-            let town = Definition::load(
+            let town = hamlet_engine::town::load(
                 &std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("towns/willowmere.toml"),
             )
             .expect("the shipped town loads");
@@ -111,10 +110,10 @@ fn main() {
     // 1. Seek.
     let mut seeks: Vec<Duration> = moments
         .iter()
-        .map(|&seq| timed(|| state_at_store(&store, branch, Moment::Seq(seq)).expect("seek")).0)
+        .map(|&seq| timed(|| state_at(&store, branch, Moment::Seq(seq)).expect("seek")).0)
         .collect();
     println!(
-        "seek (state_at_store) at {samples} random moments: p50 {:.2} ms, p99 {:.2} ms",
+        "seek (state_at) at {samples} random moments: p50 {:.2} ms, p99 {:.2} ms",
         ms(percentile(&mut seeks, 0.5)),
         ms(percentile(&mut seeks, 0.99))
     );

@@ -1,12 +1,17 @@
-//! The town at any moment: `state_at(branch, seq | time)` folds from the nearest
-//! checkpoint, over a store or over a recording. Checkpoints are derived data: deleting
-//! them changes nothing but speed.
+//! The town at any moment, and the checkpoints that make it quick: a store read as a
+//! [`Log`] (so `state_at(&store, branch, moment)` answers as it does over a recording), and
+//! checkpoints written into a store or an exported recording. Checkpoints are derived data:
+//! deleting them changes nothing but speed.
 
+use hamlet_core::log::{fold_into, in_order, Branch, Log, LogError};
+use hamlet_log::format::StoredRef;
 use hamlet_log::recording::ReadError;
-use hamlet_log::{BranchId, Recording, RecordingWriter};
+use hamlet_log::{BranchId, RecordingWriter};
 
 use crate::fold::Town;
 use crate::store::{Storage, Store, StoreError};
+
+pub use hamlet_core::log::{state_at, Moment};
 
 /// The fewest events between checkpoints. A seek folds at most the gap between two
 /// checkpoints after decoding one.
@@ -36,17 +41,6 @@ impl Spacing {
     }
 }
 
-/// A moment on a branch.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Moment {
-    /// After the event at this seq.
-    Seq(u64),
-    /// After the last event at or before this simulated time.
-    Time(u64),
-    /// After the branch's last event.
-    End,
-}
-
 /// Why a state could not be had.
 #[derive(Debug, thiserror::Error)]
 pub enum HistoryError {
@@ -61,6 +55,60 @@ pub enum HistoryError {
     BeforeStart,
 }
 
+impl From<LogError> for HistoryError {
+    fn from(e: LogError) -> HistoryError {
+        match e {
+            LogError::Read(e) => HistoryError::Read(e),
+            LogError::Container(e) => match e.downcast::<StoreError>() {
+                Ok(e) => HistoryError::Store(*e),
+                Err(e) => HistoryError::Store(StoreError::Corrupt {
+                    path: String::new(),
+                    offset: 0,
+                    problem: e.to_string(),
+                }),
+            },
+            LogError::NoBranch(id) => HistoryError::Store(StoreError::NoBranch(id.to_string())),
+            LogError::BeforeStart => HistoryError::BeforeStart,
+        }
+    }
+}
+
+/// A store's error, as a log's.
+fn contained(e: StoreError) -> LogError {
+    LogError::Container(Box::new(e))
+}
+
+impl<S: Storage> Log for Store<S> {
+    fn branches(&self) -> Vec<Branch> {
+        in_order(Store::branches(self))
+    }
+
+    fn branch(&self, id: BranchId) -> Result<Branch, LogError> {
+        Store::branch(self, id).ok_or(LogError::NoBranch(id))
+    }
+
+    fn for_each_stored(
+        &self,
+        branch: BranchId,
+        from: u64,
+        to: u64,
+        f: &mut dyn FnMut(BranchId, &StoredRef<'_>) -> bool,
+    ) -> Result<(), LogError> {
+        Store::for_each_stored(self, branch, from, to, f).map_err(contained)
+    }
+
+    fn seq_at_time(&self, branch: BranchId, secs: u64) -> Result<Option<u64>, LogError> {
+        Store::seq_at_time(self, branch, secs).map_err(contained)
+    }
+
+    fn checkpoint(&self, branch: BranchId, seq: u64) -> Result<Option<(u64, Town)>, LogError> {
+        Ok(self
+            .checkpoint_at(branch, seq)
+            .map_err(contained)?
+            .and_then(|(at, bytes)| Town::from_checkpoint(&bytes).map(|town| (at, town))))
+    }
+}
+
 /// Folds events `from..=to` of `branch` (with its ancestry) into `town`, from their bytes.
 fn fold_store<S: Storage>(
     store: &Store<S>,
@@ -68,36 +116,8 @@ fn fold_store<S: Storage>(
     from: u64,
     to: u64,
     town: &mut Town,
-) -> Result<(), StoreError> {
-    store.for_each_stored(branch, from, to, |_, event| {
-        town.apply_stored(event);
-        true
-    })
-}
-
-/// The town on `branch` at `moment`, over a store.
-pub fn state_at_store<S: Storage>(
-    store: &Store<S>,
-    branch: BranchId,
-    moment: Moment,
-) -> Result<Town, HistoryError> {
-    let info = store.branch(branch).ok_or_else(|| StoreError::NoBranch(branch.to_string()))?;
-    let seq = match moment {
-        Moment::Seq(s) => s.min(info.head_seq),
-        Moment::End => info.head_seq,
-        Moment::Time(t) => store.seq_at_time(branch, t)?.ok_or(HistoryError::BeforeStart)?,
-    };
-    let (mut town, from) = match store.checkpoint_at(branch, seq)? {
-        Some((at, bytes)) => match Town::from_checkpoint(&bytes) {
-            Some(town) => (town, at.saturating_add(1)),
-            None => (Town::default(), 0),
-        },
-        None => (Town::default(), 0),
-    };
-    if from <= seq {
-        fold_store(store, branch, from, seq, &mut town)?;
-    }
-    Ok(town)
+) -> Result<(), HistoryError> {
+    Ok(fold_into(store, branch, from, to, town)?)
 }
 
 /// Folds a whole branch of a store, writing checkpoints among its own events, spaced as
@@ -109,7 +129,7 @@ pub fn checkpoint_store<S: Storage>(
     let info = store.branch(branch).ok_or_else(|| StoreError::NoBranch(branch.to_string()))?;
     let own_first = info.fork_seq.map_or(0, |s| s + 1);
     let mut town = match info.fork_seq {
-        Some(fork_seq) => state_at_store(store, branch, Moment::Seq(fork_seq))?,
+        Some(fork_seq) => state_at(store, branch, Moment::Seq(fork_seq))?,
         None => Town::default(),
     };
     let mut from = own_first;
@@ -123,45 +143,6 @@ pub fn checkpoint_store<S: Storage>(
             spacing.written(state.len());
         }
         from = to + 1;
-    }
-    Ok(town)
-}
-
-/// The town on `branch` at `moment`, over a recording (from its nearest checkpoint).
-pub fn state_at_recording(
-    rec: &Recording<'_>,
-    branch: BranchId,
-    moment: Moment,
-) -> Result<Town, HistoryError> {
-    let seq = match moment {
-        Moment::Seq(s) => s,
-        Moment::End => rec.branch(branch).ok_or(ReadError::NoBranch(branch))?.head_seq,
-        Moment::Time(t) => rec.seq_at_time(branch, t)?.ok_or(HistoryError::BeforeStart)?,
-    };
-    let checkpoint = rec.checkpoints(branch)?.into_iter().filter(|(cp, _)| cp.seq <= seq).find_map(
-        |(cp, bytes)| {
-            let bytes = rec.checkpoint_bytes(&cp, bytes)?;
-            // A state that does not say it was folded up to its own seq is not used.
-            Town::from_checkpoint(bytes)
-                .filter(|t| t.head.map(|(s, _)| s) == Some(cp.seq))
-                .map(|t| (cp.seq, t))
-        },
-    );
-    let (mut town, from) = match checkpoint {
-        Some((at, town)) => (town, at.saturating_add(1)),
-        None => (Town::default(), 0),
-    };
-    if from <= seq {
-        // The fast road for bytes `verify` passed; the strict one for bytes nobody checked.
-        let verified = rec.is_verified();
-        rec.for_each_stored(branch, from, seq, |_, event| {
-            if verified {
-                town.apply_stored(event);
-            } else {
-                town.apply_stored_strict(event);
-            }
-            true
-        })?;
     }
     Ok(town)
 }
@@ -190,7 +171,7 @@ pub fn export_until_with_checkpoints<S: Storage, W: std::io::Write>(
     for entry in entries {
         let first = entry.fork_seq.map_or(0, |s| s + 1);
         let mut town = match entry.fork_seq {
-            Some(s) => state_at_store(store, entry.parent.unwrap_or(entry.id), Moment::Seq(s))?,
+            Some(s) => state_at(store, entry.parent.unwrap_or(entry.id), Moment::Seq(s))?,
             None => Town::default(),
         };
         let mut seq = first;

@@ -11,9 +11,9 @@ use hamlet_log::event::{AgentId, Tile};
 use hamlet_log::{Body, BranchId, Event};
 
 use crate::describe::sim_time;
-use crate::history::{checkpoint_store, state_at_store, HistoryError, Moment};
+use crate::history::{checkpoint_store, state_at, HistoryError, Moment};
 use crate::sim::{stopped_mid_step, Sim, SimError};
-use crate::store::{BranchInfo, Storage, Store, StoreError};
+use crate::store::{Branch, Storage, Store, StoreError};
 
 /// Why an operation could not be done. Nothing was written unless it says so.
 #[derive(Debug, thiserror::Error)]
@@ -56,7 +56,7 @@ pub enum OpsError {
 }
 
 /// A branch by name or id prefix, or an error listing the store's branches.
-pub fn branch_named<S: Storage>(store: &Store<S>, name: &str) -> Result<BranchInfo, OpsError> {
+pub fn branch_named<S: Storage>(store: &Store<S>, name: &str) -> Result<Branch, OpsError> {
     store.find_branch(name).map_err(|_| OpsError::NoBranch {
         name: name.to_owned(),
         has: store.branches().into_iter().map(|b| b.name).collect::<Vec<_>>().join(", "),
@@ -70,11 +70,7 @@ pub fn unused_name<S: Storage>(store: &Store<S>, base: &str) -> String {
 }
 
 /// The seq of the last event of `from` at or before `at`.
-pub fn seq_for<S: Storage>(
-    store: &Store<S>,
-    from: &BranchInfo,
-    at: Moment,
-) -> Result<u64, OpsError> {
+pub fn seq_for<S: Storage>(store: &Store<S>, from: &Branch, at: Moment) -> Result<u64, OpsError> {
     match at {
         Moment::End => Ok(from.head_seq),
         Moment::Seq(s) if s <= from.head_seq => Ok(s),
@@ -198,11 +194,12 @@ pub fn rename_branch<S: Storage>(
 
 /// Whether `branch`'s head is part way through a step ([`crate::sim::stopped_mid_step`]),
 /// from its log: the fold to its head (from the nearest checkpoint) and its last events.
-pub fn head_mid_step<S: Storage>(store: &Store<S>, branch: &BranchInfo) -> Result<bool, OpsError> {
-    let town = state_at_store(store, branch.id, Moment::End).map_err(|e| match e {
-        HistoryError::Store(e) => OpsError::Store(e),
-        e => OpsError::History(e),
-    })?;
+pub fn head_mid_step<S: Storage>(store: &Store<S>, branch: &Branch) -> Result<bool, OpsError> {
+    let town =
+        state_at(store, branch.id, Moment::End).map_err(|e| match HistoryError::from(e) {
+            HistoryError::Store(e) => OpsError::Store(e),
+            e => OpsError::History(e),
+        })?;
     let mut seq = branch.head_seq;
     let last = loop {
         let event = store.event_at(branch.id, seq)?;
@@ -246,10 +243,65 @@ pub enum RunEnd {
     Stopped,
 }
 
-/// The step a run of `hours` simulated hours from the town's start ends at.
-pub fn target_step<S: Storage>(sim: &Sim<S>, hours: f64) -> u64 {
+/// How far a run goes, in simulated hours: the one meaning of "hours" in both front ends.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum Hours {
+    /// Up to this hour, counted from the town's start (`hamlet run --hours`, with
+    /// `--resume` too).
+    Until(f64),
+    /// This many more hours from where the branch stands (the window's Continue).
+    For(f64),
+}
+
+/// The step a run of `hours` ends at: at least one step past the town's start for
+/// [`Hours::Until`], at least one step past the branch's for [`Hours::For`].
+pub fn target_step<S: Storage>(sim: &Sim<S>, hours: Hours) -> u64 {
     let per_step = u64::from(sim.town().seconds_per_step.max(1));
-    ((hours * 3600.0) / per_step as f64).ceil().max(1.0) as u64
+    let steps = |h: f64| ((h * 3600.0) / per_step as f64).ceil().max(1.0) as u64;
+    match hours {
+        Hours::Until(h) => steps(h),
+        Hours::For(h) => sim.state().step + steps(h),
+    }
+}
+
+/// What a run has cost so far — calls, tokens and money, from the events its steps
+/// committed: one tally for the CLI's bar and the window's progress line.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct RunCost {
+    /// Calls, tokens and money, as `hamlet cost` counts them.
+    pub total: hamlet_core::cost::Tally,
+    /// Models with no price: while any is here the cost is unknown.
+    pub unpriced: std::collections::BTreeSet<String>,
+}
+
+impl RunCost {
+    /// Adds a step's committed events.
+    pub fn add(
+        &mut self,
+        events: &[Event],
+        prices: &std::collections::BTreeMap<String, hamlet_core::cost::Price>,
+    ) {
+        let report =
+            hamlet_core::cost::report(events.iter().map(|e| (e.sim_time_secs(), &e.body)), prices);
+        self.total.add(&report.total);
+        self.unpriced.extend(report.unpriced);
+    }
+
+    /// Tokens, prompt and completion.
+    pub fn tokens(&self) -> u64 {
+        self.total.prompt_tokens + self.total.completion_tokens
+    }
+
+    /// The money, unless a model had no price.
+    pub fn money(&self) -> Option<f64> {
+        self.unpriced.is_empty().then_some(self.total.money)
+    }
+}
+
+/// Wall seconds a run has left at its pace so far: `wall_secs` took it `done` simulated
+/// seconds, and `left` remain; `None` before any simulated time has passed.
+pub fn eta(wall_secs: f64, done: u64, left: u64) -> Option<f64> {
+    (done > 0).then(|| wall_secs * left as f64 / done as f64)
 }
 
 /// Steps `sim` until its step reaches `target` (and a step stopped part way is finished),

@@ -15,7 +15,6 @@
 pub mod answer;
 pub mod backend;
 pub mod config;
-pub mod cost;
 pub mod embed;
 pub mod footprint;
 pub mod gateway;
@@ -26,6 +25,9 @@ pub mod rating;
 pub mod replay;
 pub mod request;
 mod stopwatch;
+
+/// What calls cost: `hamlet-core`'s arithmetic over the log, here under its old name.
+pub use hamlet_core::cost;
 
 pub use answer::{Answer, Shape};
 pub use backend::{EmbedBackend, LlmBackend};

@@ -595,7 +595,37 @@ fn raw_len(data: &[u8]) -> Result<usize, String> {
 }
 
 /// Decompresses a compressed chunk's data: the declared length, then a Zstandard stream that
+/// must decompress to exactly that many bytes. With the pure-Rust decoder on wasm32
+/// ([`inflate_pure`]).
+#[cfg(target_arch = "wasm32")]
+fn inflate(data: &[u8]) -> Result<Vec<u8>, String> {
+    inflate_pure(data)
+}
+
+/// [`inflate`] by the pure-Rust Zstandard decoder (`ruzstd`): what a browser reads chunks
+/// with; tests hold it to the C library's answers.
+#[cfg(any(target_arch = "wasm32", test))]
+fn inflate_pure(data: &[u8]) -> Result<Vec<u8>, String> {
+    use std::io::Read;
+    let len = raw_len(data)?;
+    let mut stream = data.get(8..).unwrap_or(&[]);
+    let mut out = Vec::new();
+    out.try_reserve_exact(len).map_err(|_| format!("cannot allocate {len} bytes"))?;
+    let decoded = ruzstd::decoding::StreamingDecoder::new(&mut stream)
+        .map_err(|e| e.to_string())
+        // One byte more than declared is enough to tell a stream that holds too much.
+        .and_then(|d| d.take(len as u64 + 1).read_to_end(&mut out).map_err(|e| e.to_string()));
+    match decoded {
+        Ok(n) if n == len => Ok(out),
+        Ok(n) if n > len => Err(format!("compressed data declares {len} bytes, but holds more")),
+        Ok(n) => Err(format!("compressed data declares {len} bytes, but holds {n}")),
+        Err(e) => Err(format!("compressed data does not decompress to its {len} bytes: {e}")),
+    }
+}
+
+/// Decompresses a compressed chunk's data: the declared length, then a Zstandard stream that
 /// must decompress to exactly that many bytes.
+#[cfg(not(target_arch = "wasm32"))]
 fn inflate(data: &[u8]) -> Result<Vec<u8>, String> {
     thread_local! {
         static DECOMPRESSOR: std::cell::RefCell<Option<zstd::bulk::Decompressor<'static>>> =
@@ -622,11 +652,24 @@ fn inflate(data: &[u8]) -> Result<Vec<u8>, String> {
     }
 }
 
+/// `raw` as a Zstandard stream, if it can be; never on wasm32, where chunks are written as
+/// they are (a reader there reads both).
+#[cfg(not(target_arch = "wasm32"))]
+fn deflate(raw: &[u8]) -> Option<Vec<u8>> {
+    zstd::bulk::compress(raw, compression::ZSTD_LEVEL).ok()
+}
+
+/// [`deflate`] where there is no Zstandard encoder: never.
+#[cfg(target_arch = "wasm32")]
+fn deflate(_raw: &[u8]) -> Option<Vec<u8>> {
+    None
+}
+
 /// A chunk record for `header`'s events whose (uncompressed) event data is `raw`: compressed
 /// with Zstandard when `compress` and it pays, else stored as it is. With its chunk hash.
 fn encode_chunk(header: ChunkHeader, raw: &[u8], compress: bool) -> (Vec<u8>, [u8; 32]) {
     let packed = compress
-        .then(|| zstd::bulk::compress(raw, compression::ZSTD_LEVEL).ok())
+        .then(|| deflate(raw))
         .flatten()
         .map(|stream| {
             let mut data = Vec::with_capacity(8 + stream.len());
@@ -1324,5 +1367,40 @@ impl ChunkBuilder {
         let mut chunk = ChunkBuilder::new(branch, parent, first_seq);
         chunk.push(&stored);
         (branch, chunk)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A compressed chunk's data: the declared length, then `stream`.
+    fn data(declared: usize, stream: &[u8]) -> Vec<u8> {
+        let mut data = (declared as u64).to_le_bytes().to_vec();
+        data.extend_from_slice(stream);
+        data
+    }
+
+    #[test]
+    fn the_pure_decoder_reads_what_the_c_library_wrote() {
+        let town = "Tamsin Hale walks to Marigold café. ".repeat(400);
+        let noise: Vec<u8> =
+            (0..20_000u32).map(|i| (i.wrapping_mul(2_654_435_761) >> 13) as u8).collect();
+        for raw in [town.as_bytes(), &noise, b"", b"x"] {
+            let stream = zstd::bulk::compress(raw, compression::ZSTD_LEVEL).unwrap();
+            let whole = data(raw.len(), &stream);
+            assert_eq!(inflate_pure(&whole).unwrap(), raw);
+            assert_eq!(inflate_pure(&whole), inflate(&whole));
+            // A length that lies either way, and a cut stream, are refused by both.
+            for bad in [data(raw.len() + 1, &stream), data(raw.len().saturating_sub(1), &stream)] {
+                if bad == whole {
+                    continue;
+                }
+                assert!(inflate_pure(&bad).is_err(), "{} bytes declared", raw.len());
+                assert!(inflate(&bad).is_err());
+            }
+            let cut = data(raw.len(), stream.get(..stream.len() / 2).unwrap());
+            assert!(inflate_pure(&cut).is_err() && inflate(&cut).is_err());
+        }
     }
 }

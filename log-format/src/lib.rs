@@ -21,7 +21,9 @@
 //! * `latency_ms`: wall-clock length of an LLM call; recorded data, never a fold input.
 //!
 //! This crate knows nothing of the engine, sled, tokio or LLMs, and its readers never
-//! panic on bytes from outside.
+//! panic on bytes from outside. It builds for `wasm32-unknown-unknown` too: there, chunks
+//! are decompressed by a pure-Rust Zstandard decoder, written uncompressed, and read on one
+//! thread.
 
 pub mod event;
 pub mod format;
@@ -36,6 +38,10 @@ pub use event::{Body, Event, Header, NewEvent};
 pub use id::{BranchId, EventId};
 pub use recording::Recording;
 pub use writer::RecordingWriter;
+
+/// Whether this target runs threads: readers and `verify` spread work over a second thread
+/// (or several) where it does, and do it all in turn where it does not (wasm32).
+pub(crate) const THREADS: bool = !cfg!(target_arch = "wasm32");
 
 /// The crates whose types appear in this crate's API.
 pub mod external {

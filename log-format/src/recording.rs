@@ -259,7 +259,7 @@ impl<'a> Recording<'a> {
             }
             Ok::<bool, ReadError>(true)
         };
-        if self.preamble.version < 2 || plan.len() < 2 {
+        if self.preamble.version < 2 || plan.len() < 2 || !crate::THREADS {
             for (entry, limit) in plan {
                 if !walk(&self.chunk(entry)?.open()?, entry.branch, limit)? {
                     break;

@@ -152,21 +152,23 @@ fn scan(
         }
     }
     // Walking events is the costly part: spread the chunks over the machine's cores.
-    let n_threads = std::thread::available_parallelism().map_or(1, |n| n.get()).clamp(1, 8);
+    let n_threads = match crate::THREADS {
+        true => std::thread::available_parallelism().map_or(1, |n| n.get()).clamp(1, 8),
+        false => 1,
+    };
     let per = raw.len().div_ceil(n_threads).max(1);
-    let walked: Vec<Result<Found, FormatError>> = std::thread::scope(|scope| {
-        let handles: Vec<_> = raw
-            .chunks(per)
-            .map(|part| {
-                scope.spawn(move || {
-                    part.iter()
-                        .map(|r| ChunkRef::parse(*r).and_then(|c| walk(&c, preamble)))
-                        .collect::<Vec<_>>()
-                })
-            })
-            .collect();
-        handles.into_iter().flat_map(|h| h.join().unwrap_or_default()).collect()
-    });
+    let walk_part = |part: &[crate::format::RecordRef<'_>]| -> Vec<Result<Found, FormatError>> {
+        part.iter().map(|r| ChunkRef::parse(*r).and_then(|c| walk(&c, preamble))).collect()
+    };
+    let walked: Vec<Result<Found, FormatError>> = if n_threads == 1 {
+        walk_part(&raw)
+    } else {
+        std::thread::scope(|scope| {
+            let handles: Vec<_> =
+                raw.chunks(per).map(|part| scope.spawn(move || walk_part(part))).collect();
+            handles.into_iter().flat_map(|h| h.join().unwrap_or_default()).collect()
+        })
+    };
     let mut out = Vec::with_capacity(walked.len());
     for item in walked {
         match item {
@@ -393,12 +395,20 @@ pub fn verify(bytes: &[u8]) -> Report {
     let mut states = Vec::new();
     let n_before = problems.len();
     // The data section's hash runs on its own thread while the chunks are walked.
-    let (found, data_hash) = std::thread::scope(|scope| {
-        let hashing = scope
-            .spawn(|| crate::format::data_hash(bytes.get(..data_end).unwrap_or(&[]), data_start));
-        let found = scan(bytes, &preamble, data_start, data_end, &mut problems, false, &mut states);
-        (found, hashing.join().ok())
-    });
+    let hash = || crate::format::data_hash(bytes.get(..data_end).unwrap_or(&[]), data_start);
+    let (found, data_hash) = match crate::THREADS {
+        true => std::thread::scope(|scope| {
+            let hashing = scope.spawn(hash);
+            let found =
+                scan(bytes, &preamble, data_start, data_end, &mut problems, false, &mut states);
+            (found, hashing.join().ok())
+        }),
+        false => {
+            let found =
+                scan(bytes, &preamble, data_start, data_end, &mut problems, false, &mut states);
+            (found, Some(hash()))
+        }
+    };
     if let Some(summary) = &summary {
         if data_hash != Some(summary.data_hash) {
             problems.insert(n_before, Problem::DataHash);

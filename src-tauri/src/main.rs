@@ -12,11 +12,11 @@ use std::path::PathBuf;
 
 use clap::Parser;
 use hamlet_engine::history::Moment;
+use hamlet_engine::log::Branch;
 use hamlet_engine::ops::{Change, Changed, Forked, ModelSpec};
 use hamlet_engine::query::CallView;
 use hamlet_engine::view::{
-    AgentPanel, BranchRow, Frame, MapView, Opened, ResearchAnswer, ResearchAsk, Timeline, Tracks,
-    WhyGraph,
+    AgentPanel, Frame, MapView, Opened, ResearchAnswer, ResearchAsk, Timeline, Tracks, WhyGraph,
 };
 use serde::Serialize;
 use tauri::menu::{MenuBuilder, MenuItemBuilder, SubmenuBuilder};
@@ -278,7 +278,7 @@ async fn why(
 
 /// The branches of what is open, read again (a store may have changed).
 #[tauri::command]
-async fn branches(worker: State<'_, Worker>) -> Result<Vec<BranchRow>, String> {
+async fn branches(worker: State<'_, Worker>) -> Result<Vec<Branch>, String> {
     worker
         .run(move |v| {
             v.refresh();
@@ -292,7 +292,7 @@ async fn branches(worker: State<'_, Worker>) -> Result<Vec<BranchRow>, String> {
 struct ForkedView {
     #[serde(flatten)]
     forked: Forked,
-    branches: Vec<BranchRow>,
+    branches: Vec<Branch>,
     /// When a recording was open: the store it was imported into first (the recording is
     /// untouched), and how many of its events were new there.
     imported: Option<Imported>,

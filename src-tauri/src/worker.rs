@@ -15,7 +15,7 @@ use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{mpsc, Arc};
 
-use hamlet_engine::mind::think::ThinkError;
+use hamlet_engine::hints::hints;
 use hamlet_engine::ops::{self, Change, ModelSpec, OpsError, RunEnd};
 use hamlet_engine::sim::{Sim, SimError, SimSettings};
 use hamlet_engine::store::FsStorage;
@@ -69,15 +69,17 @@ impl Failure {
         Failure { message: message.into(), field: None, hint: None }
     }
 
+    /// `e` in words, with the first of its hints ([`hamlet_engine::hints`], the CLI's too).
+    fn with_hint(e: &(dyn std::error::Error + 'static)) -> Failure {
+        Failure { message: e.to_string(), field: None, hint: hints(e).into_iter().next() }
+    }
+
     fn of_sim(e: &SimError) -> Failure {
         match e {
             SimError::Refused { field, why } => {
                 Failure { message: why.clone(), field: Some(field), hint: None }
             }
-            SimError::Think(ThinkError::Gateway(g)) => {
-                Failure { message: e.to_string(), field: None, hint: g.hint().map(str::to_owned) }
-            }
-            _ => Failure::said(e.to_string()),
+            _ => Failure::with_hint(e),
         }
     }
 
@@ -87,7 +89,7 @@ impl Failure {
             OpsError::Model(why) => {
                 Failure { message: why.clone(), field: Some("model"), hint: None }
             }
-            _ => Failure::said(e.to_string()),
+            _ => Failure::with_hint(e),
         }
     }
 }
@@ -538,8 +540,8 @@ fn continue_run(
         }
     };
     let per_step = u64::from(sim.town().seconds_per_step.max(1));
-    let steps = ((hours * 3600.0) / per_step as f64).ceil().max(1.0) as u64;
-    let target = sim.state().step + steps;
+    let target = ops::target_step(&sim, ops::Hours::For(hours));
+    let steps = target - sim.state().step;
     let from_secs = sim.state().sim_time_secs;
     let prices = hamlet_gateway::config::ConfigFile::discover(
         None,
@@ -559,26 +561,23 @@ fn continue_run(
     };
     progress(&shown);
     let started = now();
+    let mut spent = ops::RunCost::default();
     let mut state = Some(state);
     let (rx, cancel) = (desk.rx, desk.cancel);
     let ran = match desk.runtime() {
         Ok(rt) => rt.block_on(ops::run_until(&mut sim, target, cancel, |sim, stepped| {
-            let report = hamlet_gateway::cost::report(
-                stepped.events.iter().map(|e| (e.sim_time_secs(), &e.body)),
-                &prices,
-            );
-            shown.calls += report.total.calls;
-            shown.tokens += report.total.prompt_tokens + report.total.completion_tokens;
-            shown.cost_usd = match (shown.cost_usd, report.unpriced.is_empty()) {
-                (Some(c), true) => Some(c + report.total.money),
-                _ => None,
-            };
+            spent.add(stepped.events, &prices);
+            shown.calls = spent.total.calls;
+            shown.tokens = spent.tokens();
+            shown.cost_usd = spent.money();
             shown.secs = sim.state().sim_time_secs;
             shown.head_seq = ops::head(sim);
             shown.wall_secs = started.elapsed().as_secs_f64();
-            let done = shown.secs.saturating_sub(from_secs) as f64;
-            let left = shown.to_secs.saturating_sub(shown.secs) as f64;
-            shown.eta_secs = (done > 0.0).then(|| shown.wall_secs * left / done);
+            shown.eta_secs = ops::eta(
+                shown.wall_secs,
+                shown.secs.saturating_sub(from_secs),
+                shown.to_secs.saturating_sub(shown.secs),
+            );
             progress(&shown);
             // What the window asked meanwhile, answered over the store the run holds.
             while let Ok(message) = rx.try_recv() {

@@ -131,7 +131,7 @@ pub fn branches(a: BranchesArgs) -> anyhow::Result<Outcome> {
     // Depth first, each branch under its parent (children in the store's order: by fork
     // point, then name); orphans (a missing parent) at the top level.
     let known: std::collections::BTreeSet<_> = all.iter().map(|b| b.id).collect();
-    let mut stack: Vec<(&hamlet_engine::store::BranchInfo, usize)> = all
+    let mut stack: Vec<(&hamlet_engine::store::Branch, usize)> = all
         .iter()
         .rev()
         .filter(|b| b.parent.is_none_or(|p| !known.contains(&p)))
@@ -150,7 +150,7 @@ pub fn branches(a: BranchesArgs) -> anyhow::Result<Outcome> {
             b.id,
             b.head_seq,
             sim_time(b.head_time),
-            b.n_events
+            b.own_events
         );
         stack.extend(all.iter().rev().filter(|c| c.parent == Some(b.id)).map(|c| (c, depth + 1)));
     }

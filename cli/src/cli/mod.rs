@@ -257,7 +257,7 @@ pub struct Source {
     /// A store directory, instead of a file
     #[arg(long, value_name = "DIR")]
     store: Option<PathBuf>,
-    /// The branch, by name or id prefix [default: the root branch]
+    /// The branch, by name or id prefix [default: main, else the first root by name]
     #[arg(long)]
     branch: Option<String>,
 }
@@ -324,79 +324,10 @@ pub fn is_broken_pipe(err: &anyhow::Error) -> bool {
     })
 }
 
-/// The model call's error inside `cause`, where a run or a call wraps one.
-fn gateway_error<'a>(
-    cause: &'a (dyn std::error::Error + 'static),
-) -> Option<&'a hamlet_gateway::GatewayError> {
-    use hamlet_engine::mind::think::ThinkError;
-    use hamlet_engine::sim::SimError;
-    let think = |t: &'a ThinkError| match t {
-        ThinkError::Gateway(g) => Some(g),
-        _ => None,
-    };
-    cause
-        .downcast_ref::<hamlet_gateway::GatewayError>()
-        .or_else(|| cause.downcast_ref::<ThinkError>().and_then(think))
-        .or_else(|| match cause.downcast_ref::<SimError>() {
-            Some(SimError::Think(t)) => think(t),
-            _ => None,
-        })
-}
-
-/// What a person can do about an error.
+/// What a person can do about an error: [`hamlet_engine::hints::hints`] over its chain.
 pub fn hints_for(err: &anyhow::Error) -> Vec<String> {
-    use hamlet_engine::store::StoreError;
-    use hamlet_log::format::FooterError;
-    use hamlet_log::recording::OpenError;
-    let mut out = Vec::new();
-    for cause in err.chain() {
-        if let Some(e) = cause.downcast_ref::<OpenError>() {
-            match e {
-                OpenError::Footer(FooterError::NoEndMagic | FooterError::TooShort { .. }) => out.push(
-                    "the file looks cut short: `hamlet recover FILE --out FIXED` keeps every complete chunk".into(),
-                ),
-                _ => out.push("`hamlet verify FILE` lists every problem; `hamlet recover` keeps what is sound".into()),
-            }
-        }
-        // (`OpsError::Store` is transparent: the chain goes on past the store's error.)
-        let store_error = cause.downcast_ref::<StoreError>().or(match cause.downcast_ref() {
-            Some(hamlet_engine::ops::OpsError::Store(e)) => Some(e),
-            _ => None,
-        });
-        if let Some(e) = store_error {
-            match e {
-                StoreError::NotSound { .. } => out.push(
-                    "`hamlet verify FILE` lists the problems; `hamlet recover FILE --out FIXED` keeps the sound prefix".into(),
-                ),
-                StoreError::NoBranch(_) | StoreError::NameTaken(_) => {
-                    out.push("`hamlet branches --store DIR` lists the branches".into())
-                }
-                StoreError::Corrupt { .. } => out.push(
-                    "export what is readable with `hamlet export`, or restore the segment from a copy".into(),
-                ),
-                StoreError::Poisoned { .. } => out.push("run the command again: reopening the store recovers".into()),
-                StoreError::Index(_) => out.push("`hamlet store rebuild --store DIR` rebuilds the index from the segments".into()),
-                _ => {}
-            }
-        }
-        if let Some(hamlet_engine::ops::OpsError::MidStep) = cause.downcast_ref() {
-            out.push(
-                "`hamlet run --resume --store DIR --branch NAME --hours H` finishes the step \
-                 under way (H: no more hours than the run has gone)"
-                    .into(),
-            );
-        }
-        if let Some(hint) = gateway_error(cause).and_then(|e| e.hint()) {
-            out.push(hint.to_owned());
-        }
-        if let Some(e) = cause.downcast_ref::<std::io::Error>() {
-            if e.kind() == std::io::ErrorKind::NotFound {
-                out.push("check the path; recordings end in .hamlet".into());
-            }
-        }
-    }
-    out.dedup();
-    out
+    let root: &(dyn std::error::Error + 'static) = err.as_ref();
+    hamlet_engine::hints::hints(root)
 }
 
 #[cfg(test)]

@@ -7,8 +7,10 @@ use anyhow::{bail, Context};
 use clap::Args;
 use hamlet_engine::describe::{agents_of, printable, sim_time, summary};
 use hamlet_engine::fold::Town;
-use hamlet_engine::history::{state_at_recording, Moment};
+use hamlet_engine::history::{state_at, Moment};
+use hamlet_engine::log::{Branch, Log};
 use hamlet_engine::query::EventRecord;
+use hamlet_engine::reader::Reader;
 use hamlet_engine::store::Store;
 use hamlet_engine::synth::{write_recording_in, SynthSpec};
 use hamlet_engine::town::{Definition, WILLOWMERE};
@@ -69,15 +71,20 @@ fn warn_unsound(report: &hamlet_log::verify::Report, path: &Path) {
 }
 
 fn pick_branch(rec: &Recording<'_>, name: Option<&str>) -> anyhow::Result<BranchId> {
-    match name {
-        Some(name) => match rec.find_branch(name) {
-            Some(b) => Ok(b.id),
-            None => bail!(
-                "no branch `{name}` in this recording; it has: {}",
-                rec.branches().iter().map(|b| b.name.as_str()).collect::<Vec<_>>().join(", ")
-            ),
-        },
-        None => rec.root().map(|b| b.id).context("the recording has no root branch"),
+    Ok(picked(rec, "recording", name)?.id)
+}
+
+/// The branch `name` names in `log` (a `what`: recording or store), or its default branch
+/// (the glossary's rule); an error that lists the branches there are.
+pub fn picked(log: &dyn Log, what: &str, name: Option<&str>) -> anyhow::Result<Branch> {
+    let branches = log.branches();
+    match (hamlet_engine::log::pick(&branches, name), name) {
+        (Some(branch), _) => Ok(branch.clone()),
+        (None, Some(name)) => bail!(
+            "no branch `{name}` in this {what}; it has: {}",
+            branches.iter().map(|b| b.name.as_str()).collect::<Vec<_>>().join(", ")
+        ),
+        (None, None) => bail!("the {what} has no branch"),
     }
 }
 
@@ -129,7 +136,7 @@ pub fn synth(a: SynthArgs) -> anyhow::Result<Outcome> {
         Some(p) if p.as_os_str() == "willowmere" => {
             Some(Definition::parse("willowmere.toml", WILLOWMERE))
         }
-        Some(p) => Some(Definition::load(p)),
+        Some(p) => Some(hamlet_engine::town::load(p)),
     }
     .transpose()
     .map_err(|e| anyhow::anyhow!("{e}"))?;
@@ -186,7 +193,7 @@ pub fn inspect(a: InspectArgs) -> anyhow::Result<Outcome> {
         writeln!(out, "             run `hamlet verify {}` for all of them", a.file.display())?;
     }
     let root = pick_branch(&rec, None)?;
-    let town = state_at_recording(&rec, root, Moment::End).ok();
+    let town = state_at(&rec, root, Moment::End).ok();
     if let Some(town) = &town {
         let names: Vec<String> = town.agents.values().map(|a| printable(&a.name)).collect();
         let shown = names.iter().take(8).cloned().collect::<Vec<_>>().join(", ");
@@ -379,7 +386,7 @@ pub struct ReplayArgs {
     /// The recording
     #[arg(value_name = "FILE")]
     file: PathBuf,
-    /// The branch, by name or id prefix [default: the root branch]
+    /// The branch, by name or id prefix [default: main, else the first root by name]
     #[arg(long)]
     branch: Option<String>,
     /// Where to stop: `#<seq>`, `day<N> <HH:MM[:SS]>`, `<HH:MM>`, `<seconds>s` or `end`
@@ -392,7 +399,7 @@ pub fn replay(a: ReplayArgs) -> anyhow::Result<Outcome> {
     let (rec, report) = open_verified(&bytes, &a.file)?;
     warn_unsound(&report, &a.file);
     let branch = pick_branch(&rec, a.branch.as_deref())?;
-    let town = state_at_recording(&rec, branch, a.to).context("cannot fold the recording")?;
+    let town = state_at(&rec, branch, a.to).context("cannot fold the recording")?;
     // The branch whose event was folded last, by its name in the file: a rename is the
     // recording's, not the town's (which keeps the name the branch was created with).
     let seq = town.head.map_or(0, |(s, _)| s);
@@ -502,28 +509,30 @@ pub fn source_events(source: &Source) -> anyhow::Result<Vec<Event>> {
 /// [`source_events`], each event passed through `map` as it is decoded (from a recording;
 /// a store's come all at once).
 fn events_mapped(source: &Source, map: fn(Event) -> Event) -> anyhow::Result<Vec<Event>> {
-    Ok(match (&source.file, &source.store) {
+    let bytes;
+    let reader = match (&source.file, &source.store) {
         (Some(file), _) => {
-            let bytes = read_file(file)?;
+            bytes = read_file(file)?;
             let (rec, report) = open_verified(&bytes, file)?;
             warn_unsound(&report, file);
-            let branch = pick_branch(&rec, source.branch.as_deref())?;
-            rec.events(branch, 0)?
-                .map(|e| e.map(map))
-                .collect::<Result<_, _>>()
-                .context("cannot read the recording's events")?
+            Reader::Recording(rec)
         }
-        (None, Some(dir)) => {
-            let store =
-                Store::open(dir).with_context(|| format!("cannot open store {}", dir.display()))?;
-            let branch = match &source.branch {
-                Some(name) => store.find_branch(name)?,
-                None => store.branches().into_iter().next().context("the store is empty")?,
-            };
-            store.events(branch.id, 0, branch.head_seq)?.into_iter().map(map).collect()
-        }
+        (None, Some(dir)) => Reader::Store(
+            Store::open(dir).with_context(|| format!("cannot open store {}", dir.display()))?,
+        ),
         (None, None) => bail!("give a recording FILE or --store DIR"),
-    })
+    };
+    let what = if reader.store().is_some() { "store" } else { "recording" };
+    let branch = picked(reader.log(), what, source.branch.as_deref())?;
+    let mut events = Vec::new();
+    reader
+        .log()
+        .for_each_event(branch.id, 0, branch.head_seq, &mut |e| {
+            events.push(map(e));
+            true
+        })
+        .context("cannot read the events")?;
+    Ok(events)
 }
 
 pub fn log(a: LogArgs) -> anyhow::Result<Outcome> {

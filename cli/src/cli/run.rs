@@ -15,7 +15,7 @@ use hamlet_engine::rulebook::{Mechanism, Rulebook};
 use hamlet_engine::sim::{Sim, SimSettings};
 use hamlet_engine::store::Store;
 use hamlet_engine::town::{Definition, WILLOWMERE};
-use hamlet_gateway::{config, cost};
+use hamlet_gateway::config;
 
 use super::llm::LlmArgs;
 use super::Outcome;
@@ -111,7 +111,7 @@ pub fn run(a: RunArgs) -> anyhow::Result<Outcome> {
         ),
         (None, false) => {
             let mut town = match &a.town {
-                Some(path) => Definition::load(path),
+                Some(path) => hamlet_engine::town::load(path),
                 None => Definition::parse("willowmere.toml", WILLOWMERE),
             }
             .map_err(|e| anyhow::anyhow!("{e}"))?;
@@ -221,27 +221,21 @@ pub fn run(a: RunArgs) -> anyhow::Result<Outcome> {
             }
         };
         let start = sim.town().start_secs;
-        let target = ops::target_step(&sim, a.hours);
+        let target = ops::target_step(&sim, ops::Hours::Until(a.hours));
         let first = sim.state().step;
         bar.set_length(target);
         bar.set_position(first.min(target));
         bar.reset_eta();
-        let mut money = 0.0;
-        let mut unpriced = std::collections::BTreeSet::new();
+        let mut spent = ops::RunCost::default();
         let terminal = std::io::stderr().is_terminal();
         let mut last_line = None;
         let end = ops::run_until(&mut sim, target, &stop, |sim, stepped| {
-            let report = cost::report(
-                stepped.events.iter().map(|e| (e.sim_time_secs(), &e.body)),
-                &file.prices,
-            );
-            money += report.total.money;
+            spent.add(stepped.events, &file.prices);
             let s = sim.state();
-            unpriced.extend(report.unpriced);
-            let cost = match (money > 0.0, unpriced.is_empty()) {
-                (_, false) => " · cost unknown (no price for a model)".to_owned(),
-                (true, true) => format!(" · ${money:.4}"),
-                (false, true) => String::new(),
+            let cost = match spent.money() {
+                None => " · cost unknown (no price for a model)".to_owned(),
+                Some(money) if money > 0.0 => format!(" · ${money:.4}"),
+                Some(_) => String::new(),
             };
             let message = format!(
                 "{} ({:.2} h) · {} calls · {} tokens{cost} · {} memories",

@@ -108,7 +108,7 @@ pub fn store(c: StoreCommand) -> anyhow::Result<Outcome> {
             for b in store.branches() {
                 println!(
                     "  {:<12} {}  head #{}  {} events of its own",
-                    b.name, b.id, b.head_seq, b.n_events
+                    b.name, b.id, b.head_seq, b.own_events
                 );
             }
             Ok(Outcome::Done)

@@ -91,7 +91,7 @@ pub fn town(c: TownCommand) -> anyhow::Result<Outcome> {
             );
             Ok(Outcome::Done)
         }
-        TownCommand::Check { file } => match Definition::load(&file) {
+        TownCommand::Check { file } => match hamlet_engine::town::load(&file) {
             Ok(town) => {
                 println!(
                     "{}: sound — {} sectors, {} arenas, {} objects, {} personas, a {}×{} map",
@@ -111,7 +111,7 @@ pub fn town(c: TownCommand) -> anyhow::Result<Outcome> {
             }
         },
         TownCommand::Show { file } => {
-            let town = match Definition::load(&file) {
+            let town = match hamlet_engine::town::load(&file) {
                 Ok(town) => town,
                 Err(err) => {
                     print_problems(&err);

@@ -22,12 +22,11 @@
 //! The folds never ask a model or read a clock; `think` asks the gateway and returns events,
 //! which the agent loop commits in canonical order and the folds read back.
 
-pub mod memory;
 pub mod plan;
 pub mod prompt;
 pub mod respond;
-pub mod retrieval;
-pub mod schedule;
 pub mod social;
 pub mod think;
-pub mod validate;
+
+// The folds are `hamlet-core`'s.
+pub use hamlet_core::mind::{memory, retrieval, schedule, validate};

@@ -307,10 +307,7 @@ pub const DAY_TIMES: [u16; 6] = [9 * 60, 12 * 60, 14 * 60, 17 * 60, 19 * 60, 21 
 /// [`SLEEP`] takes the rest of the day.
 pub const BEDTIME_MINUTE: u16 = 22 * 60 + 30;
 
-/// The plan item that ends every day plan, from [`BEDTIME_MINUTE`] to midnight: the agent is
-/// asleep (the loop leaves it be and the clock may skip), and it is acted on as it stands,
-/// never broken down.
-pub const SLEEP: &str = "sleeping";
+pub use crate::mind::schedule::SLEEP;
 
 /// The words a day plan's stroke starting at `minute` opens with, before the agent's name
 /// ("At lunchtime, "): told only "12:00", a small model put lunch in the evening and dinner

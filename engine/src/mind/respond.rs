@@ -143,22 +143,7 @@ pub async fn should_attend(
 /// identical) lets the talk move on.
 pub const TURN_TEMPERATURE: f32 = 0.7;
 
-/// The lower-case words of a line, for comparing lines.
-fn words_of(line: &str) -> std::collections::BTreeSet<String> {
-    line.split(|c: char| !c.is_alphanumeric())
-        .filter(|w| !w.is_empty())
-        .map(str::to_lowercase)
-        .collect()
-}
-
-/// True when `line` says again what `earlier` said: at least 60% of their words in common
-/// (shared over all, Jaccard). Used by the loop to end a stalled conversation and by
-/// `hamlet research dialogue` to count repeats.
-pub fn repeats(earlier: &str, line: &str) -> bool {
-    let (a, b) = (words_of(earlier), words_of(line));
-    let all = a.union(&b).count();
-    all > 0 && a.intersection(&b).count() * 10 >= all * 6
-}
+pub use crate::mind::validate::repeats;
 
 /// How many times a line that fails a check ([`LineCheck`]) is asked for again, with what
 /// was wrong, before the speaker is taken to have nothing to say.

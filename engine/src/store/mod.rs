@@ -52,8 +52,9 @@ use hamlet_log::format::{
 use hamlet_log::verify::verify;
 use hamlet_log::{BranchId, EventId, Recording, RecordingWriter};
 
+use index::BranchRow;
 use index::Index;
-pub use index::{BranchRow, ChunkLoc, IndexError};
+pub use index::{ChunkLoc, IndexError};
 pub use storage::{FsStorage, Storage};
 
 /// Segment files roll over past this size.
@@ -155,26 +156,8 @@ fn io_err<'a>(op: &'static str, path: &'a str) -> impl FnOnce(io::Error) -> Stor
     move |source| StoreError::Io { op, path: path.to_owned(), source }
 }
 
-/// A branch as the store knows it.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct BranchInfo {
-    /// Its id (its first event's id).
-    pub id: BranchId,
-    /// Its name.
-    pub name: String,
-    /// The branch it forked from.
-    pub parent: Option<BranchId>,
-    /// The last shared seq on the parent.
-    pub fork_seq: Option<u64>,
-    /// Its last event's seq.
-    pub head_seq: u64,
-    /// Its last event's id.
-    pub head_id: EventId,
-    /// Its last event's simulated time.
-    pub head_time: u64,
-    /// Events of its own.
-    pub n_events: u64,
-}
+/// A branch as the store lists it: the one branch row of every reader.
+pub use hamlet_core::log::Branch;
 
 /// The store over some [`Storage`].
 pub struct Store<S: Storage = FsStorage> {
@@ -345,8 +328,8 @@ impl<S: Storage> Store<S> {
     // ---- reading ----
 
     /// Every branch, parents before children, then by name.
-    pub fn branches(&self) -> Vec<BranchInfo> {
-        let mut out: Vec<BranchInfo> = Vec::new();
+    pub fn branches(&self) -> Vec<Branch> {
+        let mut out: Vec<Branch> = Vec::new();
         let mut left: Vec<(&BranchId, &BranchRow)> = self.branches.iter().collect();
         left.sort_by(|a, b| (a.1.fork_seq, &a.1.name).cmp(&(b.1.fork_seq, &b.1.name)));
         while !left.is_empty() {
@@ -354,33 +337,48 @@ impl<S: Storage> Store<S> {
             left.retain(|(id, row)| {
                 let ready = row.parent.is_none_or(|p| out.iter().any(|o| o.id == p));
                 if ready {
-                    out.push(info(**id, row));
+                    out.push(self.info(**id, row));
                 }
                 !ready
             });
             if left.len() == before {
                 // An orphan (its parent is missing): list it anyway.
-                out.extend(left.drain(..).map(|(id, row)| info(*id, row)));
+                out.extend(left.drain(..).map(|(id, row)| self.info(*id, row)));
             }
         }
         out
     }
 
+    /// The row of branch `id`, its parent named.
+    fn info(&self, id: BranchId, row: &BranchRow) -> Branch {
+        Branch {
+            name: row.name.clone(),
+            parent_name: row.parent.and_then(|p| self.branches.get(&p)).map(|p| p.name.clone()),
+            fork_seq: row.fork_seq,
+            head_seq: row.head_seq,
+            own_events: row.n_events,
+            id,
+            parent: row.parent,
+            head_id: row.head_id,
+            head_time: row.head_time,
+        }
+    }
+
     /// A branch by id.
-    pub fn branch(&self, id: BranchId) -> Option<BranchInfo> {
-        self.branches.get(&id).map(|row| info(id, row))
+    pub fn branch(&self, id: BranchId) -> Option<Branch> {
+        self.branches.get(&id).map(|row| self.info(id, row))
     }
 
     /// A branch by name, or by a prefix (4+ hex digits) of its id.
-    pub fn find_branch(&self, name: &str) -> Result<BranchInfo, StoreError> {
+    pub fn find_branch(&self, name: &str) -> Result<Branch, StoreError> {
         if let Some((id, row)) = self.branches.iter().find(|(_, r)| r.name == name) {
-            return Ok(info(*id, row));
+            return Ok(self.info(*id, row));
         }
         let hex = name.strip_prefix("br_").unwrap_or(name).to_ascii_lowercase();
         let hits: Vec<_> =
             self.branches.iter().filter(|(id, _)| id.to_hex().starts_with(&hex)).collect();
         match hits.as_slice() {
-            [(id, row)] if hex.len() >= 4 => Ok(info(**id, row)),
+            [(id, row)] if hex.len() >= 4 => Ok(self.info(**id, row)),
             _ => Err(StoreError::NoBranch(name.to_owned())),
         }
     }
@@ -1228,19 +1226,6 @@ impl<S: Storage> Store<S> {
     /// Flushes the index's buffers (not needed for durability; the segments are the truth).
     pub fn flush_index(&self) -> Result<(), StoreError> {
         Ok(self.index.flush()?)
-    }
-}
-
-fn info(id: BranchId, row: &BranchRow) -> BranchInfo {
-    BranchInfo {
-        id,
-        name: row.name.clone(),
-        parent: row.parent,
-        fork_seq: row.fork_seq,
-        head_seq: row.head_seq,
-        head_id: row.head_id,
-        head_time: row.head_time,
-        n_events: row.n_events,
     }
 }
 

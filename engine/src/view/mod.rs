@@ -13,27 +13,24 @@
 //! forks (through `ops`, as `hamlet fork`, `hamlet rename-branch` and `hamlet delete-branch`
 //! do) and reads the store's branches again after any change (`refresh`).
 
-pub mod frame;
-pub mod layout;
-pub mod map;
-pub mod timeline;
-pub mod tracks;
+pub use hamlet_core::view::{decode_if, frame, kinds, layout, map, timeline, tracks};
 
 use std::collections::BTreeMap;
 use std::path::Path;
 
-use hamlet_log::event::{decode_body, AgentId};
-use hamlet_log::format::StoredRef;
+use hamlet_log::event::AgentId;
 use hamlet_log::recording::ReadError;
 use hamlet_log::{BranchId, Event, Recording};
 use serde::Serialize;
 
 use crate::fold::Town;
-use crate::history::{state_at_recording, state_at_store, HistoryError, Moment, CHECKPOINT_EVERY};
+use crate::history::{HistoryError, Moment, CHECKPOINT_EVERY};
 use crate::query::{AgentView, CallView, ConversationView, Past};
+use crate::reader::Reader;
 use crate::store::{FsStorage, Store, StoreError};
 use crate::town::build::recorded_town;
 use crate::town::Definition;
+use hamlet_core::log::{Branch, Log, LogError};
 
 pub use frame::Frame;
 pub use layout::WhyGraph;
@@ -95,6 +92,12 @@ pub enum ViewError {
     Ops(#[from] crate::ops::OpsError),
 }
 
+impl From<LogError> for ViewError {
+    fn from(e: LogError) -> ViewError {
+        HistoryError::from(e).into()
+    }
+}
+
 impl From<HistoryError> for ViewError {
     fn from(e: HistoryError) -> ViewError {
         match e {
@@ -119,144 +122,14 @@ pub struct Opened {
     /// What `verify` found wrong, one line each.
     pub findings: Vec<String>,
     /// Every branch, roots first (empty when the recording is unsound).
-    pub branches: Vec<BranchRow>,
+    pub branches: Vec<Branch>,
     /// The branch to show first: `main`, else the first root.
     pub branch: String,
 }
 
-/// A branch, as the viewer lists it.
-#[derive(Clone, Debug, Serialize)]
-pub struct BranchRow {
-    /// Its name.
-    pub name: String,
-    /// The branch it forked from, by name.
-    pub parent: Option<String>,
-    /// The last seq it shares with its parent.
-    pub fork_seq: Option<u64>,
-    /// Its last event's seq.
-    pub head_seq: u64,
-    /// Events of its own (after the fork point).
-    pub own_events: u64,
-    /// Its id, as `br_` and 64 hex digits show it.
-    #[serde(serialize_with = "branch_hex")]
-    pub id: BranchId,
-}
-
-fn branch_hex<S: serde::Serializer>(id: &BranchId, s: S) -> Result<S::Ok, S::Error> {
-    s.serialize_str(&id.0.to_hex())
-}
-
-/// The log behind a viewer: a recording's bytes, a store, or a store a run holds and lends
-/// between its steps (one per viewer: its size does not matter).
-pub(crate) enum Source<'a> {
-    Recording(Recording<'a>),
-    Store(Store<FsStorage>),
-    Borrowed(&'a Store<FsStorage>),
-}
-
-impl Source<'_> {
-    fn store(&self) -> Option<&Store<FsStorage>> {
-        match self {
-            Source::Store(store) => Some(store),
-            Source::Borrowed(store) => Some(store),
-            Source::Recording(_) => None,
-        }
-    }
-
-    fn for_each_stored(
-        &self,
-        branch: BranchId,
-        from: u64,
-        to: u64,
-        f: impl FnMut(BranchId, &StoredRef<'_>) -> bool,
-    ) -> Result<(), ViewError> {
-        match self {
-            Source::Recording(rec) => rec.for_each_stored(branch, from, to, f)?,
-            Source::Store(store) => store.for_each_stored(branch, from, to, f)?,
-            Source::Borrowed(store) => store.for_each_stored(branch, from, to, f)?,
-        }
-        Ok(())
-    }
-
-    fn town_at(&self, branch: BranchId, seq: u64) -> Result<Town, ViewError> {
-        Ok(match self {
-            Source::Recording(rec) => state_at_recording(rec, branch, Moment::Seq(seq))?,
-            Source::Store(store) => state_at_store(store, branch, Moment::Seq(seq))?,
-            Source::Borrowed(store) => state_at_store(store, branch, Moment::Seq(seq))?,
-        })
-    }
-
-    fn seq_at_time(&self, branch: BranchId, secs: u64) -> Result<Option<u64>, ViewError> {
-        Ok(match self {
-            Source::Recording(rec) => rec.seq_at_time(branch, secs)?,
-            Source::Store(store) => store.seq_at_time(branch, secs)?,
-            Source::Borrowed(store) => store.seq_at_time(branch, secs)?,
-        })
-    }
-
-    fn events(&self, branch: BranchId, head_seq: u64) -> Result<Vec<Event>, ViewError> {
-        match self {
-            Source::Recording(rec) => Ok(rec
-                .events(branch, 0)?
-                .take_while(|e| e.as_ref().map_or(true, |e| e.seq() <= head_seq))
-                .collect::<Result<_, _>>()?),
-            Source::Store(store) => Ok(store.events(branch, 0, head_seq)?),
-            Source::Borrowed(store) => Ok(store.events(branch, 0, head_seq)?),
-        }
-    }
-}
-
-/// Decodes a stored event whose kind is one of `kinds`; `None` for other kinds, or bytes
-/// that do not decode (a frame draws less rather than failing).
-pub(crate) fn decode_if(branch: BranchId, event: &StoredRef<'_>, kinds: &[u16]) -> Option<Event> {
-    if !kinds.contains(&event.kind) {
-        return None;
-    }
-    let body = decode_body(event.kind, event.schema, event.body).ok()?;
-    Some(Event {
-        id: event.id,
-        parent: event.parent,
-        branch,
-        header: event.header.to_header(),
-        body,
-    })
-}
-
-/// A branch as a recording or a store lists it: `(id, name, parent, fork seq, head seq,
-/// events of its own)`.
-type Listed<'n> = (BranchId, &'n String, Option<BranchId>, Option<u64>, u64, u64);
-
-/// Branch rows, each parent named; roots first, then forks, each group by name.
-fn rows<'n>(list: impl Iterator<Item = Listed<'n>>) -> Vec<BranchRow> {
-    let list: Vec<_> = list.collect();
-    let name = |id: BranchId| list.iter().find(|b| b.0 == id).map(|b| b.1.clone());
-    let mut rows: Vec<BranchRow> = list
-        .iter()
-        .map(|&(id, n, parent, fork_seq, head_seq, own_events)| BranchRow {
-            name: n.clone(),
-            parent: parent.and_then(name),
-            fork_seq,
-            head_seq,
-            own_events,
-            id,
-        })
-        .collect();
-    rows.sort_by(|a, b| (a.parent.is_some(), &a.name).cmp(&(b.parent.is_some(), &b.name)));
-    rows
-}
-
-/// The branch to show first: `main`, else the first root.
-fn first_shown(branches: &[BranchRow]) -> String {
-    branches
-        .iter()
-        .find(|b| b.name == "main")
-        .or(branches.first())
-        .map(|b| b.name.clone())
-        .unwrap_or_default()
-}
-
-fn store_rows(infos: &[crate::store::BranchInfo]) -> Vec<BranchRow> {
-    rows(infos.iter().map(|b| (b.id, &b.name, b.parent, b.fork_seq, b.head_seq, b.n_events)))
+/// The branch to show first ([`first_shown`](hamlet_core::log::first_shown)), by name.
+fn first_shown(branches: &[Branch]) -> String {
+    hamlet_core::log::first_shown(branches).map(|b| b.name.clone()).unwrap_or_default()
 }
 
 /// What is kept about one branch once it has been looked at.
@@ -271,7 +144,7 @@ struct BranchCache {
 
 /// A recording or a store, open in the viewer.
 pub struct Viewer<'a> {
-    source: Source<'a>,
+    source: Reader<'a>,
     opened: Opened,
     cache: BTreeMap<BranchId, BranchCache>,
 }
@@ -288,7 +161,7 @@ impl Viewer<'static> {
     /// the viewer knows; a viewer on a recording is given back as it was.
     pub fn into_parts(self) -> Result<(Store<FsStorage>, ViewState), Box<Viewer<'static>>> {
         match self.source {
-            Source::Store(store) => {
+            Reader::Store(store) => {
                 Ok((store, ViewState { opened: self.opened, cache: self.cache }))
             }
             source => Err(Box::new(Viewer { source, opened: self.opened, cache: self.cache })),
@@ -299,7 +172,7 @@ impl Viewer<'static> {
     /// branches are read again.
     pub fn from_parts(store: Store<FsStorage>, state: ViewState) -> Viewer<'static> {
         let mut viewer =
-            Viewer { source: Source::Store(store), opened: state.opened, cache: state.cache };
+            Viewer { source: Reader::Store(store), opened: state.opened, cache: state.cache };
         viewer.refresh();
         viewer
     }
@@ -310,7 +183,7 @@ impl<'a> Viewer<'a> {
     /// reads, and refuses changes ([`ViewError::Busy`]). The branches are read again.
     pub fn borrowing(store: &'a Store<FsStorage>, state: ViewState) -> Viewer<'a> {
         let mut viewer =
-            Viewer { source: Source::Borrowed(store), opened: state.opened, cache: state.cache };
+            Viewer { source: Reader::Borrowed(store), opened: state.opened, cache: state.cache };
         viewer.refresh();
         viewer
     }
@@ -330,33 +203,24 @@ impl<'a> Viewer<'a> {
             .map_err(|e| ViewError::NotARecording { path: shown.clone(), reason: e.to_string() })?;
         let sound = report.is_clean();
         let findings = report.problems.iter().map(ToString::to_string).collect();
-        let branches = if sound {
-            rows(
-                rec.branches()
-                    .iter()
-                    .map(|b| (b.id, &b.name, b.parent, b.fork_seq, b.head_seq, b.n_events)),
-            )
-        } else {
-            Vec::new()
-        };
-        Ok(Viewer::new(Source::Recording(rec), "recording", path, sound, findings, branches))
+        let branches = if sound { Log::branches(&rec) } else { Vec::new() };
+        Ok(Viewer::new(Reader::Recording(rec), "recording", path, sound, findings, branches))
     }
 
     /// Opens a store (its index rebuilt if it must be, as `Store::open` does).
     pub fn store(dir: &Path) -> Result<Viewer<'static>, ViewError> {
         let store = Store::open(dir)?;
-        let infos = store.branches();
-        let branches = store_rows(&infos);
-        Ok(Viewer::new(Source::Store(store), "store", dir, true, Vec::new(), branches))
+        let branches = Log::branches(&store);
+        Ok(Viewer::new(Reader::Store(store), "store", dir, true, Vec::new(), branches))
     }
 
     fn new(
-        source: Source<'a>,
+        source: Reader<'a>,
         kind: &'static str,
         path: &Path,
         sound: bool,
         findings: Vec<String>,
-        branches: Vec<BranchRow>,
+        branches: Vec<Branch>,
     ) -> Viewer<'a> {
         let branch = first_shown(&branches);
         let title = path
@@ -387,9 +251,9 @@ impl<'a> Viewer<'a> {
 
     fn store_mut(&mut self) -> Result<&mut Store<FsStorage>, ViewError> {
         match &mut self.source {
-            Source::Store(store) => Ok(store),
-            Source::Borrowed(_) => Err(ViewError::Busy),
-            Source::Recording(_) => Err(ViewError::ReadOnly),
+            Reader::Store(store) => Ok(store),
+            Reader::Borrowed(_) => Err(ViewError::Busy),
+            Reader::Recording(_) => Err(ViewError::ReadOnly),
         }
     }
 
@@ -447,7 +311,7 @@ impl<'a> Viewer<'a> {
     /// changes.
     pub fn refresh(&mut self) {
         let Some(store) = self.source.store() else { return };
-        let branches = store_rows(&store.branches());
+        let branches = Log::branches(store);
         let same =
             |id: &BranchId, head: u64| branches.iter().any(|b| b.id == *id && b.head_seq == head);
         let old: BTreeMap<BranchId, u64> =
@@ -459,7 +323,7 @@ impl<'a> Viewer<'a> {
         self.opened.branches = branches;
     }
 
-    fn branch(&self, name: &str) -> Result<&BranchRow, ViewError> {
+    fn branch(&self, name: &str) -> Result<&Branch, ViewError> {
         if !self.opened.sound {
             return Err(ViewError::Unsound(self.opened.findings.len()));
         }
@@ -483,7 +347,7 @@ impl<'a> Viewer<'a> {
         let b = self.branch(name)?;
         let (id, head) = (b.id, b.head_seq);
         if self.cache(id).scan.is_none() {
-            let scan = timeline::Scan::of(&self.source, id, head)?;
+            let scan = timeline::Scan::of(self.source.log(), id, head)?;
             self.cache(id).scan = Some(scan);
         }
         Ok((id, head))
@@ -516,7 +380,7 @@ impl<'a> Viewer<'a> {
         }
         // Only the events that shape the map are decoded.
         let mut shaping = Vec::new();
-        self.source.for_each_stored(id, 0, head, |b, e| {
+        self.source.log().for_each_stored(id, 0, head, &mut |b, e| {
             if let Some(e) = decode_if(b, e, &[kinds::TOWN_LOADED, kinds::INTERVENED]) {
                 shaping.push(e);
             }
@@ -533,7 +397,7 @@ impl<'a> Viewer<'a> {
         let b = self.branch(name)?;
         let id = b.id;
         let first = self.first_seq(name)?;
-        Ok(self.source.seq_at_time(id, secs)?.unwrap_or(first).max(first))
+        Ok(self.source.log().seq_at_time(id, secs)?.unwrap_or(first).max(first))
     }
 
     fn first_seq(&mut self, name: &str) -> Result<u64, ViewError> {
@@ -567,7 +431,7 @@ impl<'a> Viewer<'a> {
     pub fn tracks(&mut self, name: &str) -> Result<Tracks, ViewError> {
         let (id, head) = self.scan(name)?;
         let first = self.cache(id).scan.as_ref().map_or(0, |s| s.first_seq);
-        Tracks::of(&self.source, id, first, head)
+        Ok(Tracks::of(self.source.log(), id, first, head)?)
     }
 
     /// The town at `seq` as the map draws it.
@@ -578,7 +442,7 @@ impl<'a> Viewer<'a> {
         let town = self.town_at(id, seq)?;
         let scan =
             self.cache.get(&id).and_then(|c| c.scan.as_ref()).ok_or(ViewError::BeforeStart)?;
-        let frame = Frame::of(&self.source, id, &town, scan)?;
+        let frame = Frame::of(self.source.log(), id, &town, scan)?;
         self.cache(id).warm = Some(town);
         Ok(frame)
     }
@@ -593,21 +457,21 @@ impl<'a> Viewer<'a> {
                 return Ok(town);
             }
             if at < seq && seq - at <= CHECKPOINT_EVERY {
-                self.source.for_each_stored(id, at + 1, seq, |_, e| {
+                self.source.log().for_each_stored(id, at + 1, seq, &mut |_, e| {
                     town.apply_stored(e);
                     true
                 })?;
                 return Ok(town);
             }
         }
-        self.source.town_at(id, seq)
+        Ok(self.source.state_at(id, Moment::Seq(seq))?)
     }
 
     fn events(&mut self, name: &str) -> Result<(BranchId, &[Event]), ViewError> {
         let b = self.branch(name)?;
         let (id, head) = (b.id, b.head_seq);
         if self.cache(id).events.is_none() {
-            let events = self.source.events(id, head)?;
+            let events = self.source.log().events(id, 0, head)?;
             self.cache(id).events = Some(events);
         }
         Ok((id, self.cache(id).events.as_deref().unwrap_or(&[])))
@@ -809,20 +673,6 @@ pub struct ResearchAnswer {
 /// The most events a "why?" graph walks before it stops (and says so).
 pub const WHY_MAX_NODES: usize = 400;
 
-/// The kind tags this module reads by hand (checked against the log format by a test).
-pub(crate) mod kinds {
-    pub const RUN_CONFIGURED: u16 = 2;
-    pub const TOWN_LOADED: u16 = 3;
-    pub const AGENT_JOINED: u16 = 4;
-    pub const CLOCK_STEPPED: u16 = 5;
-    pub const MOVED: u16 = 6;
-    pub const PLAN_MADE: u16 = 15;
-    pub const CONVERSATION_STARTED: u16 = 17;
-    pub const DIALOGUE_TURN: u16 = 18;
-    pub const REFLECTION_STARTED: u16 = 20;
-    pub const INTERVENED: u16 = 23;
-}
-
 /// An agent as the agent panel shows it.
 #[derive(Clone, Debug, Serialize)]
 pub struct AgentPanel {
@@ -831,28 +681,4 @@ pub struct AgentPanel {
     pub agent: AgentView,
     /// The conversations it took part in by then, in the order they started.
     pub conversations: Vec<ConversationView>,
-}
-
-#[cfg(test)]
-mod tests {
-    use hamlet_log::event::kind_by_name;
-
-    #[test]
-    fn the_kind_tags_read_by_hand_are_the_log_formats() {
-        use super::kinds::*;
-        for (tag, name) in [
-            (RUN_CONFIGURED, "RunConfigured"),
-            (TOWN_LOADED, "TownLoaded"),
-            (AGENT_JOINED, "AgentJoined"),
-            (CLOCK_STEPPED, "ClockStepped"),
-            (MOVED, "Moved"),
-            (PLAN_MADE, "PlanMade"),
-            (CONVERSATION_STARTED, "ConversationStarted"),
-            (DIALOGUE_TURN, "DialogueTurn"),
-            (REFLECTION_STARTED, "ReflectionStarted"),
-            (INTERVENED, "Intervened"),
-        ] {
-            assert_eq!(kind_by_name(name), Some(tag), "{name}");
-        }
-    }
 }

@@ -4,8 +4,7 @@
 
 use hamlet_engine::fold::{fold, Town};
 use hamlet_engine::history::{
-    checkpoint_store, export_with_checkpoints, state_at_recording, state_at_store, Moment,
-    CHECKPOINT_EVERY,
+    checkpoint_store, export_with_checkpoints, state_at, Moment, CHECKPOINT_EVERY,
 };
 use hamlet_engine::store::Store;
 use hamlet_engine::synth::{write_recording, SynthSpec};
@@ -61,33 +60,25 @@ fn state_at_from_checkpoints_equals_a_full_fold_at_random_moments() {
     for _ in 0..25 {
         let seq = rng.int_inclusive(0, events.len() as u64 - 1);
         let expected = fold(&events[..=seq as usize]);
+        assert_eq!(state_at(&store, root, Moment::Seq(seq)).unwrap(), expected, "store at #{seq}");
         assert_eq!(
-            state_at_store(&store, root, Moment::Seq(seq)).unwrap(),
-            expected,
-            "store at #{seq}"
-        );
-        assert_eq!(
-            state_at_recording(&rec, root, Moment::Seq(seq)).unwrap(),
+            state_at(&rec, root, Moment::Seq(seq)).unwrap(),
             expected,
             "recording at #{seq}"
         );
         let time = events[seq as usize].sim_time_secs();
         let last_at_time = events.iter().rposition(|e| e.sim_time_secs() <= time).unwrap();
         let expected = fold(&events[..=last_at_time]);
+        assert_eq!(state_at(&rec, root, Moment::Time(time)).unwrap(), expected, "at {time}s");
         assert_eq!(
-            state_at_recording(&rec, root, Moment::Time(time)).unwrap(),
-            expected,
-            "at {time}s"
-        );
-        assert_eq!(
-            state_at_store(&store, root, Moment::Time(time)).unwrap(),
+            state_at(&store, root, Moment::Time(time)).unwrap(),
             expected,
             "store at {time}s"
         );
     }
     // Checkpoints are derived: without them, the same towns.
     store.clear_checkpoints().unwrap();
-    assert_eq!(state_at_store(&store, root, Moment::End).unwrap(), full);
+    assert_eq!(state_at(&store, root, Moment::End).unwrap(), full);
 }
 
 #[test]
@@ -185,7 +176,7 @@ fn both_roads_fold_nonsense_alike() {
     let bytes = writer.finish().unwrap();
     let rec = Recording::open(&bytes).unwrap();
     let events: Vec<Event> = rec.events(branch, 0).unwrap().map(Result::unwrap).collect();
-    let from_bytes = state_at_recording(&rec, branch, Moment::End).unwrap();
+    let from_bytes = state_at(&rec, branch, Moment::End).unwrap();
     assert_eq!(from_bytes, fold(&events));
     assert_eq!(from_bytes.n_anomalies, 3);
     assert_eq!(from_bytes.agents[&AgentId(1)].tile, Tile { x: 1, y: 2 });

@@ -3,7 +3,7 @@
 //! `log-format/tests/golden/`, verified and folded with pinned state hashes. Never rewrite
 //! a file there; a new schema version adds a new file and a new pin.
 
-use hamlet_engine::history::{state_at_recording, Moment};
+use hamlet_engine::history::{state_at, Moment};
 use hamlet_log::Recording;
 
 fn corpus_dir() -> std::path::PathBuf {
@@ -108,7 +108,7 @@ fn the_golden_corpus_reads_and_folds_to_its_pinned_states() {
         assert!(report.is_clean(), "{file}: {:?}", report.problems);
         let rec = Recording::open(&bytes).unwrap();
         let id = rec.find_branch(branch).unwrap().id;
-        let town = state_at_recording(&rec, id, Moment::End).unwrap();
+        let town = state_at(&rec, id, Moment::End).unwrap();
         assert_eq!(town.state_hash().to_string(), *pinned, "{file} branch {branch}");
         assert_eq!(town.n_unknown, 0, "{file}: every kind is known to this build");
     }
@@ -282,7 +282,7 @@ fn an_intervention_of_schema_2_can_be_a_happening_and_the_fold_keeps_it() {
             hamlet_log::Body::Intervened(i) => Some(i.intervention),
             _ => None,
         });
-        let town = state_at_recording(&rec, main, Moment::End).unwrap();
+        let town = state_at(&rec, main, Moment::End).unwrap();
         (found.expect("the sample holds an intervention"), town)
     };
     use hamlet_log::event::Intervention;
@@ -304,7 +304,7 @@ fn a_renamed_branch_is_found_by_its_new_name_and_its_rename_changes_nothing_in_t
     let last = rec.events(root.id, root.head_seq).unwrap().next().unwrap().unwrap();
     assert!(matches!(&last.body, hamlet_log::Body::BranchRenamed(r) if r.name == "market-day"));
     // Up to the rename it is the previous file's history, event for event: the same town.
-    let before = state_at_recording(&rec, root.id, Moment::Seq(root.head_seq - 1)).unwrap();
+    let before = state_at(&rec, root.id, Moment::Seq(root.head_seq - 1)).unwrap();
     assert_eq!(
         before.state_hash().to_string(),
         "st_012968b9cc69c21b584af3703111122f87ed10563a4b51e6bbff6aceb85ad1f4",
@@ -312,7 +312,7 @@ fn a_renamed_branch_is_found_by_its_new_name_and_its_rename_changes_nothing_in_t
     );
     // The rename moves the head on and changes nothing else: the branch keeps, in the
     // town, the name it was created with.
-    let after = state_at_recording(&rec, root.id, Moment::End).unwrap();
+    let after = state_at(&rec, root.id, Moment::End).unwrap();
     assert_eq!(after.n_events, before.n_events + 1);
     assert_eq!((after.n_unknown, after.n_anomalies), (before.n_unknown, before.n_anomalies));
     assert_eq!(after.branch_name, "main");
@@ -341,8 +341,8 @@ fn a_commitment_reads_back_whole_and_changes_nothing_in_the_town() {
     assert_eq!((c.start_secs, c.duration_secs), (61_200, 7_200));
     // The town before and after it differs only in the count of events folded.
     let seq = events[at].seq();
-    let before = state_at_recording(&rec, root.id, Moment::Seq(seq - 1)).unwrap();
-    let after = state_at_recording(&rec, root.id, Moment::Seq(seq)).unwrap();
+    let before = state_at(&rec, root.id, Moment::Seq(seq - 1)).unwrap();
+    let after = state_at(&rec, root.id, Moment::Seq(seq)).unwrap();
     assert_eq!(after.n_events, before.n_events + 1);
     let same = hamlet_engine::fold::Town {
         head: before.head,

@@ -256,7 +256,7 @@ fn a_rename_lands_between_steps_and_the_run_goes_on_under_its_new_name() {
     assert_eq!(store.find_branch("what-if").unwrap().head_seq, fork.seq + 1, "nothing written");
 
     // A step stopped part way: its tick, and nothing after it yet.
-    let town_now = hamlet_engine::history::state_at_store(&store, main.id, Moment::End).unwrap();
+    let town_now = hamlet_engine::history::state_at(&store, main.id, Moment::End).unwrap();
     let tick = clock::advance(&town(), &town_now, 1);
     store.append_durable(main.id, &[tick]).unwrap();
     let ticked = store.branch(main.id).unwrap();

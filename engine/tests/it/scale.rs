@@ -106,7 +106,7 @@ fn count(events: &[Event], kind: &str) -> usize {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn two_runs_whose_server_latencies_differ_make_the_same_log() {
     let town = || {
-        Definition::load(
+        hamlet_engine::town::load(
             &std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("towns/willowmere.toml"),
         )
         .unwrap()

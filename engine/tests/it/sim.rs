@@ -19,7 +19,7 @@ use hamlet_log::{Body, EventId};
 use crate::rules::{LetterEmbedder, RuleModel};
 
 pub(crate) fn town() -> Definition {
-    Definition::load(
+    hamlet_engine::town::load(
         &std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("towns/willowmere.toml"),
     )
     .unwrap()

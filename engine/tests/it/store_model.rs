@@ -151,7 +151,7 @@ fn a_fork_costs_one_event_whatever_the_log_length() {
     let before = std::fs::read_dir(dir.path().join("segments")).unwrap().count();
     let fork = store.fork(root, 2500, "what-if").unwrap();
     let info = store.branch(fork).unwrap();
-    assert_eq!((info.n_events, info.head_seq, info.fork_seq), (1, 2501, Some(2500)));
+    assert_eq!((info.own_events, info.head_seq, info.fork_seq), (1, 2501, Some(2500)));
     let seg = std::fs::read_dir(dir.path().join("segments")).unwrap().count();
     assert_eq!(seg, before + 1, "a fork adds one small segment");
     let sizes: Vec<u64> = std::fs::read_dir(dir.path().join("segments"))

@@ -55,15 +55,21 @@ fn determinism_is_enforced_by_clippy_toml() {
 #[test]
 fn the_log_format_keeps_its_dependencies_short() {
     let text = std::fs::read_to_string(root().join("log-format/Cargo.toml")).unwrap();
-    let deps = text.split("[dependencies]").nth(1).unwrap().split("\n[").next().unwrap();
-    let names: Vec<&str> = deps
-        .lines()
+    // Every dependency table but the dev-dependencies: `[dependencies]` and the per-target
+    // ones (`[target.'cfg(...)'.dependencies]`).
+    let names: Vec<&str> = text
+        .split("\n[")
+        .filter(|table| {
+            let head = table.lines().next().unwrap_or("");
+            head.ends_with("dependencies]") && !head.ends_with("dev-dependencies]")
+        })
+        .flat_map(|table| table.lines().skip(1))
         .filter_map(|l| l.split_once('=').map(|(n, _)| n.trim().trim_end_matches(".workspace")))
         .filter(|n| !n.is_empty() && !n.starts_with('#'))
         .collect();
     assert_eq!(
         names,
-        ["serde", "postcard", "blake3", "thiserror", "zstd"],
+        ["serde", "postcard", "blake3", "thiserror", "zstd", "ruzstd"],
         "every dependency of hamlet-log is a format decision"
     );
 }
@@ -84,7 +90,7 @@ fn the_readme_stays_a_front_door() {
 fn the_architecture_maps_every_module_and_stays_short() {
     let map = std::fs::read_to_string(root().join("ARCHITECTURE.md")).unwrap();
     assert!(map.len() <= 20 * 1024, "ARCHITECTURE.md is {} bytes: detail goes in `//!`", map.len());
-    for crate_dir in ["log-format", "gateway", "engine"] {
+    for crate_dir in ["log-format", "core", "gateway", "engine"] {
         let lib = std::fs::read_to_string(root().join(crate_dir).join("src/lib.rs")).unwrap();
         // Each module of a file of its own (`pub mod x;`), not an inline one.
         let modules = lib.lines().filter_map(|l| l.trim().strip_prefix("pub mod "));
@@ -107,7 +113,7 @@ fn one_rust_version_everywhere() {
         .expect("the workspace names its rust-version")
         .trim_matches('"')
         .to_owned();
-    for member in ["log-format", "gateway", "engine", "cli", "testkit", "src-tauri"] {
+    for member in ["log-format", "core", "gateway", "engine", "cli", "testkit", "src-tauri"] {
         let manifest = std::fs::read_to_string(root().join(member).join("Cargo.toml")).unwrap();
         assert!(
             manifest.lines().any(|l| l.trim() == "rust-version.workspace = true"),
@@ -269,4 +275,37 @@ fn the_viewer_page_sets_recording_text_as_text_and_trusts_nothing_remote() {
         serde_json::json!(["core:event:allow-listen", "core:event:allow-unlisten"]),
         "the page may only listen to the window's events"
     );
+}
+
+/// The crates of `hamlet-core`'s tree for `target` (the host's if none; normal
+/// dependencies), one crate a line.
+fn core_tree(target: Option<&str>) -> String {
+    let out = std::process::Command::new(env!("CARGO"))
+        .current_dir(root())
+        .args(["tree", "--locked", "-p", "hamlet-core", "-e", "normal", "--prefix", "none"])
+        .args(["--format", "{p}"])
+        .args(target.map(|t| ["--target", t]).iter().flatten())
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "cargo tree: {}", String::from_utf8_lossy(&out.stderr));
+    String::from_utf8(out.stdout).unwrap()
+}
+
+#[test]
+fn the_read_path_needs_no_store_gateway_runtime_or_c() {
+    let banned = |tree: &str, names: &[&str]| {
+        for line in tree.lines() {
+            let name = line.split_whitespace().next().unwrap_or("");
+            assert!(
+                !names.iter().any(|b| name == *b || name.starts_with("llama-cpp")),
+                "hamlet-core depends on {line}: the read path must build without it"
+            );
+        }
+    };
+    let host = core_tree(None);
+    assert!(host.contains("hamlet-log"), "the tree was read: {host}");
+    banned(&host, &["sled", "tokio", "reqwest", "hamlet-gateway", "hamlet-engine"]);
+    let browser = core_tree(Some("wasm32-unknown-unknown"));
+    assert!(browser.contains("ruzstd"), "on wasm32 chunks are read by ruzstd: {browser}");
+    banned(&browser, &["sled", "tokio", "reqwest", "hamlet-gateway", "zstd-sys", "zstd"]);
 }

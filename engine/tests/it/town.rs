@@ -154,7 +154,7 @@ fn no_walk_into_a_wall_or_off_the_map() {
 #[test]
 fn the_shipped_town_is_sound_and_big_enough() {
     let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("towns/willowmere.toml");
-    let town = Definition::load(&path).unwrap_or_else(|e| panic!("{e}"));
+    let town = hamlet_engine::town::load(&path).unwrap_or_else(|e| panic!("{e}"));
     assert!(town.personas.len() >= 8, "{} personas", town.personas.len());
     assert!(town.n_objects() >= 60, "{} objects", town.n_objects());
     let kinds: Vec<&str> = town.sectors.iter().map(|s| s.kind.as_str()).collect();
@@ -181,14 +181,14 @@ fn as_events(events: Vec<hamlet_log::NewEvent>, first: u64) -> Vec<hamlet_log::E
 
 fn willowmere() -> Definition {
     let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("towns/willowmere.toml");
-    Definition::load(&path).unwrap_or_else(|e| panic!("{e}"))
+    hamlet_engine::town::load(&path).unwrap_or_else(|e| panic!("{e}"))
 }
 
 /// Goal: the log alone carries the town. Method: commit the genesis events to a store,
 /// export a recording, fold it, and rebuild the definition from the recorded source.
 #[test]
 fn a_town_folded_from_its_events_equals_the_town_loaded_from_its_file() {
-    use hamlet_engine::history::{state_at_recording, Moment};
+    use hamlet_engine::history::{state_at, Moment};
     use hamlet_engine::store::Store;
     let town = willowmere();
     let dir = tempfile::tempdir().unwrap();
@@ -197,7 +197,7 @@ fn a_town_folded_from_its_events_equals_the_town_loaded_from_its_file() {
     store.append_durable(main, &hamlet_engine::town::genesis::genesis(&town, 7)).unwrap();
     let bytes = store.export(None, Vec::new()).unwrap();
     let rec = hamlet_log::Recording::open(&bytes).unwrap();
-    let folded = state_at_recording(&rec, main, Moment::End).unwrap();
+    let folded = state_at(&rec, main, Moment::End).unwrap();
     assert_eq!(folded.town_name, town.name);
     assert_eq!(folded.seed, Some(7));
     assert_eq!(folded.seconds_per_step, town.seconds_per_step);

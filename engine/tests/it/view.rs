@@ -327,7 +327,7 @@ fn a_viewer_on_a_store_forks_and_deletes_as_the_engine_does() {
     assert_eq!(rows.len(), 2);
     let row = rows.iter().find(|b| b.name == forked.name).unwrap();
     assert_eq!(
-        (row.parent.as_deref(), row.fork_seq, row.head_seq, row.own_events),
+        (row.parent_name.as_deref(), row.fork_seq, row.head_seq, row.own_events),
         (Some("main"), Some(forked.seq), forked.seq + 1, 1),
         "the fork is one event past its fork point"
     );
@@ -357,7 +357,7 @@ fn a_viewer_on_a_store_forks_and_deletes_as_the_engine_does() {
     assert_eq!((bread.id, bread.head_seq, bread.own_events), (forked.id, forked.seq + 2, 2));
     assert!(!rows.iter().any(|b| b.name == forked.name), "the old name is gone");
     let deeper_row = rows.iter().find(|b| b.name == "deeper").unwrap();
-    assert_eq!(deeper_row.parent.as_deref(), Some("bread"), "its fork names it anew");
+    assert_eq!(deeper_row.parent_name.as_deref(), Some("bread"), "its fork names it anew");
     let again = viewer.frame("bread", forked.seq + 1).unwrap();
     assert_eq!(
         serde_json::to_value(&again.agents).unwrap(),
@@ -379,7 +379,7 @@ fn a_viewer_on_a_store_forks_and_deletes_as_the_engine_does() {
     viewer.rename_branch("main", "high-street").unwrap();
     assert_eq!(viewer.opened().branch, "high-street");
     assert_eq!(
-        viewer.opened().branches.iter().find(|b| b.name == "bread").unwrap().parent.as_deref(),
+        viewer.opened().branches.iter().find(|b| b.name == "bread").unwrap().parent_name.as_deref(),
         Some("high-street")
     );
     viewer.rename_branch("high-street", "main").unwrap();

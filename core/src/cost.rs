@@ -53,7 +53,8 @@ pub struct Tally {
 }
 
 impl Tally {
-    fn add(&mut self, other: &Tally) {
+    /// Adds `other`'s counts to these.
+    pub fn add(&mut self, other: &Tally) {
         self.calls += other.calls;
         self.tries += other.tries;
         self.failures += other.failures;

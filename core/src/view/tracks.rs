@@ -21,9 +21,10 @@ use hamlet_log::{BranchId, EventId};
 use serde::Serialize;
 
 use super::frame::{initials, AgentMark, Bubble, Frame, LINES_READ, TRAIL_SECS};
-use super::{decode_if, kinds, Source, ViewError};
+use super::{decode_if, kinds};
 use crate::describe::{printable, sim_time};
 use crate::fold::Town;
+use crate::log::{Log, LogError};
 
 /// The map's changes along a branch. Each list's entries are a fixed number of numbers,
 /// oldest first; "seq" is the event after which the entry holds.
@@ -285,12 +286,12 @@ fn quiet_kinds() -> [bool; 64] {
 
 impl Tracks {
     /// The tracks of a branch: one fold of its events up to `head_seq`.
-    pub(crate) fn of(
-        source: &Source<'_>,
+    pub fn of(
+        source: &dyn Log,
         branch: BranchId,
         first_seq: u64,
         head_seq: u64,
-    ) -> Result<Tracks, ViewError> {
+    ) -> Result<Tracks, LogError> {
         let quiet = quiet_kinds();
         let mut b = Builder {
             strings: Vec::new(),
@@ -304,7 +305,7 @@ impl Tracks {
             objects: BTreeMap::new(),
         };
         let mut town = Town::default();
-        source.for_each_stored(branch, 0, head_seq, |bid, stored| {
+        source.for_each_stored(branch, 0, head_seq, &mut |bid, stored| {
             let seq = stored.header.seq;
             let body =
                 decode_if(bid, stored, &[kinds::MOVED, kinds::DIALOGUE_TURN]).map(|e| e.body);

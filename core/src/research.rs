@@ -205,12 +205,12 @@ pub struct CostRow {
 }
 
 /// Cost over simulated time: for each stretch of `every_secs` from the town's start, each
-/// agent's and each purpose's calls, tokens and money ([`hamlet_gateway::cost::report`] of
+/// agent's and each purpose's calls, tokens and money ([`crate::cost::report`] of
 /// the stretch's events).
 pub fn cost_over_time(
     events: &[Event],
     every_secs: u64,
-    prices: &BTreeMap<String, hamlet_gateway::cost::Price>,
+    prices: &BTreeMap<String, crate::cost::Price>,
 ) -> Vec<CostRow> {
     let names: BTreeMap<u32, String> = events
         .iter()
@@ -227,11 +227,9 @@ pub fn cost_over_time(
         let n = rest.iter().take_while(|e| end.is_none_or(|end| e.sim_time_secs() < end)).count();
         let (stretch, later) = rest.split_at(n);
         rest = later;
-        let report = hamlet_gateway::cost::report(
-            stretch.iter().map(|e| (e.sim_time_secs(), &e.body)),
-            prices,
-        );
-        let row = |by: &'static str, key: String, t: &hamlet_gateway::cost::Tally| CostRow {
+        let report =
+            crate::cost::report(stretch.iter().map(|e| (e.sim_time_secs(), &e.body)), prices);
+        let row = |by: &'static str, key: String, t: &crate::cost::Tally| CostRow {
             at_secs: start,
             by,
             key,
@@ -253,7 +251,7 @@ pub fn cost_over_time(
 }
 
 /// How a run's conversations went: how long, and how often a line said again what was
-/// already said in the same conversation ([`repeats`](crate::mind::respond::repeats)).
+/// already said in the same conversation ([`repeats`](crate::mind::validate::repeats)).
 #[derive(Clone, Debug, Default, PartialEq, Serialize)]
 pub struct DialogueStats {
     /// Conversations with at least one line.
@@ -286,7 +284,7 @@ pub fn dialogue(events: &[Event]) -> DialogueStats {
         match &e.body {
             Body::DialogueTurn(t) if !t.text.trim().is_empty() => {
                 let lines = said.entry(t.conversation).or_default();
-                if lines.iter().any(|l| crate::mind::respond::repeats(l, &t.text)) {
+                if lines.iter().any(|l| crate::mind::validate::repeats(l, &t.text)) {
                     stats.repeated += 1;
                 }
                 lines.push(t.text.clone());
@@ -450,7 +448,7 @@ mod tests {
 
     #[test]
     fn a_line_repeats_when_most_of_its_words_were_said_before() {
-        use crate::mind::respond::repeats;
+        use crate::mind::validate::repeats;
         assert!(repeats(
             "Hi Tobias, are you coming to the party?",
             "hi tobias are you coming to the party"

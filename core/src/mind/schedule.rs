@@ -7,7 +7,10 @@ use std::collections::BTreeMap;
 use hamlet_log::event::{AgentId, PlanItem, PlanLevel, PlanMade, PlanRef};
 use hamlet_log::{Body, Event, EventId};
 
-use super::plan::SLEEP;
+/// The plan item that ends every day plan, from the engine's bedtime to midnight: the agent
+/// is asleep (the loop leaves it be and the clock may skip), and it is acted on as it
+/// stands, never broken down.
+pub const SLEEP: &str = "sleeping";
 
 /// One agent's plans.
 #[derive(Clone, Debug, Default, PartialEq)]

@@ -131,8 +131,4 @@ impl Minds {
     }
 }
 
-/// The seed memories of a persona: its `;`-separated paragraph, one statement each,
-/// trimmed, empty ones dropped.
-pub fn seed_statements(persona: &str) -> Vec<&str> {
-    persona.split(';').map(str::trim).filter(|s| !s.is_empty()).collect()
-}
+pub use crate::town::seed_statements;

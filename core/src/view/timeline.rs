@@ -10,8 +10,9 @@ use hamlet_log::event::{AgentId, PlanLevel};
 use hamlet_log::{Body, BranchId, EventId};
 use serde::Serialize;
 
-use super::{decode_if, kinds, Source, ViewError};
+use super::{decode_if, kinds};
 use crate::describe::printable;
+use crate::log::{Log, LogError};
 
 /// Seconds of simulated time per density cell kept by a scan (rebucketed per request).
 const CELL_SECS: u64 = 60;
@@ -59,8 +60,9 @@ pub struct Marker {
 }
 
 /// What one pass over a branch found.
-pub(crate) struct Scan {
-    pub(crate) first_seq: u64,
+pub struct Scan {
+    /// The first seq of the branch's history.
+    pub first_seq: u64,
     start_secs: u64,
     end_secs: u64,
     seconds_per_step: u32,
@@ -70,14 +72,16 @@ pub(crate) struct Scan {
     /// The seq of every `ClockStepped`, in order.
     steps: Vec<u64>,
     /// Where each conversation started.
-    pub(crate) conversations: BTreeMap<EventId, u64>,
+    pub conversations: BTreeMap<EventId, u64>,
     /// One past the largest tile any agent stood on, `[x, y]`.
-    pub(crate) extent: [u16; 2],
-    pub(crate) town_name: String,
+    pub extent: [u16; 2],
+    /// The town's name, as its `TownLoaded` gives it.
+    pub town_name: String,
 }
 
 impl Scan {
-    pub(crate) fn of(source: &Source<'_>, branch: BranchId, head: u64) -> Result<Scan, ViewError> {
+    /// One pass over `branch` up to seq `head`.
+    pub fn of(source: &dyn Log, branch: BranchId, head: u64) -> Result<Scan, LogError> {
         let mut scan = Scan {
             first_seq: u64::MAX,
             start_secs: 0,
@@ -102,7 +106,7 @@ impl Scan {
             kinds::REFLECTION_STARTED,
             kinds::INTERVENED,
         ];
-        source.for_each_stored(branch, 0, head, |b, stored| {
+        source.for_each_stored(branch, 0, head, &mut |b, stored| {
             let (seq, secs) = (stored.header.seq, stored.header.sim_time_secs);
             if scan.first_seq == u64::MAX {
                 scan.first_seq = seq;
@@ -171,7 +175,7 @@ impl Scan {
             true
         })?;
         if scan.first_seq == u64::MAX {
-            return Err(ViewError::BeforeStart);
+            return Err(LogError::BeforeStart);
         }
         // Events before the clock first stepped (the run's set-up) count in the first cell.
         // The clock steps *to* its time: the first step began one step before.
@@ -202,7 +206,7 @@ impl Scan {
     }
 
     /// The timeline with its density in `buckets` columns (at least one).
-    pub(crate) fn timeline(&self, branch: &str, head: u64, buckets: usize) -> Timeline {
+    pub fn timeline(&self, branch: &str, head: u64, buckets: usize) -> Timeline {
         let buckets = buckets.clamp(1, 10_000);
         let span = (self.end_secs - self.start_secs).max(1);
         let mut density = vec![0u32; buckets];
@@ -227,7 +231,7 @@ impl Scan {
 
     /// The end of the next clock step after `seq` (`dir` > 0) or of the one before it: the
     /// moment just before a `ClockStepped`, or the branch's ends.
-    pub(crate) fn step_from(&self, seq: u64, dir: i32, head: u64) -> u64 {
+    pub fn step_from(&self, seq: u64, dir: i32, head: u64) -> u64 {
         if dir > 0 {
             // The first step that begins after seq + 1 ends the step seq is in.
             let i = self.steps.partition_point(|&c| c <= seq + 1);

@@ -18,7 +18,6 @@ pub mod spatial;
 pub mod walk;
 
 use std::fmt;
-use std::path::Path;
 
 use hamlet_log::event::Tile;
 use petgraph::graph::{DiGraph, NodeIndex};
@@ -190,7 +189,7 @@ pub const SECTOR_KINDS: &[&str] =
     &["home", "cafe", "market", "college", "dorm", "park", "bar", "store", "office", "other"];
 /// The shipped town, Willowmere (`engine/towns/willowmere.toml`), compiled in: what
 /// `hamlet run` runs when no town file is given.
-pub const WILLOWMERE: &str = include_str!("../../towns/willowmere.toml");
+pub const WILLOWMERE: &str = include_str!("../../../engine/towns/willowmere.toml");
 
 /// The longest `currently` a persona may have, in characters: it opens every prompt.
 pub const CURRENTLY_CHARS: usize = 400;
@@ -295,8 +294,14 @@ pub struct Persona {
 impl Persona {
     /// The statements of the seed paragraph, trimmed, empty ones dropped.
     pub fn seed_statements(&self) -> Vec<&str> {
-        crate::mind::memory::seed_statements(&self.seed)
+        seed_statements(&self.seed)
     }
+}
+
+/// The seed memories of a persona: its `;`-separated paragraph, one statement each,
+/// trimmed, empty ones dropped.
+pub fn seed_statements(persona: &str) -> Vec<&str> {
+    persona.split(';').map(str::trim).filter(|s| !s.is_empty()).collect()
 }
 
 /// A node of the environment tree.
@@ -344,20 +349,6 @@ pub struct Definition {
 }
 
 impl Definition {
-    /// Reads and validates a town file.
-    pub fn load(path: &Path) -> Result<Definition, TownError> {
-        let file = path.display().to_string();
-        let source = std::fs::read_to_string(path).map_err(|e| TownError {
-            file: file.clone(),
-            problems: vec![Problem {
-                line: None,
-                key: String::new(),
-                message: format!("cannot read it: {e}"),
-            }],
-        })?;
-        Definition::parse(&file, &source)
-    }
-
     /// Validates a town's text; `file` names it in errors.
     pub fn parse(file: &str, source: &str) -> Result<Definition, TownError> {
         let line_of =
@@ -910,7 +901,8 @@ mod tests {
         }
         assert_eq!(days_from_civil((1970, 1, 1)), 0);
         let town =
-            Definition::parse("t.toml", include_str!("../../towns/willowmere.toml")).unwrap();
+            Definition::parse("t.toml", include_str!("../../../engine/towns/willowmere.toml"))
+                .unwrap();
         assert_eq!(town.date, Some((2026, 2, 13)));
         assert_eq!(town.day_words(0), "Friday 13 February 2026");
         assert_eq!(town.day_words(3), "Monday 16 February 2026");

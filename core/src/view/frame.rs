@@ -10,14 +10,15 @@ use hamlet_log::{Body, BranchId};
 use serde::Serialize;
 
 use super::timeline::Scan;
-use super::{decode_if, kinds, Source, ViewError};
+use super::{decode_if, kinds};
 use crate::describe::{printable, sim_time};
 use crate::fold::Town;
+use crate::log::{Log, LogError};
 
 /// How far back a trail reaches, in simulated seconds.
 pub const TRAIL_SECS: u64 = 60;
 /// The most events read after a conversation's start to find its latest line.
-pub(crate) const LINES_READ: u64 = 4096;
+pub const LINES_READ: u64 = 4096;
 
 /// The town at a moment, for the map.
 #[derive(Clone, Debug, Serialize)]
@@ -85,12 +86,14 @@ pub fn initials(name: &str) -> String {
 }
 
 impl Frame {
-    pub(crate) fn of(
-        source: &Source<'_>,
+    /// The frame of `town` (folded on `branch` of `source`), with its trails and lines read
+    /// from the log; `scan` is the branch's [`Scan`].
+    pub fn of(
+        source: &dyn Log,
         branch: BranchId,
         town: &Town,
         scan: &Scan,
-    ) -> Result<Frame, ViewError> {
+    ) -> Result<Frame, LogError> {
         let seq = town.head.map_or(0, |(s, _)| s);
         let secs = town.sim_time_secs;
         let name = |a: &AgentId| {
@@ -103,7 +106,7 @@ impl Frame {
             .map_or(scan.first_seq, |s| s + 1)
             .min(seq);
         let mut trails: BTreeMap<AgentId, Vec<[u16; 2]>> = BTreeMap::new();
-        source.for_each_stored(branch, from, seq, |b, stored| {
+        source.for_each_stored(branch, from, seq, &mut |b, stored| {
             if let Some(Body::Moved(m)) = decode_if(b, stored, &[kinds::MOVED]).map(|e| e.body) {
                 let trail = trails.entry(m.agent).or_default();
                 if trail.is_empty() {
@@ -123,7 +126,7 @@ impl Frame {
                 branch,
                 start,
                 seq.min(start.saturating_add(LINES_READ)),
-                |b, stored| {
+                &mut |b, stored| {
                     if let Some(Body::DialogueTurn(t)) =
                         decode_if(b, stored, &[kinds::DIALOGUE_TURN]).map(|e| e.body)
                     {

@@ -20,6 +20,15 @@ pub fn words(text: &str) -> BTreeSet<String> {
         .collect()
 }
 
+/// True when `line` says again what `earlier` said: at least 60% of their words in common
+/// (shared over all, Jaccard). Used by the loop to end a stalled conversation and by
+/// `hamlet research dialogue` to count repeats.
+pub fn repeats(earlier: &str, line: &str) -> bool {
+    let (a, b) = (words(earlier), words(line));
+    let all = a.union(&b).count();
+    all > 0 && a.intersection(&b).count() * 10 >= all * 6
+}
+
 /// The share of words two texts have in common, over all their words (Jaccard), in 0..=1.
 pub fn overlap(a: &BTreeSet<String>, b: &BTreeSet<String>) -> f32 {
     let all = a.union(b).count();
