@@ -447,4 +447,32 @@ mod tests {
             )
         );
     }
+
+    #[test]
+    fn a_recording_and_its_events_in_memory_answer_alike() {
+        let spec = crate::synth::SynthSpec { n_events: 3000, n_agents: 4, seed: 7 };
+        let bytes = crate::synth::write_recording(spec, Vec::new(), |_| {}).unwrap();
+        let (rec, report) = Recording::open_verified(&bytes).unwrap();
+        assert!(report.is_clean());
+        let root = Log::branches(&rec)[0].clone();
+        let events = Log::events(&rec, root.id, 0, root.head_seq).unwrap();
+        assert_eq!(events.len() as u64, root.head_seq + 1);
+        let memory = EventsLog::new(&root.name, &events).unwrap();
+        let row = &memory.branches()[0];
+        assert_eq!((row.id, row.head_seq, row.head_id), (root.id, root.head_seq, root.head_id));
+        assert_eq!(row.head_time, root.head_time, "the same last simulated time");
+        for moment in
+            [Moment::Seq(0), Moment::Seq(root.head_seq / 3), Moment::Time(600), Moment::End]
+        {
+            let a = state_at(&rec, root.id, moment).unwrap();
+            let b = state_at(&memory, root.id, moment).unwrap();
+            assert_eq!(a.state_hash(), b.state_hash(), "{moment:?}");
+        }
+        assert!(matches!(
+            state_at(&memory, BranchId(EventId([9; 32])), Moment::End),
+            Err(LogError::NoBranch(_))
+        ));
+        assert!(EventsLog::new("cut", &events[1..]).is_none(), "a run must start at seq 0");
+        assert!(EventsLog::new("none", &[]).is_none());
+    }
 }
