@@ -16,7 +16,7 @@ use crate::describe::{agents_of, sim_time, summary};
 use crate::fold::Town;
 use crate::mind::memory::Minds;
 use crate::town::spatial::SpatialMemory;
-use crate::why::History;
+use crate::why::CauseIndex;
 
 /// The town at a moment.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -435,7 +435,7 @@ pub fn without_bulk(mut event: Event) -> Event {
 pub struct Past<'a> {
     events: &'a [Event],
     town: Town,
-    history: History<'a>,
+    history: CauseIndex<'a>,
 }
 
 impl<'a> Past<'a> {
@@ -446,7 +446,7 @@ impl<'a> Past<'a> {
         for e in events {
             town.apply(e);
         }
-        Past { events, town, history: History::new(events) }
+        Past { events, town, history: CauseIndex::new(events) }
     }
 
     /// The prefix of `events` up to and including `seq`.
@@ -475,7 +475,7 @@ impl<'a> Past<'a> {
     }
 
     /// The events indexed for "why?" (and for finding agents by name).
-    pub fn history(&self) -> &History<'a> {
+    pub fn history(&self) -> &CauseIndex<'a> {
         &self.history
     }
 

@@ -80,15 +80,15 @@ pub enum WhyError {
 }
 
 /// The events of a branch up to a moment, with what the "why?" walk needs to look them up.
-pub struct History<'a> {
+pub struct CauseIndex<'a> {
     events: &'a [Event],
     by_id: BTreeMap<EventId, usize>,
     names: BTreeMap<AgentId, String>,
 }
 
-impl<'a> History<'a> {
+impl<'a> CauseIndex<'a> {
     /// Indexes `events` (a branch's, with its ancestry, in order, up to the moment asked).
-    pub fn new(events: &'a [Event]) -> History<'a> {
+    pub fn new(events: &'a [Event]) -> CauseIndex<'a> {
         let mut by_id = BTreeMap::new();
         let mut names = BTreeMap::new();
         for (i, e) in events.iter().enumerate() {
@@ -97,7 +97,7 @@ impl<'a> History<'a> {
                 names.insert(j.agent, j.name.clone());
             }
         }
-        History { events, by_id, names }
+        CauseIndex { events, by_id, names }
     }
 
     /// An agent's name (or `agent N`).
@@ -164,7 +164,7 @@ impl<'a> History<'a> {
     }
 
     /// The causal graph behind any event (a plan, a memory, a line of dialogue, …), walked
-    /// as [`History::why`] walks it from an action.
+    /// as [`CauseIndex::why`] walks it from an action.
     pub fn why_of(&self, start: &'a Event, max_nodes: usize) -> Why {
         let mut graph = DiGraph::new();
         let mut index: BTreeMap<EventId, NodeIndex> = BTreeMap::new();

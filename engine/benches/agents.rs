@@ -244,7 +244,7 @@ fn big_town(agents: usize, steps: u64, every: u64, model: Model) {
             println!("recording saved to {path}");
         }
         // Simulated time, not steps: a step of a sleeping town may skip ahead.
-        let hours = (sim.state().sim_time_secs - sim.town().start_secs) as f64 / 3600.0;
+        let hours = (sim.state().sim_time_secs - sim.definition().start_secs) as f64 / 3600.0;
         let agent_hours = agents as f64 * hours;
         let clock = Instant::now();
         let (rec, report) = hamlet_log::Recording::open_verified(&bytes).expect("open");

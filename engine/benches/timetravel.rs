@@ -22,7 +22,7 @@ use hamlet_engine::query::Past;
 use hamlet_engine::rng::SimRng;
 use hamlet_engine::sim::{Sim, SimSettings};
 use hamlet_engine::store::Store;
-use hamlet_engine::why::History;
+use hamlet_engine::why::CauseIndex;
 use hamlet_gateway::{Gateway, Params, RetryPolicy};
 use hamlet_log::{Body, Event};
 
@@ -150,7 +150,7 @@ fn main() {
     println!("fork (one event and a sync) at {}", forks.join(", "));
 
     // 4. Why, on the longest chain.
-    let history = History::new(&events);
+    let history = CauseIndex::new(&events);
     let actions: Vec<&Event> =
         events.iter().filter(|e| matches!(e.body, Body::ActionStarted(_))).collect();
     let mut longest = None;
@@ -169,10 +169,10 @@ fn main() {
             .map(|_| timed(|| history.why(agent, seq, 10_000).expect("why")).0)
             .collect();
         println!(
-            "why on the longest chain ({most} events, {} at #{seq}): p50 {:.2} ms (History::new over the log: {:.1} ms)",
+            "why on the longest chain ({most} events, {} at #{seq}): p50 {:.2} ms (CauseIndex::new over the log: {:.1} ms)",
             history.name(agent),
             ms(percentile(&mut times, 0.5)),
-            ms(timed(|| History::new(&events)).0)
+            ms(timed(|| CauseIndex::new(&events)).0)
         );
     }
 

@@ -256,7 +256,7 @@ pub enum Hours {
 /// The step a run of `hours` ends at: at least one step past the town's start for
 /// [`Hours::Until`], at least one step past the branch's for [`Hours::For`].
 pub fn target_step<S: Storage>(sim: &Sim<S>, hours: Hours) -> u64 {
-    let per_step = u64::from(sim.town().seconds_per_step.max(1));
+    let per_step = u64::from(sim.definition().seconds_per_step.max(1));
     let steps = |h: f64| ((h * 3600.0) / per_step as f64).ceil().max(1.0) as u64;
     match hours {
         Hours::Until(h) => steps(h),
@@ -463,12 +463,13 @@ pub fn no_model() -> hamlet_gateway::Gateway {
     )
 }
 
-/// A change the user makes at a branch's head, as the window's forms ask it: each is the
-/// engine's intervention of the same name (`hamlet inner-voice`, `interview`,
+/// An intervention a person makes at a branch's head, as the window's forms ask it (its
+/// Change tab, and the page's `change` command): each is recorded as the log's
+/// `Intervention` of the same name (`hamlet inner-voice`, `interview`,
 /// `edit-persona`, `add-agent`, `add-building`, `set-object`, `happen`).
 #[derive(Clone, Debug, serde::Deserialize)]
 #[serde(tag = "kind", rename_all = "kebab-case")]
-pub enum Change {
+pub enum Intervention {
     /// A thought put in an agent's mind, which it acts on.
     InnerVoice {
         /// The agent.
@@ -535,9 +536,9 @@ pub enum Change {
     },
 }
 
-/// What a change did: in words, and the events it wrote.
+/// What an intervention did: in words, and the events it wrote.
 #[derive(Clone, Debug, PartialEq, Eq, serde::Serialize)]
-pub struct Changed {
+pub struct InterventionMade {
     /// What happened, as the window says it (an interview's answer, the new statements…).
     pub said: String,
     /// The first and last seq written.
@@ -546,12 +547,14 @@ pub struct Changed {
     pub to_seq: u64,
 }
 
-impl Change {
+impl Intervention {
     /// Whether making it asks a model (the others are written as they are).
     pub fn needs_model(&self) -> bool {
         !matches!(
             self,
-            Change::AddBuilding { .. } | Change::SetObject { .. } | Change::Happen { .. }
+            Intervention::AddBuilding { .. }
+                | Intervention::SetObject { .. }
+                | Intervention::Happen { .. }
         )
     }
 
@@ -560,13 +563,13 @@ impl Change {
     pub fn check<S: Storage>(&self, sim: &Sim<S>) -> Result<(), SimError> {
         // The engine's field names, as this change's fields are named.
         self.checked(sim).map_err(|e| match (self, e) {
-            (Change::Interview { .. }, SimError::Refused { field: "text", why }) => {
+            (Intervention::Interview { .. }, SimError::Refused { field: "text", why }) => {
                 SimError::Refused { field: "question", why }
             }
-            (Change::Happen { .. }, SimError::Refused { field: "until", why }) => {
+            (Intervention::Happen { .. }, SimError::Refused { field: "until", why }) => {
                 SimError::Refused { field: "minutes", why }
             }
-            (Change::AddBuilding { .. }, SimError::Refused { field: "origin", why }) => {
+            (Intervention::AddBuilding { .. }, SimError::Refused { field: "origin", why }) => {
                 SimError::Refused { field: "x", why }
             }
             (_, e) => e,
@@ -576,19 +579,21 @@ impl Change {
     fn checked<S: Storage>(&self, sim: &Sim<S>) -> Result<(), SimError> {
         let now = sim.state().sim_time_secs;
         match self {
-            Change::InnerVoice { agent, text } => sim.check_voice(AgentId(*agent), text),
-            Change::Interview { agent, question, .. } => sim.check_voice(AgentId(*agent), question),
-            Change::EditPersona { agent, persona } => {
+            Intervention::InnerVoice { agent, text } => sim.check_voice(AgentId(*agent), text),
+            Intervention::Interview { agent, question, .. } => {
+                sim.check_voice(AgentId(*agent), question)
+            }
+            Intervention::EditPersona { agent, persona } => {
                 sim.check_edit_persona(AgentId(*agent), persona).map(|_| ())
             }
-            Change::AddAgent { name, persona, home, strategy, cash_cents } => {
+            Intervention::AddAgent { name, persona, home, strategy, cash_cents } => {
                 sim.check_add_agent(name, persona, home, strategy, *cash_cents).map(|_| ())
             }
-            Change::AddBuilding { template, name, x, y } => {
+            Intervention::AddBuilding { template, name, x, y } => {
                 sim.check_add_building(template, name, Tile { x: *x, y: *y })
             }
-            Change::SetObject { address, state } => sim.check_set_object(address, state),
-            Change::Happen { place, text, minutes } => {
+            Intervention::SetObject { address, state } => sim.check_set_object(address, state),
+            Intervention::Happen { place, text, minutes } => {
                 sim.check_happen(place, text, now.saturating_add(minutes.saturating_mul(60)))
             }
         }
@@ -596,7 +601,7 @@ impl Change {
 
     /// Makes it at the head of `sim`'s branch: checked first (nothing is written for a
     /// refused change), then written as the engine's intervention.
-    pub async fn make<S: Storage>(&self, sim: &mut Sim<S>) -> Result<Changed, OpsError> {
+    pub async fn make<S: Storage>(&self, sim: &mut Sim<S>) -> Result<InterventionMade, OpsError> {
         self.check(sim)?;
         if sim.mid_step() {
             return Err(OpsError::MidStep);
@@ -607,17 +612,17 @@ impl Change {
             sim.state().agents.get(&AgentId(a)).map_or_else(String::new, |x| x.name.clone())
         };
         let said = match self {
-            Change::InnerVoice { agent, text } => {
+            Intervention::InnerVoice { agent, text } => {
                 let (intention, replanned) = sim.inner_voice(AgentId(*agent), text).await?;
                 // The intention names the agent ("Tamsin Hale will bake bread…").
                 let then = if replanned { "re-planned now" } else { "from the next plan on" };
                 format!("{intention} ({then})")
             }
-            Change::Interview { agent, question, remember } => {
+            Intervention::Interview { agent, question, remember } => {
                 let answer = sim.interview(AgentId(*agent), question, *remember).await?;
                 format!("{}: {answer}", name(sim, *agent))
             }
-            Change::EditPersona { agent, persona } => {
+            Intervention::EditPersona { agent, persona } => {
                 let new = sim.edit_persona(AgentId(*agent), persona).await?;
                 format!(
                     "{}'s persona is rewritten: {} new seed memories",
@@ -625,24 +630,24 @@ impl Change {
                     new.len()
                 )
             }
-            Change::AddAgent { name, persona, home, strategy, cash_cents } => {
+            Intervention::AddAgent { name, persona, home, strategy, cash_cents } => {
                 let id = sim.add_agent(name, persona, home, strategy, *cash_cents).await?;
                 format!("{name} joins the town at {home} (agent {})", id.0)
             }
-            Change::AddBuilding { template, name, x, y } => {
+            Intervention::AddBuilding { template, name, x, y } => {
                 sim.add_building(template, name, Tile { x: *x, y: *y })?;
                 format!("{name}, a copy of {template}, stands at ({x}, {y})")
             }
-            Change::SetObject { address, state } => {
+            Intervention::SetObject { address, state } => {
                 sim.set_object(address, state)?;
                 format!("{address} is now {state}")
             }
-            Change::Happen { place, text, minutes } => {
+            Intervention::Happen { place, text, minutes } => {
                 let until = now.saturating_add(minutes.saturating_mul(60));
                 sim.happen(place, text, until)?;
                 format!("at {place} until {}: {}", sim_time(until), text.trim())
             }
         };
-        Ok(Changed { said, from_seq, to_seq: head(sim) })
+        Ok(InterventionMade { said, from_seq, to_seq: head(sim) })
     }
 }

@@ -59,7 +59,7 @@ pub struct Recording<'a> {
 
 /// One stretch of a branch's history: a branch's chunks up to a limit.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Segment {
+pub struct Stretch {
     /// The branch whose chunks hold the events.
     pub branch: BranchId,
     /// The last seq taken from it (the fork point, for an ancestor), or `None` for all.
@@ -147,8 +147,8 @@ impl<'a> Recording<'a> {
 
     /// The stretches of history that make up `branch`, root first. A cycle or a missing
     /// ancestor ends the walk.
-    pub fn ancestry(&self, branch: BranchId) -> Result<Vec<Segment>, ReadError> {
-        let mut out = vec![Segment { branch, until_seq: None }];
+    pub fn ancestry(&self, branch: BranchId) -> Result<Vec<Stretch>, ReadError> {
+        let mut out = vec![Stretch { branch, until_seq: None }];
         let mut entry = self.branch(branch).ok_or(ReadError::NoBranch(branch))?;
         let mut limit = u64::MAX;
         while let (Some(parent), Some(fork_seq)) = (entry.parent, entry.fork_seq) {
@@ -157,7 +157,7 @@ impl<'a> Recording<'a> {
             }
             // An ancestor is taken only up to the lowest fork point below it.
             limit = limit.min(fork_seq);
-            out.push(Segment { branch: parent, until_seq: Some(limit) });
+            out.push(Stretch { branch: parent, until_seq: Some(limit) });
             entry = self.branch(parent).ok_or(ReadError::NoBranch(parent))?;
         }
         out.reverse();
@@ -177,9 +177,9 @@ impl<'a> Recording<'a> {
     /// from each, in seq order.
     pub fn chunks(&self, branch: BranchId) -> Result<Vec<(ChunkIndexEntry, u64)>, ReadError> {
         let mut out = Vec::new();
-        for segment in self.ancestry(branch)? {
-            let limit = segment.until_seq.unwrap_or(u64::MAX);
-            for chunk in self.own_chunks(segment.branch) {
+        for stretch in self.ancestry(branch)? {
+            let limit = stretch.until_seq.unwrap_or(u64::MAX);
+            for chunk in self.own_chunks(stretch.branch) {
                 if chunk.first_seq <= limit {
                     out.push((*chunk, chunk.last_seq.min(limit)));
                 }
@@ -234,9 +234,9 @@ impl<'a> Recording<'a> {
     ) -> Result<(), ReadError> {
         // The chunks to read, each with the last seq to take from it.
         let mut plan: Vec<(&ChunkIndexEntry, u64)> = Vec::new();
-        for segment in self.ancestry(branch)? {
-            let list = self.own_list(segment.branch);
-            let limit = segment.until_seq.unwrap_or(u64::MAX).min(to);
+        for stretch in self.ancestry(branch)? {
+            let list = self.own_list(stretch.branch);
+            let limit = stretch.until_seq.unwrap_or(u64::MAX).min(to);
             // The first chunk that ends at or after `from`: O(log n).
             let start = list.partition_point(|&i| self.entry(i).is_some_and(|c| c.last_seq < from));
             for entry in list.get(start..).unwrap_or(&[]).iter().filter_map(|&i| self.entry(i)) {
@@ -312,9 +312,9 @@ impl<'a> Recording<'a> {
     ) -> Result<Option<u64>, ReadError> {
         // Simulated time never runs backwards along a branch's history, ancestry included:
         // search the latest stretch first, then earlier ones.
-        for segment in self.ancestry(branch)?.into_iter().rev() {
-            let list = self.own_list(segment.branch);
-            let until = segment.until_seq.unwrap_or(u64::MAX);
+        for stretch in self.ancestry(branch)?.into_iter().rev() {
+            let list = self.own_list(stretch.branch);
+            let until = stretch.until_seq.unwrap_or(u64::MAX);
             let n_in =
                 list.partition_point(|&i| self.entry(i).is_some_and(|c| c.first_seq <= until));
             let before = list

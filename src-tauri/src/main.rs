@@ -13,7 +13,7 @@ use std::path::PathBuf;
 use clap::Parser;
 use hamlet_engine::history::Moment;
 use hamlet_engine::log::Branch;
-use hamlet_engine::ops::{Change, Changed, Forked, ModelSpec};
+use hamlet_engine::ops::{Forked, Intervention, InterventionMade, ModelSpec};
 use hamlet_engine::query::CallView;
 use hamlet_engine::view::{
     AgentPanel, Frame, MapView, Opened, ResearchAnswer, ResearchAsk, Timeline, Tracks, WhyGraph,
@@ -422,9 +422,9 @@ async fn delete_branch(
 async fn change(
     worker: State<'_, Worker>,
     branch: String,
-    change: Change,
+    change: Intervention,
     model: Option<ModelSpec>,
-) -> Result<Changed, Failure> {
+) -> Result<InterventionMade, Failure> {
     worker.change(branch, change, model).await
 }
 

@@ -16,7 +16,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{mpsc, Arc};
 
 use hamlet_engine::hints::hints;
-use hamlet_engine::ops::{self, Change, ModelSpec, OpsError, RunEnd};
+use hamlet_engine::ops::{self, Intervention, ModelSpec, OpsError, RunEnd};
 use hamlet_engine::sim::{Sim, SimError, SimSettings};
 use hamlet_engine::store::FsStorage;
 use hamlet_engine::view::{Opened, ViewError, ViewState, Viewer};
@@ -35,12 +35,12 @@ enum Message {
     Open { path: PathBuf, store: bool, reply: mpsc::Sender<Result<Opened, String>> },
     /// Run a query.
     Ask(Job),
-    /// Make a change at a branch's head.
-    Change {
+    /// Make an intervention at a branch's head.
+    Intervene {
         branch: String,
-        change: Change,
+        change: Intervention,
         model: Option<ModelSpec>,
-        reply: mpsc::Sender<Result<ops::Changed, Failure>>,
+        reply: mpsc::Sender<Result<ops::InterventionMade, Failure>>,
     },
     /// Run a branch on.
     Continue {
@@ -208,11 +208,11 @@ impl Worker {
     pub async fn change(
         &self,
         branch: String,
-        change: Change,
+        change: Intervention,
         model: Option<ModelSpec>,
-    ) -> Result<ops::Changed, Failure> {
+    ) -> Result<ops::InterventionMade, Failure> {
         let (reply, answer) = mpsc::channel();
-        let message = Message::Change { branch, change, model, reply };
+        let message = Message::Intervene { branch, change, model, reply };
         self.tx.send(message).map_err(|_| Failure::said(gone()))?;
         wait(answer).await.map_err(Failure::said)?
     }
@@ -302,7 +302,7 @@ fn serve(rx: &mpsc::Receiver<Message>, cancel: &AtomicBool) {
         };
         match message {
             Message::Ask(job) => job(Err(failure.as_deref())),
-            Message::Change { reply, .. } => {
+            Message::Intervene { reply, .. } => {
                 let _ = reply.send(Err(Failure::said(NOTHING_OPEN)));
             }
             Message::Continue { reply, .. } => {
@@ -352,7 +352,7 @@ fn serve_open(
     loop {
         match rx.recv() {
             Ok(Message::Ask(job)) => job(Ok(&mut viewer)),
-            Ok(Message::Change { reply, .. }) => {
+            Ok(Message::Intervene { reply, .. }) => {
                 let _ = reply.send(Err(read_only()));
             }
             Ok(Message::Continue { reply, .. }) => {
@@ -390,7 +390,7 @@ fn serve_store(
                 viewer = Some(held);
             }
             open @ Message::Open { .. } => return Some(open),
-            Message::Change { branch, change, model, reply } => {
+            Message::Intervene { branch, change, model, reply } => {
                 let (back, answer) = guarded(held, path, |held| {
                     make_change(held, desk, &branch, &change, model.as_ref())
                 });
@@ -470,9 +470,9 @@ fn make_change(
     held: Viewer<'static>,
     desk: &mut Desk<'_>,
     branch: &str,
-    change: &Change,
+    change: &Intervention,
     model: Option<&ModelSpec>,
-) -> (Viewer<'static>, Result<ops::Changed, Failure>) {
+) -> (Viewer<'static>, Result<ops::InterventionMade, Failure>) {
     let gateway = if change.needs_model() {
         let Some(spec) = model else {
             let f = Failure {
@@ -539,7 +539,7 @@ fn continue_run(
             return (viewer, Err(f));
         }
     };
-    let per_step = u64::from(sim.town().seconds_per_step.max(1));
+    let per_step = u64::from(sim.definition().seconds_per_step.max(1));
     let target = ops::target_step(&sim, ops::Hours::For(hours));
     let steps = target - sim.state().step;
     let from_secs = sim.state().sim_time_secs;
@@ -593,7 +593,7 @@ fn continue_run(
                         cancel.store(true, Ordering::SeqCst);
                         *deferred = Some(open);
                     }
-                    Message::Change { reply, .. } => {
+                    Message::Intervene { reply, .. } => {
                         let _ = reply.send(Err(Failure::said(ViewError::Busy.to_string())));
                     }
                     Message::Continue { reply, .. } => {

@@ -234,7 +234,7 @@ fn town(a: TownArgs) -> anyhow::Result<Outcome> {
         let start_wall = began.elapsed().as_secs_f64();
         let start_seq = sim.store().branch(sim.branch()).map_or(0, |b| b.head_seq);
         let start_secs = sim.state().sim_time_secs;
-        let per_step = u64::from(sim.town().seconds_per_step.max(1));
+        let per_step = u64::from(sim.definition().seconds_per_step.max(1));
         let target = ((a.hours * 3600.0) / per_step as f64).ceil().max(1.0) as u64;
         let looped = stopwatch();
         let mut last_line = 0;

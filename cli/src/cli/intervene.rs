@@ -197,7 +197,7 @@ pub fn add_building(a: AddBuildingArgs) -> anyhow::Result<Outcome> {
     sim.check_add_building(&a.template, &a.name, a.at)?;
     finish_step(&mut sim, &rt)?;
     sim.add_building(&a.template, &a.name, a.at)?;
-    let grid = &sim.town().grid;
+    let grid = &sim.definition().grid;
     println!(
         "{} (a copy of {}) stands at ({}, {}); the map is {} × {} tiles",
         a.name,

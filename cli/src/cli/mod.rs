@@ -265,7 +265,7 @@ pub struct Source {
 /// The agent `who` names (a name in any case, or a number) in `history`, or an error that
 /// lists the agents there are.
 pub fn agent_named(
-    history: &hamlet_engine::why::History,
+    history: &hamlet_engine::why::CauseIndex,
     who: &str,
 ) -> anyhow::Result<hamlet_log::event::AgentId> {
     use anyhow::Context;

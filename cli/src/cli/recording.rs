@@ -14,7 +14,7 @@ use hamlet_engine::reader::Reader;
 use hamlet_engine::store::Store;
 use hamlet_engine::synth::{write_recording_in, SynthSpec};
 use hamlet_engine::town::{Definition, WILLOWMERE};
-use hamlet_engine::why::History;
+use hamlet_engine::why::CauseIndex;
 use hamlet_log::event::{kind_by_name, kind_name, AgentId, Event, KNOWN_KINDS};
 use hamlet_log::verify::Outcome as Recovery;
 use hamlet_log::{BranchId, Recording};
@@ -547,7 +547,7 @@ pub fn log(a: LogArgs) -> anyhow::Result<Outcome> {
         })
         .collect::<anyhow::Result<_>>()?;
     let events = source_events(&a.source)?;
-    let history = History::new(&events);
+    let history = CauseIndex::new(&events);
     let agent = match &a.agent {
         Some(who) => Some(super::agent_named(&history, who)?),
         None => None,

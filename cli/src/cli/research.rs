@@ -493,7 +493,7 @@ fn ask(
     let from = store.find_branch(&a.branch)?;
     let seq = seq_for(&store, &from, a.at)?;
     let events = store.events(from.id, 0, seq)?;
-    let history = hamlet_engine::why::History::new(&events);
+    let history = hamlet_engine::why::CauseIndex::new(&events);
     let mut agents = Vec::new();
     if a.agents.is_empty() {
         agents.extend(history.agents().keys().copied());

@@ -5,7 +5,7 @@ use anyhow::Context;
 use clap::Args;
 use hamlet_engine::describe::{printable, sim_time, summary};
 use hamlet_engine::resim::{resimulate, Verdict};
-use hamlet_engine::why::History;
+use hamlet_engine::why::CauseIndex;
 use hamlet_log::event::{kind_name, AgentId};
 use hamlet_log::Event;
 
@@ -21,7 +21,7 @@ pub struct ResimArgs {
 
 pub fn resim(a: ResimArgs) -> anyhow::Result<Outcome> {
     let events = source_events(&a.source)?;
-    let history = History::new(&events);
+    let history = CauseIndex::new(&events);
     let name = |id: AgentId| history.name(id);
     let scratch = tempfile::tempdir().context("cannot make a scratch directory")?;
     let bar = indicatif::ProgressBar::new(events.len() as u64);

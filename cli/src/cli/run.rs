@@ -220,7 +220,7 @@ pub fn run(a: RunArgs) -> anyhow::Result<Outcome> {
                 Sim::resume(store, branch, gateway, SimSettings::default()).await?
             }
         };
-        let start = sim.town().start_secs;
+        let start = sim.definition().start_secs;
         let target = ops::target_step(&sim, ops::Hours::Until(a.hours));
         let first = sim.state().step;
         bar.set_length(target);

@@ -5,7 +5,7 @@ use std::path::{Path, PathBuf};
 use clap::Args;
 use hamlet_engine::sim::{Sim, SimSettings};
 use hamlet_engine::store::{FsStorage, Store};
-use hamlet_engine::why::History;
+use hamlet_engine::why::CauseIndex;
 use hamlet_gateway::config;
 use hamlet_log::event::AgentId;
 
@@ -80,7 +80,7 @@ pub(super) fn open(
     let id = match agent {
         Some(agent) => {
             let events = store.events(info.id, 0, info.head_seq)?;
-            let history = History::new(&events);
+            let history = CauseIndex::new(&events);
             let Some(id) = history.find_agent(agent) else {
                 let names: Vec<&str> = history.agents().values().map(String::as_str).collect();
                 anyhow::bail!("no agent named `{agent}`; the town has {}", names.join(", "));

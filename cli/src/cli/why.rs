@@ -3,7 +3,7 @@
 use anyhow::Context;
 use clap::{Args, ValueEnum};
 use hamlet_engine::history::Moment;
-use hamlet_engine::why::History;
+use hamlet_engine::why::CauseIndex;
 use hamlet_log::Event;
 
 use super::recording::source_events;
@@ -56,7 +56,7 @@ pub fn seq_at(events: &[Event], moment: Moment) -> Option<u64> {
 
 pub fn why(a: WhyArgs) -> anyhow::Result<Outcome> {
     let events = source_events(&a.source)?;
-    let history = History::new(&events);
+    let history = CauseIndex::new(&events);
     let agent = agent_named(&history, &a.agent)?;
     let seq = seq_at(&events, a.at).context("no event is at or before that moment")?;
     let why = history.why(agent, seq, a.max_nodes.max(1))?;

@@ -296,7 +296,7 @@ impl<S: Storage> Sim<S> {
     }
 
     /// The town run.
-    pub fn town(&self) -> &Definition {
+    pub fn definition(&self) -> &Definition {
         &self.town
     }
 

@@ -491,7 +491,7 @@ impl<'a> Viewer<'a> {
     pub fn why_action(&mut self, name: &str, seq: u64, agent: u32) -> Result<WhyGraph, ViewError> {
         let (_, events) = self.events(name)?;
         let events = Past::cut(events, seq);
-        let history = crate::why::History::new(events);
+        let history = crate::why::CauseIndex::new(events);
         let why = history.why(AgentId(agent), seq, WHY_MAX_NODES)?;
         Ok(WhyGraph::of(&why))
     }
@@ -506,7 +506,7 @@ impl<'a> Viewer<'a> {
         }
         let (_, events) = self.events(name)?;
         let at = events.iter().position(|e| e.id.to_hex().starts_with(&hex)).ok_or_else(unknown)?;
-        let history = crate::why::History::new(&events[..=at]);
+        let history = crate::why::CauseIndex::new(&events[..=at]);
         let why = history.why_of(&events[at], WHY_MAX_NODES);
         Ok(WhyGraph::of(&why))
     }

@@ -78,9 +78,9 @@ fn changed_run() -> (tempfile::TempDir, Vec<Event>, u16) {
         let ada = sim.add_agent("Ada Brook", ADA, dorm, "full", 1500).await.unwrap();
         assert_eq!(ada, AgentId(town().personas.len() as u32));
         assert_eq!(sim.state().agents[&ada].cash_cents, 1500);
-        let width = sim.town().grid.width();
+        let width = sim.definition().grid.width();
         sim.add_building("Marigold café", "Second café", Tile { x: width + 1, y: 1 }).unwrap();
-        assert!(sim.town().grid.width() > width, "the map grows east");
+        assert!(sim.definition().grid.width() > width, "the map grows east");
         for _ in 0..4 {
             sim.step().await.unwrap();
         }

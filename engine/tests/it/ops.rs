@@ -136,9 +136,9 @@ fn an_import_is_checkpointed_and_idempotent() {
 /// model: a call through it would fail) and an inner voice through the rule-based double.
 #[test]
 fn the_windows_changes_are_checked_by_field_and_written_at_the_head() {
-    use hamlet_engine::ops::Change;
+    use hamlet_engine::ops::Intervention;
     use hamlet_engine::sim::SimError;
-    use hamlet_log::event::Intervention;
+    use hamlet_log::event::Intervention as Recorded;
     use hamlet_log::Body;
 
     let (tmp, _) = crate::sim::run_town(town(), SimSettings::default(), rules(), 6);
@@ -151,23 +151,32 @@ fn the_windows_changes_are_checked_by_field_and_written_at_the_head() {
     let head = ops::head(&sim);
     let text = |s: &str| s.to_owned();
     for (change, field) in [
-        (Change::SetObject { address: text("Nowhere:at:all"), state: text("on") }, "address"),
-        (Change::SetObject { address: text(machine), state: text(" ") }, "state"),
-        (Change::Interview { agent: 99, question: text("Who are you?"), remember: false }, "agent"),
-        (Change::Interview { agent: 0, question: text(" "), remember: false }, "question"),
-        (Change::InnerVoice { agent: 0, text: text("") }, "text"),
+        (Intervention::SetObject { address: text("Nowhere:at:all"), state: text("on") }, "address"),
+        (Intervention::SetObject { address: text(machine), state: text(" ") }, "state"),
         (
-            Change::Happen {
-                place: text("Marigold café"), text: text("a fire alarm"), minutes: 0
+            Intervention::Interview { agent: 99, question: text("Who are you?"), remember: false },
+            "agent",
+        ),
+        (Intervention::Interview { agent: 0, question: text(" "), remember: false }, "question"),
+        (Intervention::InnerVoice { agent: 0, text: text("") }, "text"),
+        (
+            Intervention::Happen {
+                place: text("Marigold café"),
+                text: text("a fire alarm"),
+                minutes: 0,
             },
             "minutes",
         ),
         (
-            Change::Happen { place: text("Atlantis"), text: text("a fire alarm"), minutes: 5 },
+            Intervention::Happen {
+                place: text("Atlantis"),
+                text: text("a fire alarm"),
+                minutes: 5,
+            },
             "place",
         ),
         (
-            Change::AddBuilding {
+            Intervention::AddBuilding {
                 template: text("Marigold café"),
                 name: text("Far"),
                 x: 1020,
@@ -176,7 +185,7 @@ fn the_windows_changes_are_checked_by_field_and_written_at_the_head() {
             "x",
         ),
         (
-            Change::AddAgent {
+            Intervention::AddAgent {
                 name: text("Ada Brook"),
                 persona: text("Ada Brook sings"),
                 home: text("Reedbank dorm:common room"),
@@ -195,20 +204,20 @@ fn the_windows_changes_are_checked_by_field_and_written_at_the_head() {
         }
         assert_eq!(ops::head(&sim), head, "a refused {change:?} writes nothing");
     }
-    assert!(!Change::SetObject { address: text(machine), state: text("x") }.needs_model());
-    assert!(Change::InnerVoice { agent: 0, text: text("x") }.needs_model());
+    assert!(!Intervention::SetObject { address: text(machine), state: text("x") }.needs_model());
+    assert!(Intervention::InnerVoice { agent: 0, text: text("x") }.needs_model());
 
-    let set = Change::SetObject { address: text(machine), state: text("out of order") };
+    let set = Intervention::SetObject { address: text(machine), state: text("out of order") };
     let done = rt.block_on(set.make(&mut sim)).unwrap();
     assert_eq!((done.from_seq, done.to_seq), (head + 1, head + 1), "{done:?}");
     assert!(done.said.contains("out of order"), "{}", done.said);
     let event = sim.store().event_at(sim.branch(), done.from_seq).unwrap();
     assert!(
-        matches!(&event.body, Body::Intervened(i) if matches!(&i.intervention, Intervention::SetObjectState { state, .. } if state == "out of order")),
+        matches!(&event.body, Body::Intervened(i) if matches!(&i.intervention, Recorded::SetObjectState { state, .. } if state == "out of order")),
         "{event:?}"
     );
     // A change that asks a model fails through `no_model`, saying so.
-    let voice = Change::InnerVoice { agent: 0, text: text("I should bake bread") };
+    let voice = Intervention::InnerVoice { agent: 0, text: text("I should bake bread") };
     assert!(rt.block_on(voice.make(&mut sim)).is_err(), "no model was there to ask");
 
     let branch = sim.branch();

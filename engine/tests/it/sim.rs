@@ -468,9 +468,9 @@ fn while_everyone_sleeps_the_clock_skips_to_the_first_waking_in_one_tick() {
 
 #[test]
 fn why_walks_from_an_action_to_its_prompts_and_the_memories_recalled_with_their_scores() {
-    use hamlet_engine::why::{History, WhyLink};
+    use hamlet_engine::why::{CauseIndex, WhyLink};
     let (_a, events) = run(rules(), 12);
-    let history = History::new(&events);
+    let history = CauseIndex::new(&events);
     let end = events.last().unwrap().seq();
     // Someone talked (the double says yes to every reaction): its action's why goes back
     // through the conversation to the lines' prompts and what the speakers recalled.

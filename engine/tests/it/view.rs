@@ -411,7 +411,7 @@ fn a_viewer_on_a_store_forks_and_deletes_as_the_engine_does() {
 #[test]
 fn a_viewer_compares_measures_and_exports_and_answers_the_same_when_lent() {
     use hamlet_engine::history::Moment;
-    use hamlet_engine::ops::{self, Change};
+    use hamlet_engine::ops::{self, Intervention};
     use hamlet_engine::sim::{Sim, SimSettings};
     use hamlet_engine::view::ResearchAsk;
 
@@ -428,7 +428,7 @@ fn a_viewer_compares_measures_and_exports_and_answers_the_same_when_lent() {
     let mut sim = rt
         .block_on(Sim::resume(store, forked.id, ops::no_model(), SimSettings::default()))
         .unwrap();
-    let set = Change::SetObject {
+    let set = Intervention::SetObject {
         address: "Marigold café:counter:coffee machine".into(),
         state: "out of order".into(),
     };
