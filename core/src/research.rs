@@ -339,6 +339,85 @@ pub fn csv_field(text: &str) -> String {
     }
 }
 
+/// A measurement as a table: its header and its rows of cells, the same for the CLI's table
+/// and CSV and for the CSV the window saves beside a chart.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Table {
+    /// The column names.
+    pub header: Vec<&'static str>,
+    /// The rows, a cell per column.
+    pub rows: Vec<Vec<String>>,
+}
+
+impl Table {
+    /// A table of `rows`, each made into cells by `cells`.
+    pub fn of<T>(header: &[&'static str], rows: &[T], cells: impl Fn(&T) -> Vec<String>) -> Table {
+        Table { header: header.to_vec(), rows: rows.iter().map(cells).collect() }
+    }
+
+    /// The table as CSV: the header row, then each row, fields quoted where they must be;
+    /// every line ends in a newline.
+    pub fn csv(&self) -> String {
+        let mut out = self.header.join(",");
+        out.push('\n');
+        for row in &self.rows {
+            let fields: Vec<String> = row.iter().map(|c| csv_field(c)).collect();
+            out.push_str(&fields.join(","));
+            out.push('\n');
+        }
+        out
+    }
+}
+
+/// [`network_density`]'s rows as a table.
+pub fn density_table(rows: &[DensityRow]) -> Table {
+    Table::of(&["time", "agents", "pairs_talked", "density"], rows, |r| {
+        vec![
+            crate::describe::sim_time(r.at_secs),
+            r.agents.to_string(),
+            r.pairs.to_string(),
+            format!("{:.3}", r.density),
+        ]
+    })
+}
+
+/// [`diffusion`]'s rows as a table.
+pub fn diffusion_table(rows: &[DiffusionRow]) -> Table {
+    Table::of(&["time", "agents", "knowing", "share", "who"], rows, |r| {
+        vec![
+            crate::describe::sim_time(r.at_secs),
+            r.agents.to_string(),
+            r.knowing.len().to_string(),
+            format!("{:.2}", r.share),
+            r.knowing.join("; "),
+        ]
+    })
+}
+
+/// A [`RelationshipGraph`]'s edges as a table, each agent by name.
+pub fn relationships_table(graph: &RelationshipGraph) -> Table {
+    let name = |k: u32| graph.agents.get(k as usize).cloned().unwrap_or_default();
+    Table::of(&["a", "b", "conversations"], &graph.edges, |&(i, j, n)| {
+        vec![name(i), name(j), n.to_string()]
+    })
+}
+
+/// [`cost_over_time`]'s rows as a table.
+pub fn cost_table(rows: &[CostRow]) -> Table {
+    let header = ["time", "by", "key", "calls", "prompt_tokens", "completion_tokens", "usd"];
+    Table::of(&header, rows, |r| {
+        vec![
+            crate::describe::sim_time(r.at_secs),
+            r.by.to_owned(),
+            r.key.clone(),
+            r.calls.to_string(),
+            r.prompt_tokens.to_string(),
+            r.completion_tokens.to_string(),
+            format!("{:.6}", r.money),
+        ]
+    })
+}
+
 /// One agent's time at a place within a window.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Attendee {
@@ -445,6 +524,22 @@ pub fn attendance(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_table_is_one_csv_for_every_front_end() {
+        let rows = vec![DiffusionRow {
+            at_secs: 7 * 3600,
+            agents: 10,
+            knowing: vec!["Tobias Ashcombe".into(), "Delphine \"Del\" Ashcombe".into()],
+            share: 0.2,
+        }];
+        let table = diffusion_table(&rows);
+        assert_eq!(table.header, ["time", "agents", "knowing", "share", "who"]);
+        assert_eq!(
+            table.csv(),
+            "time,agents,knowing,share,who\nday 0 07:00:00,10,2,0.20,\"Tobias Ashcombe; Delphine \"\"Del\"\" Ashcombe\"\n"
+        );
+    }
 
     #[test]
     fn a_line_repeats_when_most_of_its_words_were_said_before() {

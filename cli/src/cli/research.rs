@@ -11,8 +11,8 @@ use clap::{Args, Subcommand, ValueEnum};
 use hamlet_engine::describe::{printable, sim_time};
 use hamlet_engine::history::Moment;
 use hamlet_engine::research::{
-    attendance, battery, believability, commitments, csv_field, dialogue, diffusion,
-    network_density,
+    attendance, battery, believability, commitments, density_table, dialogue, diffusion,
+    diffusion_table, network_density, Table,
 };
 use hamlet_engine::sim::{Sim, SimSettings};
 use hamlet_engine::store::Store;
@@ -249,32 +249,31 @@ pub fn parse_duration(text: &str) -> Result<u64, String> {
 
 fn write_rows<T: Serialize>(
     format: TableFormat,
-    header: &[&str],
+    header: &[&'static str],
     rows: &[T],
     cells: impl Fn(&T) -> Vec<String>,
 ) -> anyhow::Result<()> {
+    write_table(format, &Table::of(header, rows, cells), rows)
+}
+
+/// Writes a measurement: `rows` as JSON, or `table` (the one table the window saves too)
+/// as CSV or aligned columns.
+fn write_table<T: Serialize>(format: TableFormat, table: &Table, rows: &[T]) -> anyhow::Result<()> {
     let mut out = std::io::BufWriter::new(std::io::stdout().lock());
     match format {
         TableFormat::Json => {
             serde_json::to_writer_pretty(&mut out, rows)?;
             writeln!(out)?;
         }
-        TableFormat::Csv => {
-            writeln!(out, "{}", header.join(","))?;
-            for row in rows {
-                let fields: Vec<String> = cells(row).iter().map(|c| csv_field(c)).collect();
-                writeln!(out, "{}", fields.join(","))?;
-            }
-        }
+        TableFormat::Csv => write!(out, "{}", table.csv())?,
         TableFormat::Table => {
-            let all: Vec<Vec<String>> = rows.iter().map(&cells).collect();
-            let mut widths: Vec<usize> = header.iter().map(|h| h.chars().count()).collect();
-            for row in &all {
+            let mut widths: Vec<usize> = table.header.iter().map(|h| h.chars().count()).collect();
+            for row in &table.rows {
                 for (w, c) in widths.iter_mut().zip(row) {
                     *w = (*w).max(c.chars().count().min(60));
                 }
             }
-            let line = |cells: Vec<String>| {
+            let line = |cells: &[String]| {
                 let padded: Vec<String> = cells
                     .iter()
                     .zip(&widths)
@@ -282,8 +281,9 @@ fn write_rows<T: Serialize>(
                     .collect();
                 padded.join("  ").trim_end().to_owned()
             };
-            writeln!(out, "{}", line(header.iter().map(|h| h.to_string()).collect()))?;
-            for row in all {
+            let header: Vec<String> = table.header.iter().map(|h| h.to_string()).collect();
+            writeln!(out, "{}", line(&header))?;
+            for row in &table.rows {
                 writeln!(out, "{}", line(row))?;
             }
         }
@@ -421,27 +421,12 @@ pub fn research(c: ResearchCommand) -> anyhow::Result<Outcome> {
         ResearchCommand::Network(a) => {
             let events = source_events_light(&a.source)?;
             let rows = network_density(&events, a.every);
-            write_rows(a.format, &["time", "agents", "pairs_talked", "density"], &rows, |r| {
-                vec![
-                    sim_time(r.at_secs),
-                    r.agents.to_string(),
-                    r.pairs.to_string(),
-                    format!("{:.3}", r.density),
-                ]
-            })?;
+            write_table(a.format, &density_table(&rows), &rows)?;
         }
         ResearchCommand::Diffusion(a) => {
             let events = source_events_light(&a.source)?;
             let rows = diffusion(&events, &a.keywords, a.every);
-            write_rows(a.format, &["time", "agents", "knowing", "share", "who"], &rows, |r| {
-                vec![
-                    sim_time(r.at_secs),
-                    r.agents.to_string(),
-                    r.knowing.len().to_string(),
-                    format!("{:.2}", r.share),
-                    r.knowing.join("; "),
-                ]
-            })?;
+            write_table(a.format, &diffusion_table(&rows), &rows)?;
         }
         ResearchCommand::Ask(a) => {
             let question = a.question.clone();

@@ -527,8 +527,8 @@ impl<'a> Viewer<'a> {
     pub fn research(&mut self, name: &str, ask: &ResearchAsk) -> Result<ResearchAnswer, ViewError> {
         let (_, events) = self.events(name)?;
         let every = ask.every_secs.max(60);
-        let mut csv = String::new();
-        let rows = match ask.what.as_str() {
+        use crate::research::{cost_table, density_table, diffusion_table, relationships_table};
+        let (rows, table) = match ask.what.as_str() {
             "diffusion" => {
                 let keywords: Vec<String> = ask
                     .keywords
@@ -542,66 +542,19 @@ impl<'a> Viewer<'a> {
                     ));
                 }
                 let rows = crate::research::diffusion(events, &keywords, every);
-                csv.push_str("secs,time,agents,knowing,share,who\n");
-                for r in &rows {
-                    csv.push_str(&format!(
-                        "{},{},{},{},{:.4},{}\n",
-                        r.at_secs,
-                        crate::describe::sim_time(r.at_secs),
-                        r.agents,
-                        r.knowing.len(),
-                        r.share,
-                        crate::research::csv_field(&r.knowing.join("; "))
-                    ));
-                }
-                serde_json::to_value(rows)
+                (serde_json::to_value(&rows), diffusion_table(&rows))
             }
             "density" => {
                 let rows = crate::research::network_density(events, every);
-                csv.push_str("secs,time,agents,pairs,density\n");
-                for r in &rows {
-                    csv.push_str(&format!(
-                        "{},{},{},{},{:.4}\n",
-                        r.at_secs,
-                        crate::describe::sim_time(r.at_secs),
-                        r.agents,
-                        r.pairs,
-                        r.density
-                    ));
-                }
-                serde_json::to_value(rows)
+                (serde_json::to_value(&rows), density_table(&rows))
             }
             "relationships" => {
-                let at = ask.at_secs.unwrap_or(u64::MAX);
-                let graph = crate::research::relationships(events, at);
-                csv.push_str("a,b,conversations\n");
-                for &(i, j, n) in &graph.edges {
-                    let name = |k: u32| graph.agents.get(k as usize).cloned().unwrap_or_default();
-                    csv.push_str(&format!(
-                        "{},{},{n}\n",
-                        crate::research::csv_field(&name(i)),
-                        crate::research::csv_field(&name(j))
-                    ));
-                }
-                serde_json::to_value(graph)
+                let graph = crate::research::relationships(events, ask.at_secs.unwrap_or(u64::MAX));
+                (serde_json::to_value(&graph), relationships_table(&graph))
             }
             "cost" => {
                 let rows = crate::research::cost_over_time(events, every, &ask.prices);
-                csv.push_str("secs,time,by,key,calls,prompt_tokens,completion_tokens,usd\n");
-                for r in &rows {
-                    csv.push_str(&format!(
-                        "{},{},{},{},{},{},{},{:.6}\n",
-                        r.at_secs,
-                        crate::describe::sim_time(r.at_secs),
-                        r.by,
-                        crate::research::csv_field(&r.key),
-                        r.calls,
-                        r.prompt_tokens,
-                        r.completion_tokens,
-                        r.money
-                    ));
-                }
-                serde_json::to_value(rows)
+                (serde_json::to_value(&rows), cost_table(&rows))
             }
             other => {
                 return Err(ViewError::Research(format!(
@@ -609,6 +562,7 @@ impl<'a> Viewer<'a> {
                 )))
             }
         };
+        let csv = table.csv();
         let rows = rows.map_err(|e| ViewError::Research(e.to_string()))?;
         Ok(ResearchAnswer { what: ask.what.clone(), rows, csv })
     }
