@@ -1,6 +1,6 @@
 //! One agent's turn: perceive and remember what is new, describe itself on a new day, maybe
 //! decide to react to someone, plan / decompose / choose a place / act by its schedule,
-//! reflect when due — all into its own pending batch, read from the folds as of the tick.
+//! reflect when due — all into its own pending batch, read from the folds as of the clock step.
 //! Must not: commit, fold, or read another agent's batch (the step joins them in order);
 //! nor run a conversation (a reaction only says whom to talk to).
 

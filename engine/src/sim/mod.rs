@@ -3,7 +3,7 @@
 //! A step is three commits:
 //! 1. the clock (`ClockStepped`, alone);
 //! 2. every agent's thinking, built **concurrently** (each agent reads the town as folded
-//!    at the tick and writes its own batch: perceive, remember what is new, maybe decide to
+//!    at the clock step and writes its own batch: perceive, remember what is new, maybe decide to
 //!    react to someone, plan/decompose/choose a place/start an action/walk by its schedule,
 //!    reflect when due), then joined in agent order with the conversations the reactions
 //!    start, and committed as one batch;
@@ -13,7 +13,7 @@
 //!
 //! Batches are joined in canonical order, so the log does not depend on which model answer
 //! came first. All state the loop reads is folded from the log, so a run resumes from its
-//! store: a tick with nothing after it means the step's thinking is still to do, and an open
+//! store: a clock step with nothing after it means the step's thinking is still to do, and an open
 //! conversation is continued from its last line.
 //!
 //! This file owns `Sim`, `SimSettings` and `SimError`: start, resume, commit, and one step.
@@ -81,7 +81,7 @@ impl SimError {
 
 /// Whether a branch stopped part way through a step, told from its log without resuming a
 /// run on it: `last` is its last event of a step (its last that is not a `BranchCreated` or
-/// a `BranchRenamed`, which belong to no step), `town` the branch folded to its head. A tick
+/// a `BranchRenamed`, which belong to no step), `town` the branch folded to its head. A clock step
 /// is the last (its agents' thinking is still to do), or a conversation is still open (the
 /// step's conversations are). What [`Sim::mid_step`] says of a run resumed there.
 pub fn stopped_mid_step(town: &Town, last: Option<&Body>) -> bool {
@@ -138,7 +138,7 @@ pub struct Sim<S: Storage> {
     settings: SimSettings,
     /// What the loop knows of the log, folded (see [`Folds`]).
     folds: Folds,
-    /// The head is a tick whose thinking is still to do.
+    /// The head is a clock step whose thinking is still to do.
     at_tick: bool,
 }
 
@@ -379,14 +379,14 @@ impl<S: Storage> Sim<S> {
             return self.converse_all().await;
         }
         if !self.at_tick {
-            // While everyone sleeps, the clock skips to the first waking in one tick.
+            // While everyone sleeps, the clock skips to the first waking in one clock step.
             let now = self.folds.state.sim_time_secs;
             let wakes: Vec<Option<u64>> =
                 self.folds.state.agents.keys().map(|&a| self.wakes_at(a, now)).collect();
             let steps =
                 if wakes.is_empty() { 1 } else { clock::steps_until(&self.town, now, &wakes) };
-            let tick = clock::advance(&self.town, &self.folds.state, steps);
-            self.store.append_durable(self.branch, &[tick])?;
+            let clock_step = clock::advance(&self.town, &self.folds.state, steps);
+            self.store.append_durable(self.branch, &[clock_step])?;
             let head = self.store.branch(self.branch).map_or(0, |b| b.head_seq);
             let event = self.store.event_at(self.branch, head)?;
             self.fold(&event);

@@ -235,7 +235,7 @@ fn the_windows_changes_are_checked_by_field_and_written_at_the_head() {
 
 /// Goal: a rename lands between steps and a run goes on under the new name as if nothing
 /// happened. Method: the rule-based run renamed (its fork made after keeps its own name, a
-/// taken name refused in the store's words); a bare tick appended (a step stopped part
+/// taken name refused in the store's words); a bare clock step appended (a step stopped part
 /// way): the rename is refused and nothing written, a run resumed there still knows it is
 /// part way, even under a rename the store was made to write there; the step finished, the
 /// rename made, and the run continued under its new name.
@@ -264,10 +264,10 @@ fn a_rename_lands_between_steps_and_the_run_goes_on_under_its_new_name() {
     assert_eq!(taken.to_string(), "a branch named `high-street` exists already");
     assert_eq!(store.find_branch("what-if").unwrap().head_seq, fork.seq + 1, "nothing written");
 
-    // A step stopped part way: its tick, and nothing after it yet.
+    // A step stopped part way: its clock step, and nothing after it yet.
     let town_now = hamlet_engine::history::state_at(&store, main.id, Moment::End).unwrap();
-    let tick = clock::advance(&town(), &town_now, 1);
-    store.append_durable(main.id, &[tick]).unwrap();
+    let clock_step = clock::advance(&town(), &town_now, 1);
+    store.append_durable(main.id, &[clock_step]).unwrap();
     let ticked = store.branch(main.id).unwrap();
     assert!(ops::head_mid_step(&store, &ticked).unwrap());
     let refused = ops::rename_branch(&mut store, "high-street", "market-day");

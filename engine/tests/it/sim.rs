@@ -361,10 +361,10 @@ fn a_run_interrupted_anywhere_resumes_to_the_same_log() {
     let steps = 8;
     let (_a, whole) = run(rules(), steps);
     let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
-    // Cut the log after every kind of place a run can stop: after a tick (its thinking not
+    // Cut the log after every kind of place a run can stop: after a clock step (its thinking not
     // yet written), after the agents' batch with a conversation just started (its lines not
     // yet written), and between steps.
-    let tick = whole.iter().rposition(|e| matches!(e.body, Body::ClockStepped(_))).unwrap();
+    let clock_step = whole.iter().rposition(|e| matches!(e.body, Body::ClockStepped(_))).unwrap();
     // (A batch is written whole or not at all: cut after the last conversation it starts.)
     let mut talk =
         whole.iter().position(|e| matches!(e.body, Body::ConversationStarted(_))).unwrap();
@@ -372,7 +372,7 @@ fn a_run_interrupted_anywhere_resumes_to_the_same_log() {
         talk += 1;
     }
     let between = whole.iter().position(|e| matches!(e.body, Body::ClockStepped(_))).unwrap() - 1;
-    for cut in [tick + 1, talk + 1, between + 1] {
+    for cut in [clock_step + 1, talk + 1, between + 1] {
         let tmp = tempfile::tempdir().unwrap();
         let mut store = Store::open(tmp.path()).unwrap();
         let branch = store.create_root("main").unwrap();
@@ -449,7 +449,7 @@ fn while_everyone_sleeps_the_clock_skips_to_the_first_waking_in_one_tick() {
     let mut town = town();
     town.start_secs = 5 * 3600; // day 0, 05:00: two hours before anyone wakes
     let (_a, events) = run_town(town.clone(), SimSettings::default(), rules(), 2);
-    let ticks: Vec<(u64, u64)> = events
+    let clock_steps: Vec<(u64, u64)> = events
         .iter()
         .filter_map(|e| match &e.body {
             Body::ClockStepped(c) => Some((c.step, e.sim_time_secs())),
@@ -457,8 +457,16 @@ fn while_everyone_sleeps_the_clock_skips_to_the_first_waking_in_one_tick() {
         })
         .collect();
     let per_step = u64::from(town.seconds_per_step);
-    assert_eq!(ticks[0], (7 * 3600 / per_step - 5 * 3600 / per_step, 7 * 3600), "{ticks:?}");
-    assert_eq!(ticks[1], (ticks[0].0 + 1, 7 * 3600 + per_step), "awake: one step at a time");
+    assert_eq!(
+        clock_steps[0],
+        (7 * 3600 / per_step - 5 * 3600 / per_step, 7 * 3600),
+        "{clock_steps:?}"
+    );
+    assert_eq!(
+        clock_steps[1],
+        (clock_steps[0].0 + 1, 7 * 3600 + per_step),
+        "awake: one step at a time"
+    );
     let asked_before_waking = events.iter().any(|e| {
         matches!(&e.body, Body::LlmRequested(r) if r.template != "ratings" && r.template != "importance")
             && e.sim_time_secs() < 7 * 3600
@@ -543,18 +551,18 @@ fn after_midnight_nobody_acts_until_waking_then_the_summary_comes_before_the_day
     let steps = (600 / per_step) as usize + 2;
     let (_a, events) = run_town(town, SimSettings::default(), rules(), steps);
     let day1 = 86_400;
-    let ticks: Vec<u64> = events
+    let clock_steps: Vec<u64> = events
         .iter()
         .filter(|e| matches!(e.body, Body::ClockStepped(_)))
         .map(|e| e.sim_time_secs())
         .collect();
     assert!(
-        ticks.contains(&(day1 + 7 * 3600)),
-        "the night is one tick: {:?}",
-        &ticks[ticks.len() - 3..]
+        clock_steps.contains(&(day1 + 7 * 3600)),
+        "the night is one clock step: {:?}",
+        &clock_steps[clock_steps.len() - 3..]
     );
     assert!(
-        !ticks.iter().any(|&t| t > day1 && t < day1 + 7 * 3600),
+        !clock_steps.iter().any(|&t| t > day1 && t < day1 + 7 * 3600),
         "no step between midnight and waking"
     );
     let asleep = events.iter().any(|e| {
@@ -630,10 +638,10 @@ fn a_run_resimulates_identically_with_its_interventions_and_the_first_difference
         Verdict::Diverged(d) => panic!("{d:?}"),
     }
 
-    // A recording that stops part way through a step (after its tick) is reproduced whole.
-    let tick = events.iter().rposition(|e| matches!(e.body, Body::ClockStepped(_))).unwrap();
-    match resim(&events[..=tick]) {
-        Verdict::Identical { events: n } => assert_eq!(n, tick + 1),
+    // A recording that stops part way through a step (after its clock step) is reproduced whole.
+    let clock_step = events.iter().rposition(|e| matches!(e.body, Body::ClockStepped(_))).unwrap();
+    match resim(&events[..=clock_step]) {
+        Verdict::Identical { events: n } => assert_eq!(n, clock_step + 1),
         Verdict::Diverged(d) => panic!("{d:?}"),
     }
 
