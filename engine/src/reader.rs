@@ -1,10 +1,10 @@
 //! The one reader: a recording or a store, opened and read as a
 //! [`Log`](hamlet_core::log::Log). The CLI, the viewer and research read branches, events
-//! and the town at a moment through it, whichever container they were given, and pick a
-//! branch by one rule ([`hamlet_core::log::pick`]: a name, an id prefix, else `main`, else
-//! the first root).
+//! and the town at a moment through `log()`, whichever container they were given, and pick
+//! a branch by one rule ([`hamlet_core::log::pick`]: a name, an id prefix, else `main`,
+//! else the first root).
 
-use hamlet_core::log::{self, Branch, Log, LogError, Moment};
+use hamlet_core::log::{self, Log, LogError, Moment};
 use hamlet_log::{BranchId, Recording};
 
 use crate::fold::Town;
@@ -37,17 +37,6 @@ impl Reader<'_> {
             Reader::Borrowed(store) => Some(store),
             Reader::Recording(_) => None,
         }
-    }
-
-    /// Every branch: roots first, then forks, each group by name.
-    pub fn branches(&self) -> Vec<Branch> {
-        self.log().branches()
-    }
-
-    /// The branch `name` names (a name or an id prefix), or the default branch with none;
-    /// `None` when nothing matches.
-    pub fn pick(&self, name: Option<&str>) -> Option<Branch> {
-        log::pick(&self.branches(), name).cloned()
     }
 
     /// The town on `branch` at `moment`.
