@@ -1,4 +1,4 @@
-// The Change tab: change the branch shown at its head (the engine's interventions, each a
+// The Intervene tab: change the branch shown at its head (the engine's interventions, each a
 // form whose fields the engine checks), and continue it for some simulated hours with a model
 // of the user's choice, with a progress bar, live map and Cancel. Nothing is decided here:
 // every change is the engine's (`change`, `continue_run`, `cancel_run`), and its refusals are
@@ -65,7 +65,7 @@ export function initChange(host) {
     bar, runText);
   root.append(
     headLine,
-    el('h3', { text: 'Change the branch' }),
+    el('h3', { text: 'Intervene' }),
     el('div', { class: 'row' }, kindSelect),
     fieldsBox,
     el('div', { class: 'row' }, submit),
@@ -216,7 +216,7 @@ function say(text, error = false, hint = '') {
   setChildren(resultBox, untrusted(text), hint ? el('div', { class: 'dim small' }, untrusted(hint)) : null);
 }
 
-/** The form's values as the engine's `Change`. */
+/** The form's values as the engine's `Intervention`. */
 function values() {
   const kind = kindSelect.value;
   const out = { kind };
@@ -229,7 +229,7 @@ function values() {
   return out;
 }
 
-/** Makes the change in the form (or `change`, as the engine's `Change`); answers what the engine said. */
+/** Makes the intervention in the form (or `change`, as the engine's `Intervention`); answers what the engine said. */
 export async function makeChange(change) {
   if (busy || running) return null;
   busy = true;

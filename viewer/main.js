@@ -181,7 +181,7 @@ function toggleSetting(name) {
 
 function buildSide() {
   const tabs = $('side-tabs');
-  const defs = [['agent', 'Agent', 'The selected agent'], ['why', 'Why?', 'Why an agent acted: the causal graph'], ['calls', 'Calls', 'The model calls: prompts, tries, answers'], ['branches', 'Branches', 'Every branch with its fork point; fork here, switch, delete'], ['change', 'Change', 'Change the branch at its head, and continue it with a model'], ['compare', 'Compare', 'This branch beside another: where each agent’s days part'], ['research', 'Research', 'The paper’s measurements as charts: diffusion, density, relationships, cost']];
+  const defs = [['agent', 'Agent', 'The selected agent'], ['why', 'Why?', 'Why an agent acted: the causal graph'], ['calls', 'Calls', 'The model calls: prompts, tries, answers'], ['branches', 'Branches', 'Every branch with its fork point; fork here, switch, delete'], ['change', 'Intervene', 'Intervene in the branch at its head (an inner voice, an interview, a new neighbour…), and continue it with a model'], ['compare', 'Compare', 'This branch beside another: where each agent’s days part'], ['research', 'Research', 'The paper’s measurements as charts: diffusion, density, relationships, cost']];
   for (const [id, label, title] of defs) {
     const b = el('button', {
       type: 'button', class: 'side-tab', text: label, title,
@@ -777,7 +777,7 @@ window.hamlet = {
   /** Deletes a fork (as its × button); resolves to the answer, or null if refused. */
   deleteBranch: (name) => { setSideTab('branches'); return deleteBranch(name); },
   pickStore: (dir) => pickStore(dir),
-  /** Makes a change at the branch's head (the engine's `Change`: `{ kind: 'inner-voice', agent, text }`, …);
+  /** Makes an intervention at the branch's head (the engine's `Intervention`: `{ kind: 'inner-voice', agent, text }`, …);
    * resolves to what the engine said, or `{ error, field }`. */
   change: (c) => { setSideTab('change'); return makeChange(c); },
   /** Continues the branch shown for `hours` simulated hours; resolves to how it ended. */
@@ -792,7 +792,7 @@ window.hamlet = {
   exportBranch: (path, untilSecs) => call('export', { branch: app.branch, path, untilSecs: Number.isFinite(untilSecs) ? untilSecs : null }),
   /** Stops a continuation after the step under way. */
   cancelRun: () => cancelRun(),
-  /** The model the Change tab asks (the key shown only as set or not). */
+  /** The model the Intervene tab asks (the key shown only as set or not). */
   setModel: (m) => setModel(m),
   /** Shows another branch, keeping the moment where it exists. */
   switchBranch: (name) => { tb.branch.value = name; switchBranch(name); },

@@ -16,7 +16,7 @@ pub struct SimRng(ChaCha8Rng);
 
 impl SimRng {
     /// The stream for `seed` (an event's value) and a purpose path such as
-    /// `["tick", "42", "agent", "3", "perceive"]`.
+    /// `["step", "42", "agent", "3", "perceive"]`.
     pub fn stream(seed: u64, purpose: &[&str]) -> SimRng {
         let mut hasher = blake3::Hasher::new_derive_key(STREAM_CONTEXT);
         hasher.update(&seed.to_le_bytes());

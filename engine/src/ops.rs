@@ -464,7 +464,7 @@ pub fn no_model() -> hamlet_gateway::Gateway {
 }
 
 /// An intervention a person makes at a branch's head, as the window's forms ask it (its
-/// Change tab, and the page's `change` command): each is recorded as the log's
+/// Intervene tab, and the page's `change` command): each is recorded as the log's
 /// `Intervention` of the same name (`hamlet inner-voice`, `interview`,
 /// `edit-persona`, `add-agent`, `add-building`, `set-object`, `happen`).
 #[derive(Clone, Debug, serde::Deserialize)]

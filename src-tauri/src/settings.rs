@@ -1,6 +1,6 @@
 //! What the viewer remembers between runs, kept with tauri-plugin-store in
 //! `settings.json` (under `$XDG_DATA_HOME/town.hamlet.viewer/`): the settings (speed, panel
-//! width, what the map draws, the model of the Change tab without its key), the recent files,
+//! width, what the map draws, the model of the Intervene tab without its key), the recent files,
 //! and the moment each file was left at.
 //! The page reads and writes them through commands; it never touches the store itself.
 
@@ -26,7 +26,7 @@ pub struct Settings {
     pub show_paths: bool,
     /// Whether the map draws speech bubbles.
     pub show_bubbles: bool,
-    /// The model the Change tab asks and continues with, without its key.
+    /// The model the Intervene tab asks and continues with, without its key.
     pub model: ModelSetting,
 }
 

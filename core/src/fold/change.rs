@@ -1,13 +1,13 @@
 //! What one event changes in the town, borrowed from the event: the fold's input.
 //!
 //! Two roads lead here, and a test holds them equal. [`from_body`] takes a decoded
-//! [`Body`]. [`from_stored`] reads the stored bytes directly through *views*: borrowed
-//! structs whose fields mirror, in order, a prefix of the real body's fields. postcard is
-//! sequential, so a view decodes just that prefix — a `MemoryAdded` never touches its
+//! [`Body`]. [`from_stored`] reads the stored bytes directly through *prefixes*: borrowed
+//! structs whose fields mirror, in order, the first of the real body's fields. postcard is
+//! sequential, so a prefix decodes just those fields — a `MemoryAdded` never touches its
 //! embedding, a `Perceived` reads only how many percepts it holds, and strings the fold
 //! skips are borrowed as bytes, neither copied nor validated. This is what makes seeking
-//! fast. Views exist for schema 1, and read later schemas that only added what they skip;
-//! other schemas go through [`from_body`] after upcasting.
+//! fast. Prefixes exist for schema 1, and read later schemas that only added what they
+//! skip; other schemas go through [`from_body`] after upcasting.
 
 use hamlet_log::event::{
     Account, AgentId, Body, Intervention, MemoryKind, PlanLevel, PlanRef, Tile,
@@ -50,7 +50,7 @@ impl PartialEq for Ids<'_> {
     }
 }
 
-/// A cursor reading postcard by hand, under postcard's rules, for the hottest views.
+/// A cursor reading postcard by hand, under postcard's rules, for the hottest prefixes.
 struct Postcard<'a> {
     bytes: &'a [u8],
     pos: usize,
@@ -282,7 +282,7 @@ pub fn from_body(body: &Body) -> Change<'_> {
     }
 }
 
-// Views of schema 1: each mirrors, in order, a prefix of its body's fields. Skipped
+// Prefixes of schema 1: each mirrors, in order, a prefix of its body's fields. Skipped
 // strings are `&[u8]` (the same wire form as a string, without the UTF-8 check).
 mod v1 {
     use super::*;
@@ -398,33 +398,33 @@ mod v1 {
     }
 }
 
-fn view<'a, T: Deserialize<'a>>(bytes: &'a [u8]) -> Option<T> {
+fn prefix<'a, T: Deserialize<'a>>(bytes: &'a [u8]) -> Option<T> {
     postcard::take_from_bytes(bytes).ok().map(|(value, _)| value)
 }
 
-/// The change stored body bytes make, read through the views; `None` when this build has
-/// no view for the kind and schema (or the bytes do not decode): decode the body instead.
+/// The change stored body bytes make, read through the prefixes; `None` when this build has
+/// no prefix for the kind and schema (or the bytes do not decode): decode the body instead.
 pub fn from_stored(kind: u16, schema: u16, body: &[u8]) -> Option<Change<'_>> {
-    // Later schemas of these kinds only added fields after the ones their views read (or
-    // their views read none), so they read the same way.
-    let same_view = match kind {
+    // Later schemas of these kinds only added fields after the ones their prefixes read (or
+    // their prefixes read none), so they read the same way.
+    let same_prefix = match kind {
         10 => schema <= 4,
         // Intervened 2 added a variant at the end of `Intervention`.
         11..=14 | 23 => schema <= 2,
         _ => schema == 1,
     };
-    if !same_view {
+    if !same_prefix {
         return None;
     }
     Some(match kind {
-        1 => Change::Branch { name: view::<v1::BranchCreated>(body)?.name },
+        1 => Change::Branch { name: prefix::<v1::BranchCreated>(body)?.name },
         2 => {
-            let c = view::<v1::RunConfigured>(body)?;
+            let c = prefix::<v1::RunConfigured>(body)?;
             Change::Config { seed: c.seed, seconds_per_step: c.seconds_per_step }
         }
-        3 => Change::Town { name: view::<v1::TownLoaded>(body)?.name },
+        3 => Change::Town { name: prefix::<v1::TownLoaded>(body)?.name },
         4 => {
-            let j = view::<v1::AgentJoined>(body)?;
+            let j = prefix::<v1::AgentJoined>(body)?;
             Change::Joined {
                 agent: j.agent,
                 name: j.name,
@@ -433,20 +433,20 @@ pub fn from_stored(kind: u16, schema: u16, body: &[u8]) -> Option<Change<'_>> {
                 cash_cents: j.cash_cents,
             }
         }
-        5 => Change::Step { step: view::<v1::ClockStepped>(body)?.step },
+        5 => Change::Step { step: prefix::<v1::ClockStepped>(body)?.step },
         6 => moved(body)?,
         7 => {
-            let p = view::<v1::Perceived>(body)?;
+            let p = prefix::<v1::Perceived>(body)?;
             Change::Perceived { agent: p.agent, n: p.n_percepts }
         }
         8 => {
-            let m = view::<v1::MemoryAdded>(body)?;
+            let m = prefix::<v1::MemoryAdded>(body)?;
             Change::Memory { agent: m.agent, kind: m.kind, importance: m.importance }
         }
         9 => retrieved(body)?,
-        10 => Change::LlmRequest { model: view::<v1::LlmRequested>(body)?.model },
+        10 => Change::LlmRequest { model: prefix::<v1::LlmRequested>(body)?.model },
         11 => {
-            let r = view::<v1::LlmResponded>(body)?;
+            let r = prefix::<v1::LlmResponded>(body)?;
             Change::LlmResponse {
                 fallback: r.fallback,
                 tokens_prompt: r.tokens_prompt,
@@ -457,11 +457,11 @@ pub fn from_stored(kind: u16, schema: u16, body: &[u8]) -> Option<Change<'_>> {
         13 => Change::EmbeddingRequest,
         14 | 24 | 25 | 26 | 27 => Change::Nothing,
         15 => {
-            let p = view::<v1::PlanMade>(body)?;
+            let p = prefix::<v1::PlanMade>(body)?;
             Change::Plan { agent: p.agent, level: p.level }
         }
         16 => {
-            let a = view::<v1::ActionStarted>(body)?;
+            let a = prefix::<v1::ActionStarted>(body)?;
             Change::Action {
                 agent: a.agent,
                 description: a.description,
@@ -471,21 +471,23 @@ pub fn from_stored(kind: u16, schema: u16, body: &[u8]) -> Option<Change<'_>> {
                 plan_item: a.plan_item,
             }
         }
-        17 => Change::ConversationStarted { agents: view::<v1::ConversationStarted>(body)?.agents },
-        18 => Change::Turn { conversation: view::<v1::ConversationRef>(body)?.conversation },
+        17 => {
+            Change::ConversationStarted { agents: prefix::<v1::ConversationStarted>(body)?.agents }
+        }
+        18 => Change::Turn { conversation: prefix::<v1::ConversationRef>(body)?.conversation },
         19 => Change::ConversationEnded {
-            conversation: view::<v1::ConversationRef>(body)?.conversation,
+            conversation: prefix::<v1::ConversationRef>(body)?.conversation,
         },
-        20 => Change::Reflection { agent: view::<v1::AgentOnly>(body)?.agent },
+        20 => Change::Reflection { agent: prefix::<v1::AgentOnly>(body)?.agent },
         21 => {
-            let o = view::<v1::ObjectStateChanged>(body)?;
+            let o = prefix::<v1::ObjectStateChanged>(body)?;
             Change::Object { address: o.address, state: o.state }
         }
         22 => {
-            let c = view::<v1::CashMoved>(body)?;
+            let c = prefix::<v1::CashMoved>(body)?;
             Change::Cash { from: c.from, to: c.to, amount_cents: c.amount_cents }
         }
-        23 => match view::<v1::Intervention>(body)? {
+        23 => match prefix::<v1::Intervention>(body)? {
             v1::Intervention::EditPersona { agent, persona } => {
                 Change::EditPersona { agent, persona }
             }
@@ -507,14 +509,14 @@ mod tests {
     use hamlet_log::event::{decode_stored, KNOWN_KINDS};
     use hamlet_log::samples::{one_body_per_kind, stored_samples};
 
-    /// The views read what the full decoding reads, for every kind.
+    /// The prefixes read what the full decoding reads, for every kind.
     use proptest::prelude::*;
 
     proptest! {
-        /// The hand-read views read what postcard reads, for any values, and refuse
+        /// The hand-read prefixes read what postcard reads, for any values, and refuse
         /// rather than misread bytes cut short.
         #[test]
-        fn hand_read_views_agree_with_postcard(
+        fn hand_read_prefixes_agree_with_postcard(
             agent in any::<u32>(), x in any::<u16>(), y in any::<u16>(),
             query in ".{0,40}", n_hits in 0..40usize, seed in any::<u8>(),
         ) {
@@ -584,14 +586,14 @@ mod tests {
     }
 
     #[test]
-    fn views_agree_with_decoded_bodies() {
+    fn prefixes_agree_with_decoded_bodies() {
         assert_eq!(stored_samples().len(), KNOWN_KINDS.len());
         for stored in stored_samples() {
             let (_, body) = decode_stored(&stored).unwrap();
             let (kind, schema, _, bytes) = hamlet_log::event::decode_header(&stored).unwrap();
-            let viewed = from_stored(kind, schema, bytes)
-                .unwrap_or_else(|| panic!("no view of kind {kind}"));
-            assert_eq!(viewed, from_body(&body), "kind {kind}");
+            let read = from_stored(kind, schema, bytes)
+                .unwrap_or_else(|| panic!("no prefix of kind {kind}"));
+            assert_eq!(read, from_body(&body), "kind {kind}");
         }
         // Every variant of the nested enums too.
         use hamlet_log::event::{Intervened, NewEvent};

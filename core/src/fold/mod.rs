@@ -201,7 +201,7 @@ impl Town {
     /// Folds one more event straight from its stored bytes (the fast road: see
     /// [`change`]). Equal to [`Town::apply`] on the decoded event whenever the body decodes
     /// — always, for bytes a store wrote or `verify` passed. For other bytes use
-    /// [`Town::apply_stored_strict`]: views read only what they need and would not notice a
+    /// [`Town::apply_stored_strict`]: prefixes read only what they need and would not notice a
     /// malformed tail.
     #[inline]
     pub fn apply_stored(&mut self, event: &StoredRef<'_>) {

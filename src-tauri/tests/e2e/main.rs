@@ -635,7 +635,7 @@ fn copy_dir(from: &Path, to: &Path) {
 /// two cores).
 const MINUTE: u32 = 600;
 
-/// A key typed into the Change tab: it must never reach a file.
+/// A key typed into the Intervene tab: it must never reach a file.
 const KEY: &str = "sk-e2e-never-written";
 
 /// 09:00 of the shipped day, in simulated seconds.
@@ -728,7 +728,7 @@ fn branch_row(w: &Window, name: &str) -> Value {
     )
 }
 
-/// How the Change tab says the last continuation went (`data-run-state`).
+/// How the Intervene tab says the last continuation went (`data-run-state`).
 fn run_state(w: &Window) -> Value {
     w.run("return document.querySelector('#pane-change').dataset.runState || null;", json!([]))
 }
@@ -757,7 +757,7 @@ fn need_embeddings() {
     );
 }
 
-/// The Change tab asks the scripted server, with embeddings from the embedded model.
+/// The Intervene tab asks the scripted server, with embeddings from the embedded model.
 fn use_scripted(w: &Window, server: &ScriptedServer) {
     w.run(
         "window.hamlet.setModel({ backend: 'server', base_url: arguments[0], model: arguments[1], api_key: '', embed: 'local', embed_model: '' }); return true;",
@@ -765,7 +765,7 @@ fn use_scripted(w: &Window, server: &ScriptedServer) {
     );
 }
 
-/// Continues the branch shown for `hours` simulated hours from the Change tab (its end is
+/// Continues the branch shown for `hours` simulated hours from the Intervene tab (its end is
 /// kept under `continue`), after the progress heard so far is forgotten.
 fn start_continuing(w: &Window, hours: f64) {
     hear_progress(w);
@@ -833,7 +833,7 @@ fn fork_the_morning(data: &Path, name: &str, store: Option<&Path>) -> (Window, V
 }
 
 /// Goal: "what if?" asked and answered in the window, against a model server. Method: the
-/// shipped day forked at 09:00; Delphine hears an inner voice through the Change tab, its
+/// shipped day forked at 09:00; Delphine hears an inner voice through the Intervene tab, its
 /// model a scripted OpenAI-compatible test server, and the timeline marks it; the fork
 /// continues ten simulated minutes to the end, the map and the tree following its head; a
 /// second continuation of an hour, the server now slow, is cancelled after a step and stops
