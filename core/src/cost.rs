@@ -10,7 +10,8 @@
 //! ```
 //!
 //! The embedded models cost nothing. A model without a price is counted in tokens and
-//! listed as unpriced, never guessed.
+//! listed as unpriced, never guessed. The made-up calls of `hamlet synth` (backend and model
+//! `synthetic`) are left out: no model was asked.
 
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -103,6 +104,8 @@ pub fn report<'a>(
     for (secs, body) in events {
         let mut row = Tally::default();
         let who = match body {
+            // Made up by `hamlet synth`: no model was asked, nothing was spent.
+            Body::LlmRequested(r) if r.backend == crate::synth::SYNTHETIC => continue,
             Body::LlmRequested(r) => {
                 let who = Who {
                     agent: r.agent.map(|a| a.0),
@@ -222,6 +225,23 @@ mod tests {
             probabilities: Vec::new(),
             tokens_cached: cached,
         })
+    }
+
+    #[test]
+    fn made_up_calls_cost_nothing_and_count_for_nothing() {
+        let spec = crate::synth::SynthSpec { n_events: 4000, n_agents: 4, seed: 3 };
+        let bytes = crate::synth::write_recording(spec, Vec::new(), |_| {}).unwrap();
+        let rec = hamlet_log::Recording::open(&bytes).unwrap();
+        let events: Vec<_> =
+            rec.events(rec.root().unwrap().id, 0).unwrap().map(Result::unwrap).collect();
+        let made_up = events
+            .iter()
+            .filter(|e| matches!(&e.body, Body::LlmRequested(r) if r.model == "synthetic"))
+            .count();
+        assert!(made_up > 10, "the synthetic town asks its made-up model");
+        let r = report(events.iter().map(|e| (e.sim_time_secs(), &e.body)), &BTreeMap::new());
+        assert_eq!((r.total.calls, r.total.prompt_tokens), (0, 0));
+        assert!(r.by_model.is_empty() && r.unpriced.is_empty());
     }
 
     #[test]

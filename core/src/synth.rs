@@ -27,6 +27,10 @@ pub struct SynthSpec {
 /// Dimensions of the synthetic embeddings (all-MiniLM-L6-v2's).
 pub const EMBEDDING_DIMS: usize = 384;
 
+/// The backend and model of every made-up call: no model answered them, so `cost` leaves
+/// them out and nothing mistakes them for a real model's.
+pub const SYNTHETIC: &str = "synthetic";
+
 const PLACES: &[&str] = &[
     "Lin family house:kitchen:stove",
     "Hobbs café:counter:coffee machine",
@@ -232,9 +236,9 @@ impl Synth {
                         request_hash,
                         purpose: "react".into(),
                         agent: Some(agent),
-                        backend: "local".into(),
+                        backend: SYNTHETIC.into(),
                         server: String::new(),
-                        model: "qwen2.5-coder-1.5b-instruct-q4_k_m".into(),
+                        model: SYNTHETIC.into(),
                         temperature_milli: 0,
                         top_p_milli: 1000,
                         max_tokens: 64,
@@ -269,7 +273,7 @@ impl Synth {
                         tokens_completion: 14,
                         latency_ms: 1200,
                         finish_reason: "stop".into(),
-                        response_model: "qwen2.5-coder-1.5b-instruct-q4_k_m".into(),
+                        response_model: SYNTHETIC.into(),
                         response_id: String::new(),
                         probabilities: Vec::new(),
                         tokens_cached: 0,

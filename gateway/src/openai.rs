@@ -49,6 +49,31 @@ impl fmt::Debug for Endpoint {
     }
 }
 
+/// The parts of a URL that may be secret: its user and password, and its query and
+/// fragment.
+fn secret_parts(url: &str) -> Vec<&str> {
+    let mut parts = Vec::new();
+    let (address, rest) = match url.find(['?', '#']) {
+        Some(at) => (&url[..at], &url[at + 1..]),
+        None => (url, ""),
+    };
+    parts.push(rest);
+    if let Some((_, after)) = address.split_once("://") {
+        let authority = after.split('/').next().unwrap_or_default();
+        if let Some((userinfo, _)) = authority.rsplit_once('@') {
+            parts.push(userinfo);
+        }
+    }
+    parts.retain(|p| !p.is_empty());
+    parts
+}
+
+/// `message` with every secret part of `url` it repeats (a key in the query string, a
+/// password before the host) replaced by `…`: what may enter an event, a log or a screen.
+pub fn scrub(message: &str, url: &str) -> String {
+    secret_parts(url).into_iter().fold(message.to_owned(), |m, secret| m.replace(secret, "…"))
+}
+
 /// A URL without credentials, query or fragment: what events record as the server.
 pub fn public_address(url: &str) -> String {
     let url = url.split(['?', '#']).next().unwrap_or_default();
@@ -82,6 +107,14 @@ impl OpenAi {
         let client = Client::with_config(config).with_http_service(OneTry { http });
         let server = public_address(&endpoint.base_url);
         Ok(OpenAi { client, endpoint, server })
+    }
+
+    /// A failed try as [`classify_failure`] sees it, its message scrubbed of whatever in
+    /// the base URL may be secret (a message reaches an `LlmFailed` event).
+    fn failure(&self, error: OpenAIError, form: StructuredForm) -> BackendError {
+        let mut e = classify_failure(error, form);
+        e.message = scrub(&e.message, &self.endpoint.base_url);
+        e
     }
 
     /// The request's common fields, and `response_format` as `form` asks.
@@ -162,7 +195,11 @@ impl OpenAi {
             .collect();
         let mut request = self.body(attempt, json!({ "messages": messages }));
         more(&mut request);
-        self.client.chat().create_byot(request).await.map_err(|e| failure(e, attempt.structured))
+        self.client
+            .chat()
+            .create_byot(request)
+            .await
+            .map_err(|e| self.failure(e, attempt.structured))
     }
 
     async fn text(&self, attempt: Attempt<'_>, prompt: &str) -> Result<Completion, BackendError> {
@@ -185,7 +222,7 @@ impl OpenAi {
             .completions()
             .create_byot(request)
             .await
-            .map_err(|e| failure(e, attempt.structured))
+            .map_err(|e| self.failure(e, attempt.structured))
     }
 
     /// A rating asked item by item (`StructuredForm::Probabilities`): each item's prompt
@@ -456,7 +493,7 @@ impl EmbedBackend for OpenAiEmbed {
                 .embeddings()
                 .create_byot(request)
                 .await
-                .map_err(|e| failure(e, StructuredForm::None))?;
+                .map_err(|e| self.0.failure(e, StructuredForm::None))?;
             vectors(&response)
         })
     }
@@ -573,7 +610,7 @@ impl tower::Service<HttpRequestFactory> for OneTry {
 /// How a failed try is classified: what kind (and so whether the gateway tries again,
 /// steps down the structured form, or stops), and a hint when a person must change
 /// something.
-fn failure(error: OpenAIError, form: StructuredForm) -> BackendError {
+fn classify_failure(error: OpenAIError, form: StructuredForm) -> BackendError {
     match error {
         OpenAIError::Boxed(boxed) => match boxed.downcast::<HttpStatus>() {
             Ok(s) => {
@@ -752,5 +789,15 @@ mod tests {
             model: "m".into(),
         };
         assert!(!format!("{e:?}").contains("sk-secret"));
+    }
+
+    #[test]
+    fn messages_lose_the_secret_parts_of_the_address() {
+        let url = "https://user:sk-pass@api.example.com/v1?key=sk-query#frag";
+        let said = format!("error sending request for url ({url}/chat/completions)");
+        let scrubbed = scrub(&said, url);
+        assert!(!scrubbed.contains("sk-pass") && !scrubbed.contains("sk-query"), "{scrubbed}");
+        assert!(scrubbed.contains("api.example.com/v1"), "{scrubbed}");
+        assert_eq!(scrub("nothing secret", "http://127.0.0.1:8080/v1"), "nothing secret");
     }
 }

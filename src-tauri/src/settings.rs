@@ -73,11 +73,17 @@ impl Default for ModelSetting {
 }
 
 impl Settings {
-    /// The same settings within their bounds.
+    /// The same settings within their bounds, the base URL without anything that may be
+    /// secret (a user and password, a query string): those are never written.
     pub fn bounded(self) -> Settings {
+        let base_url = match self.model.base_url.trim() {
+            "" => String::new(),
+            url => hamlet_gateway::openai::public_address(url),
+        };
         Settings {
             speed: self.speed.clamp(1, 3600),
             panel_width: self.panel_width.clamp(240, 2000),
+            model: ModelSetting { base_url, ..self.model },
             ..self
         }
     }
@@ -167,5 +173,10 @@ mod tests {
         let old: Settings = serde_json::from_str(r#"{"speed": 60, "show_paths": false}"#).unwrap();
         assert_eq!(old.model, ModelSetting::default());
         assert!(!old.show_paths);
+        // Credentials in the address itself are not kept either.
+        let sent = serde_json::json!({ "model": { "backend": "server",
+            "base_url": "https://me:pw-secret@llm.example.com/v1?key=sk-query" } });
+        let settings = serde_json::from_value::<Settings>(sent).unwrap().bounded();
+        assert_eq!(settings.model.base_url, "https://llm.example.com/v1");
     }
 }

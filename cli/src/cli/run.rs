@@ -220,6 +220,12 @@ pub fn run(a: RunArgs) -> anyhow::Result<Outcome> {
                 Sim::resume(store, branch, gateway, SimSettings::default()).await?
             }
         };
+        // Known before the first step ends, so a resumed run's waiting line names its agents.
+        if let Ok(mut names) = names.lock() {
+            for (id, agent) in &sim.state().agents {
+                names.entry(id.0).or_insert_with(|| agent.name.clone());
+            }
+        }
         let start = sim.definition().start_secs;
         let target = ops::target_step(&sim, ops::Hours::Until(a.hours));
         let first = sim.state().step;

@@ -229,3 +229,45 @@ async fn futures_join(gw: Gateway, calls: Vec<Call>) -> Vec<hamlet_gateway::Answ
     }
     out
 }
+
+/// A key or password in the base URL itself never reaches a failure's message, an event or
+/// the error: reqwest names the URL it could not reach, and it is scrubbed first.
+#[tokio::test]
+async fn secrets_in_the_base_url_never_reach_an_event() {
+    use hamlet_gateway::openai::{Endpoint, OpenAi, OpenAiEmbed};
+    use std::sync::Arc;
+    // Nothing listens on a port just released.
+    let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+    let endpoint = |model: &str| Endpoint {
+        base_url: format!("http://someone:pw-in-the-url@127.0.0.1:{port}/v1?key=sk-in-the-query"),
+        api_key: KEY.into(),
+        model: model.into(),
+    };
+    let gateway = Gateway::new(
+        Arc::new(OpenAi::new(endpoint("m")).unwrap()),
+        Arc::new(OpenAiEmbed::new(endpoint("e")).unwrap()),
+        hamlet_gateway::Params::default(),
+        RetryPolicy { max_attempts: 2, ..quick() },
+        4,
+    );
+    let error = gateway.ask(&importance()).await.unwrap_err();
+    let failures: Vec<&str> = error
+        .events()
+        .iter()
+        .filter_map(|e| match e {
+            Body::LlmFailed(f) => Some(f.message.as_str()),
+            _ => None,
+        })
+        .collect();
+    assert!(!failures.is_empty(), "{error}");
+    for said in failures.iter().copied().chain([error.to_string().as_str()]) {
+        for secret in ["pw-in-the-url", "sk-in-the-query", KEY] {
+            assert!(!said.contains(secret), "{secret} in {said}");
+        }
+    }
+    assert!(failures.iter().any(|m| m.contains("127.0.0.1")), "{failures:?}");
+    for e in error.events() {
+        let debug = format!("{e:?}");
+        assert!(!debug.contains("pw-in-the-url") && !debug.contains("sk-in-the-query"), "{debug}");
+    }
+}
