@@ -16,6 +16,7 @@ fn main() -> ExitCode {
         Ok(Outcome::Done) => 0,
         Ok(Outcome::ProblemsFound) => 1,
         Ok(Outcome::PrefixRecovered) => 3,
+        Ok(Outcome::FalseCheckpoints) => 4,
         Err(err) if cli::is_broken_pipe(&err) => 0,
         Err(err) => {
             #[expect(clippy::print_stderr, reason = "main is where errors are reported")]

@@ -7,11 +7,13 @@
 //! engine's store implements it beside its writes. Nothing here writes, spawns or reads a
 //! clock.
 
+use std::collections::{BTreeMap, BTreeSet};
 use std::fmt;
 
 use hamlet_log::event::parse_header;
-use hamlet_log::format::StoredRef;
-use hamlet_log::recording::ReadError;
+use hamlet_log::format::{CheckpointEntry, StoredRef};
+use hamlet_log::recording::{OpenError, ReadError};
+use hamlet_log::verify::{Problem, Report};
 use hamlet_log::{BranchId, Event, EventId, Recording};
 use serde::Serialize;
 
@@ -263,6 +265,11 @@ impl Log for Recording<'_> {
     }
 
     fn checkpoint(&self, branch: BranchId, seq: u64) -> Result<Option<(u64, Town)>, LogError> {
+        // A checkpoint's hash vouches for its bytes, not for its state: until the fold has
+        // vouched for it too (`open_checked`), seeks start from the first event.
+        if !self.checkpoints_trusted() {
+            return Ok(None);
+        }
         let found = self.checkpoints(branch)?.into_iter().filter(|(cp, _)| cp.seq <= seq).find_map(
             |(cp, bytes)| {
                 let bytes = self.checkpoint_bytes(&cp, bytes)?;
@@ -278,6 +285,95 @@ impl Log for Recording<'_> {
     fn is_verified(&self) -> bool {
         Recording::is_verified(self)
     }
+}
+
+/// Verifies a recording (`hamlet_log::verify`), then, if it is sound, re-derives the state
+/// at every checkpoint by folding its events ([`check_checkpoints`]): a checkpoint that
+/// differs is a problem in the report (`Problem::Checkpoint`). Readers start seeks at
+/// checkpoints only when all of them held; otherwise they fold from the first event.
+pub fn open_checked(bytes: &[u8]) -> Result<(Recording<'_>, Report), OpenError> {
+    let (mut rec, mut report) = Recording::open_verified(bytes)?;
+    if report.is_clean() {
+        match check_checkpoints(&rec) {
+            Ok(found) if found.is_empty() => rec.trust_checkpoints(),
+            Ok(found) => report.problems.extend(found),
+            Err(e) => report.problems.push(Problem::Index(format!(
+                "its checkpoints could not be checked against its events: {e}"
+            ))),
+        }
+    }
+    Ok((rec, report))
+}
+
+/// Folds every branch of a recording once and compares the state at each of its
+/// checkpoints with the one the checkpoint holds; answers each that differs. A branch's
+/// fold starts at the latest checkpoint of its ancestry already found true (parents are
+/// checked before their forks), so every event is folded about once. A checkpoint's bytes
+/// are compared with the fold's encoding, never decoded. One in another state version than
+/// this build's is one no reader uses, and is left alone.
+pub fn check_checkpoints(rec: &Recording<'_>) -> Result<Vec<Problem>, LogError> {
+    let mut by_branch: BTreeMap<BranchId, Vec<CheckpointEntry>> = BTreeMap::new();
+    for cp in &rec.summary().checkpoints {
+        by_branch.entry(cp.branch).or_default().push(*cp);
+    }
+    let mut order: Vec<(usize, BranchId)> = Vec::new();
+    for (&branch, list) in &mut by_branch {
+        list.sort_by_key(|cp| cp.seq);
+        order.push((rec.ancestry(branch)?.len(), branch));
+    }
+    order.sort();
+    let mut found = Vec::new();
+    let mut trusted: BTreeSet<(BranchId, u64)> = BTreeSet::new();
+    for (_, branch) in order {
+        let own = by_branch.get(&branch).map_or(&[][..], Vec::as_slice);
+        let first_own = own.first().map_or(0, |cp| cp.seq);
+        // The latest ancestor checkpoint found true, below this branch's own.
+        let start = rec
+            .checkpoints(branch)?
+            .into_iter()
+            .filter(|(cp, _)| cp.branch != branch && cp.seq < first_own)
+            .find(|(cp, _)| trusted.contains(&(cp.branch, cp.seq)))
+            .and_then(|(cp, bytes)| {
+                Town::from_checkpoint(bytes).map(|t| (cp.seq.saturating_add(1), t))
+            });
+        let (mut next, mut town) = start.unwrap_or_default();
+        for cp in own {
+            if cp.seq >= next {
+                fold_into(rec, branch, next, cp.seq, &mut town)?;
+                next = cp.seq.saturating_add(1);
+            }
+            let bytes = usize::try_from(cp.offset)
+                .ok()
+                .zip(cp.offset.checked_add(cp.len_bytes).and_then(|e| usize::try_from(e).ok()))
+                .and_then(|(a, b)| rec.bytes().get(a..b))
+                .unwrap_or(&[]);
+            if bytes.get(..2) != Some(&crate::fold::CHECKPOINT_VERSION.to_le_bytes()[..]) {
+                continue;
+            }
+            // Compared as bytes, never decoded: a state from outside could decode to many
+            // times its size, and the fold's encoding is canonical.
+            let folded = town.state_hash();
+            let problem = if town.head.map(|(s, _)| s) != Some(cp.seq) {
+                Some(format!("its branch has no event #{}", cp.seq))
+            } else if town.to_checkpoint() != bytes {
+                Some(format!("its state is not the one its events fold to ({folded})"))
+            } else if cp.state_hash != folded.0 {
+                Some(format!(
+                    "the summary gives its state as {}, its events fold to {folded}",
+                    crate::fold::StateHash(cp.state_hash)
+                ))
+            } else {
+                None
+            };
+            match problem {
+                Some(problem) => found.push(Problem::Checkpoint { branch, seq: cp.seq, problem }),
+                None => {
+                    trusted.insert((branch, cp.seq));
+                }
+            }
+        }
+    }
+    Ok(found)
 }
 
 /// One branch of events held in memory, read as a log: what a test, a tool or a page that

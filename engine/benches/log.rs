@@ -13,6 +13,7 @@ use hamlet_testkit::machine;
 use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion, Throughput};
 use hamlet_engine::fold::Town;
 use hamlet_engine::history::{export_with_checkpoints, state_at, Moment};
+use hamlet_engine::log::open_checked;
 use hamlet_engine::rng::SimRng;
 use hamlet_engine::store::Store;
 use hamlet_engine::synth::{write_recording, SynthSpec};
@@ -58,7 +59,8 @@ fn data() -> &'static Data {
             .map(|e| e.expect("entry").metadata().expect("metadata").len())
             .sum();
         let in_format_1 = |bytes: &[u8]| {
-            let rec = Recording::open(bytes).expect("open");
+            let (rec, report) = open_checked(bytes).expect("open");
+            assert!(report.is_clean() && rec.checkpoints_trusted());
             hamlet_log::writer::rewrite(&rec, Vec::new(), "bench", 1).expect("format 1")
         };
         let formats = vec![
@@ -123,6 +125,17 @@ fn verify(c: &mut Criterion) {
         group.bench_function(format!("every check, all cores, {}", f.name), |b| {
             b.iter(|| assert!(hamlet_log::verify::verify(black_box(&f.bytes)).is_clean()))
         });
+        // What a reader does before it starts a seek at a checkpoint: verify, then fold
+        // every event and compare the state at each checkpoint.
+        group.bench_function(
+            format!("every check and every checkpoint's state re-derived, {}", f.name),
+            |b| {
+                b.iter(|| {
+                    let (rec, report) = open_checked(black_box(&f.with_checkpoints)).expect("open");
+                    assert!(report.is_clean() && rec.checkpoints_trusted());
+                })
+            },
+        );
     }
     group.finish();
 }
@@ -144,7 +157,8 @@ fn seek_in(
     group: &mut criterion::BenchmarkGroup<'_, criterion::measurement::WallTime>,
     f: &Format,
 ) {
-    let (rec, _) = Recording::open_verified(&f.with_checkpoints).expect("open");
+    let (rec, report) = open_checked(&f.with_checkpoints).expect("open");
+    assert!(report.is_clean() && rec.checkpoints_trusted());
     let root = rec.root().expect("root").id;
     let head = rec.branch(root).expect("branch").head_seq;
     let mut rng = SimRng::stream(5, &["seek"]);
@@ -156,8 +170,8 @@ fn seek_in(
         warm.push(start.elapsed());
     }
     warm.sort();
-    // Cold: open the file's summary and seek, with no verification and every chunk
-    // hashed as it is read.
+    // Cold: open the file's summary and seek, with no verification, every chunk hashed as
+    // it is read, and no checkpoint trusted: the fold starts at the first event.
     let mut cold = Vec::new();
     for _ in 0..30 {
         let seq = rng.int_inclusive(0, head);

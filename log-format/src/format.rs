@@ -32,9 +32,15 @@ pub mod compression {
     /// little more and write much slower.
     pub const ZSTD_LEVEL: i32 = 3;
     /// The decompressed data may be at most this many times the stored data's length (and
-    /// never over `MAX_RECORD_LEN`), so a small file cannot make a reader allocate a
+    /// never over [`MAX_RAW_LEN`]), so a small file cannot make a reader allocate a
     /// gigabyte. A writer stores a chunk that compresses better than this uncompressed.
     pub const MAX_RATIO: u64 = 256;
+    /// The most a compressed chunk's data may decompress to: what a writer can make. A
+    /// writer closes a chunk once it holds `COMPRESSED_CHUNK_TARGET_LEN` bytes, so its
+    /// last event (at most `MAX_EVENT_LEN`, with its framing) ends it: 18 MiB. Writers
+    /// store a longer chunk uncompressed, and no reader is made to allocate more for one.
+    pub const MAX_RAW_LEN: u64 =
+        super::COMPRESSED_CHUNK_TARGET_LEN as u64 + super::MAX_EVENT_LEN as u64 + (1 << 20);
 }
 
 /// Record opcodes.
@@ -74,7 +80,7 @@ pub const FOOTER_LEN: usize = RECORD_PREFIX_LEN + FOOTER_BODY_LEN + MAGIC.len();
 /// No record may be longer than this, whatever its length field says.
 pub const MAX_RECORD_LEN: u64 = 1 << 30;
 /// No stored event may be longer than this.
-pub const MAX_EVENT_LEN: u32 = 64 << 20;
+pub const MAX_EVENT_LEN: u32 = 16 << 20;
 /// The most events one chunk may hold.
 pub const MAX_CHUNK_EVENTS: u32 = 1 << 20;
 /// Writers start a new chunk once this many data bytes are buffered.
@@ -558,6 +564,16 @@ impl<'a> ChunkRef<'a> {
         Ok(ChunkRef { header, data, hash, offset })
     }
 
+    /// The bytes [`ChunkRef::open`] allocates: the declared decompressed length of a
+    /// compressed chunk (within the limits, checked by `parse`); 0 for one stored as it is,
+    /// which is borrowed.
+    pub fn inflated_len(&self) -> u64 {
+        match self.header.compression {
+            compression::ZSTD => raw_len(self.data).map_or(0, |n| n as u64),
+            _ => 0,
+        }
+    }
+
     /// The chunk's event data, decompressed if it was stored compressed (borrowed from the
     /// file if it was not), ready to walk. Fails when the stored data does not decompress
     /// to exactly the length it declares.
@@ -586,7 +602,7 @@ fn raw_len(data: &[u8]) -> Result<usize, String> {
     let mut cur = Bytes::new(data);
     let len = cur.u64().ok_or_else(|| "compressed data shorter than its length".to_string())?;
     let stored = data.len() as u64;
-    if len > MAX_RECORD_LEN || len > stored.saturating_mul(compression::MAX_RATIO) {
+    if len > compression::MAX_RAW_LEN || len > stored.saturating_mul(compression::MAX_RATIO) {
         return Err(format!(
             "compressed data of {stored} bytes claims {len} bytes decompressed, over the limit"
         ));
@@ -668,7 +684,7 @@ fn deflate(_raw: &[u8]) -> Option<Vec<u8>> {
 /// A chunk record for `header`'s events whose (uncompressed) event data is `raw`: compressed
 /// with Zstandard when `compress` and it pays, else stored as it is. With its chunk hash.
 fn encode_chunk(header: ChunkHeader, raw: &[u8], compress: bool) -> (Vec<u8>, [u8; 32]) {
-    let packed = compress
+    let packed = (compress && raw.len() as u64 <= compression::MAX_RAW_LEN)
         .then(|| deflate(raw))
         .flatten()
         .map(|stream| {

@@ -55,6 +55,8 @@ pub struct Recording<'a> {
     by_branch: std::collections::BTreeMap<BranchId, Vec<usize>>,
     // `verify` found these bytes sound: chunk hashes need not be recomputed on read.
     verified: bool,
+    // Every checkpoint's state was found equal to its events' fold: seeks may start there.
+    checkpoints_trusted: bool,
 }
 
 /// One stretch of a branch's history: a branch's chunks up to a limit.
@@ -78,7 +80,14 @@ impl<'a> Recording<'a> {
         for list in by_branch.values_mut() {
             list.sort_by_key(|&i| summary.chunks.get(i).map_or(0, |c| c.first_seq));
         }
-        Ok(Recording { bytes, preamble, summary, by_branch, verified: false })
+        Ok(Recording {
+            bytes,
+            preamble,
+            summary,
+            by_branch,
+            verified: false,
+            checkpoints_trusted: false,
+        })
     }
 
     /// Verifies the bytes, then opens them; reads then skip re-hashing each chunk (the
@@ -96,6 +105,20 @@ impl<'a> Recording<'a> {
     /// Whether reads skip re-hashing chunks because `verify` found the bytes sound.
     pub fn is_verified(&self) -> bool {
         self.verified
+    }
+
+    /// Lets readers start a seek at a checkpoint. A checkpoint's hash proves only that its
+    /// bytes are the ones its author wrote, not that they are the state its events fold
+    /// to: call this only after folding the events and finding every checkpoint equal
+    /// (`hamlet_core::log::open_checked` does). Ignored unless the file verified clean.
+    pub fn trust_checkpoints(&mut self) {
+        self.checkpoints_trusted = self.verified;
+    }
+
+    /// Whether checkpoints were found equal to the fold (see
+    /// [`Recording::trust_checkpoints`]); until then readers fold from the start.
+    pub fn checkpoints_trusted(&self) -> bool {
+        self.checkpoints_trusted
     }
 
     /// The program that wrote it.
@@ -300,7 +323,14 @@ impl<'a> Recording<'a> {
         let start = chunks.partition_point(|(_, last)| *last < from);
         let mut chunks = chunks.into_iter();
         chunks.by_ref().take(start).for_each(drop);
-        Ok(BranchEvents { rec: self, chunks, ready: Default::default(), from, failed: false })
+        Ok(BranchEvents {
+            rec: self,
+            chunks,
+            ready: Default::default(),
+            from,
+            failed: false,
+            current: None,
+        })
     }
 
     /// The last seq of `branch` whose event's simulated time is at most `sim_time_secs`
@@ -392,29 +422,68 @@ pub struct BranchEvents<'r, 'a> {
     ready: std::collections::VecDeque<Result<Event, ReadError>>,
     from: u64,
     failed: bool,
+    /// The chunk being decoded, a few megabytes of it at a time.
+    current: Option<Current<'a>>,
 }
 
+/// An opened chunk with the part of it left to decode.
+#[derive(Debug)]
+struct Current<'a> {
+    chunk: crate::format::Chunk<'a>,
+    branch: BranchId,
+    /// The last seq to take from it.
+    last: u64,
+    /// The next seq to decode.
+    next: u64,
+}
+
+/// Stored bytes decoded at once: a body can take many times its size once decoded, so a
+/// large chunk is decoded a few events at a time, never whole.
+const DECODE_AT_ONCE: usize = 4 << 20;
+
 impl BranchEvents<'_, '_> {
-    /// Decodes the events of the next chunk in range into `ready`; false when none is left.
+    /// Decodes the next events in range into `ready`; false when none is left.
     fn refill(&mut self) -> bool {
-        let Some((entry, last)) = self.chunks.next() else { return false };
-        let chunk = match self.rec.chunk(&entry).and_then(|c| Ok(c.open()?)) {
-            Ok(chunk) => chunk,
-            Err(e) => {
-                self.ready.push_back(Err(e));
-                return true;
+        if self.current.is_none() {
+            let Some((entry, last)) = self.chunks.next() else { return false };
+            match self.rec.chunk(&entry).and_then(|c| Ok(c.open()?)) {
+                Ok(chunk) => {
+                    let next = self.from;
+                    self.current = Some(Current { chunk, branch: entry.branch, last, next });
+                }
+                Err(e) => {
+                    self.ready.push_back(Err(e));
+                    return true;
+                }
             }
+        }
+        let (ready, Some(current)) = (&mut self.ready, self.current.as_mut()) else {
+            return false;
         };
+        let Current { chunk, branch, last, next } = current;
+        let mut decoded = 0;
+        let mut more = false;
         for event in chunk.events() {
             match event {
-                Ok(e) if e.header.seq > last => break,
-                Ok(e) if e.header.seq < self.from => continue,
-                Ok(e) => self.ready.push_back(to_event(entry.branch, e)),
+                Ok(e) if e.header.seq > *last => break,
+                Ok(e) if e.header.seq < *next => continue,
+                Ok(_) if decoded >= DECODE_AT_ONCE => {
+                    more = true;
+                    break;
+                }
+                Ok(e) => {
+                    decoded += e.body.len();
+                    *next = e.header.seq.saturating_add(1);
+                    ready.push_back(to_event(*branch, e));
+                }
                 Err(e) => {
-                    self.ready.push_back(Err(e.into()));
+                    ready.push_back(Err(e.into()));
                     break;
                 }
             }
+        }
+        if !more {
+            self.current = None;
         }
         true
     }

@@ -51,6 +51,17 @@ pub enum Problem {
     },
     /// The statistics disagree with the data.
     Statistics(String),
+    /// A checkpoint whose state is not the one its events fold to: its hash holds, so its
+    /// author wrote it so. Found by folding (`hamlet_core::log::check_checkpoints`), which
+    /// this crate cannot do; `verify` here never reports it.
+    Checkpoint {
+        /// Its branch.
+        branch: BranchId,
+        /// The seq it says it was folded to.
+        seq: u64,
+        /// What differs.
+        problem: String,
+    },
 }
 
 impl fmt::Display for Problem {
@@ -66,6 +77,9 @@ impl fmt::Display for Problem {
             Problem::Index(s) => write!(f, "chunk index: {s}"),
             Problem::Branch { branch, problem } => write!(f, "branch {branch}: {problem}"),
             Problem::Statistics(s) => write!(f, "statistics: {s}"),
+            Problem::Checkpoint { branch, seq, problem } => {
+                write!(f, "checkpoint at {branch} #{seq}: {problem}")
+            }
         }
     }
 }
@@ -103,6 +117,62 @@ struct Found {
     created_id: EventId,
     /// The name of the chunk's last `BranchRenamed`, if it holds one.
     renamed: Option<String>,
+}
+
+/// The most bytes of decompressed chunks `verify`'s threads hold at once: with
+/// [`crate::format::compression::MAX_RAW_LEN`], what keeps a hostile file's demands on
+/// memory to a few hundred megabytes however many cores walk it.
+pub const INFLATE_BUDGET: u64 = 256 << 20;
+
+/// The most bytes the walking threads' decoded large bodies may hold at once, counted as
+/// [`MAX_EXPANSION`] times their stored length: one body of `MAX_EVENT_LEN` takes it all.
+pub const DECODE_BUDGET: u64 = crate::format::MAX_EVENT_LEN as u64 * MAX_EXPANSION;
+
+/// How many times its stored length a body can take once decoded, at most: an empty
+/// string is one byte stored and 24 in memory.
+pub const MAX_EXPANSION: u64 = 24;
+
+/// Bodies up to this many bytes are decoded without asking the budget.
+const LARGE_BODY: usize = 64 << 10;
+
+/// Bytes shared by the walking threads: each takes what it will decompress before it does,
+/// and waits while others hold too much. A chunk larger than the whole budget waits for
+/// all of it.
+struct Budget {
+    whole: u64,
+    left: std::sync::Mutex<u64>,
+    freed: std::sync::Condvar,
+}
+
+impl Budget {
+    fn new(whole: u64) -> Budget {
+        Budget { whole, left: std::sync::Mutex::new(whole), freed: std::sync::Condvar::new() }
+    }
+
+    /// Waits until `n` bytes (at most the whole budget) are free, and takes them.
+    fn take(&self, n: u64) -> u64 {
+        let n = n.min(self.whole);
+        if n == 0 {
+            return 0;
+        }
+        // A poisoned lock still counts bytes: a walk that panicked gave nothing back, and
+        // readers never panic.
+        let mut left = self.left.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        while *left < n {
+            left = self.freed.wait(left).unwrap_or_else(std::sync::PoisonError::into_inner);
+        }
+        *left -= n;
+        n
+    }
+
+    /// Gives back what [`Budget::take`] took.
+    fn give(&self, n: u64) {
+        if n > 0 {
+            let mut left = self.left.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+            *left += n;
+            self.freed.notify_all();
+        }
+    }
 }
 
 /// Scans records from `start` to `end`, checking each chunk by itself.
@@ -151,14 +221,25 @@ fn scan(
             _ => {} // Unknown kinds are skipped; the data hash covers their bytes.
         }
     }
-    // Walking events is the costly part: spread the chunks over the machine's cores.
+    // Walking events is the costly part: spread the chunks over the machine's cores, the
+    // bytes they decompress at once within one budget.
     let n_threads = match crate::THREADS {
         true => std::thread::available_parallelism().map_or(1, |n| n.get()).clamp(1, 8),
         false => 1,
     };
     let per = raw.len().div_ceil(n_threads).max(1);
+    let budgets = (Budget::new(INFLATE_BUDGET), Budget::new(DECODE_BUDGET));
     let walk_part = |part: &[crate::format::RecordRef<'_>]| -> Vec<Result<Found, FormatError>> {
-        part.iter().map(|r| ChunkRef::parse(*r).and_then(|c| walk(&c, preamble))).collect()
+        part.iter()
+            .map(|r| {
+                ChunkRef::parse(*r).and_then(|c| {
+                    let taken = budgets.0.take(c.inflated_len());
+                    let found = walk(&c, preamble, &budgets.1);
+                    budgets.0.give(taken);
+                    found
+                })
+            })
+            .collect()
     };
     let walked: Vec<Result<Found, FormatError>> = if n_threads == 1 {
         walk_part(&raw)
@@ -184,7 +265,11 @@ fn scan(
     out
 }
 
-fn walk(chunk: &ChunkRef<'_>, preamble: &crate::format::Preamble) -> Result<Found, FormatError> {
+fn walk(
+    chunk: &ChunkRef<'_>,
+    preamble: &crate::format::Preamble,
+    decoding: &Budget,
+) -> Result<Found, FormatError> {
     if !preamble.allows(chunk.header.compression) {
         return Err(FormatError::BadChunk {
             offset: chunk.offset,
@@ -205,7 +290,16 @@ fn walk(chunk: &ChunkRef<'_>, preamble: &crate::format::Preamble) -> Result<Foun
     let mut renamed = None;
     for event in opened.events_checked() {
         let event = event?;
-        let body = decode_body(event.kind, event.schema, event.body).map_err(|source| {
+        // A large body may decode to many times its size: such bodies take their share of
+        // the decoding budget first (small ones, however many, hold little at once).
+        let charge = match event.body.len() {
+            n if n > LARGE_BODY => (n as u64).saturating_mul(MAX_EXPANSION),
+            _ => 0,
+        };
+        let taken = decoding.take(charge);
+        let decoded = decode_body(event.kind, event.schema, event.body);
+        let body = decoded.map_err(|source| {
+            decoding.give(taken);
             FormatError::BadEvent { offset: chunk.offset, seq: event.header.seq, source }
         })?;
         match body {
@@ -214,8 +308,9 @@ fn walk(chunk: &ChunkRef<'_>, preamble: &crate::format::Preamble) -> Result<Foun
                 created_id = event.id;
             }
             Body::BranchRenamed(r) => renamed = Some(r.name),
-            _ => {}
+            other => drop(other),
         }
+        decoding.give(taken);
         run = match run {
             Some((kind, n)) if kind == event.kind => Some((kind, n + 1)),
             Some((kind, n)) => {
@@ -571,5 +666,36 @@ pub fn recover(bytes: &[u8], writer_name: &str) -> Recovered {
             problems: report.problems,
         },
         Err(_) => nothing(report.problems),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::atomic::{AtomicU64, Ordering};
+
+    use super::Budget;
+
+    #[test]
+    fn the_walkers_never_hold_more_than_the_budget() {
+        let budget = Budget::new(100);
+        let (held, most) = (AtomicU64::new(0), AtomicU64::new(0));
+        std::thread::scope(|scope| {
+            for i in 0..8u64 {
+                let (budget, held, most) = (&budget, &held, &most);
+                scope.spawn(move || {
+                    for n in [30, 60, 100, 250, 0, 45 + i] {
+                        let taken = budget.take(n);
+                        assert_eq!(taken, n.min(100));
+                        let now = held.fetch_add(taken, Ordering::SeqCst) + taken;
+                        most.fetch_max(now, Ordering::SeqCst);
+                        std::thread::sleep(std::time::Duration::from_millis(1));
+                        held.fetch_sub(taken, Ordering::SeqCst);
+                        budget.give(taken);
+                    }
+                });
+            }
+        });
+        assert!(most.load(Ordering::SeqCst) <= 100, "{}", most.load(Ordering::SeqCst));
+        assert_eq!(*budget.left.lock().unwrap(), 100, "everything given back");
     }
 }

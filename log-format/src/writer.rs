@@ -297,8 +297,9 @@ impl<W: Write> RecordingWriter<W> {
 }
 
 /// Writes `rec` again in format `version` (1: chunks uncompressed; 2: compressed): the same
-/// branches, events and ids, cut into chunks afresh at the targets of that version, and
-/// every checkpoint whose bytes match its hash. A damaged chunk stops it with an error.
+/// branches, events and ids, cut into chunks afresh at the targets of that version, and its
+/// checkpoints if the fold vouched for them ([`crate::Recording::trust_checkpoints`]); none
+/// otherwise (a checkpoint is derived data). A damaged chunk stops it with an error.
 pub fn rewrite<W: Write>(
     rec: &crate::Recording<'_>,
     out: W,
@@ -332,7 +333,11 @@ pub fn rewrite<W: Write>(
             w.write_chunk(&rest.finish().1)?;
         }
     }
-    for cp in &rec.summary().checkpoints {
+    let checkpoints = match rec.checkpoints_trusted() {
+        true => rec.summary().checkpoints.as_slice(),
+        false => &[],
+    };
+    for cp in checkpoints {
         let state = usize::try_from(cp.offset)
             .ok()
             .zip(cp.offset.checked_add(cp.len_bytes).and_then(|end| usize::try_from(end).ok()))

@@ -311,11 +311,20 @@ fn default_store(app: &AppHandle, recording: &std::path::Path) -> Result<PathBuf
         .path()
         .app_data_dir()
         .map_err(|e| format!("no data directory to import the recording into: {e}"))?;
-    let stem = recording.file_stem().map_or_else(
-        || "recording".to_owned(),
-        |s| s.to_string_lossy().chars().filter(|c| !matches!(c, '/' | '\\')).collect(),
-    );
-    Ok(data.join("stores").join(stem))
+    Ok(data.join("stores").join(store_name(recording)))
+}
+
+/// A store's name from a recording's path: its file name without `.hamlet`, without path
+/// separators, control characters or leading dots, so that it names one new directory
+/// inside `stores/` — never `.`, `..` or a hidden one (`...hamlet` is `recording`).
+fn store_name(recording: &std::path::Path) -> String {
+    let stem = recording.file_stem().map(|s| s.to_string_lossy()).unwrap_or_default();
+    let name: String =
+        stem.chars().filter(|c| !matches!(c, '/' | '\\') && !c.is_control()).collect();
+    match name.trim_start_matches('.').trim() {
+        "" => "recording".to_owned(),
+        name => name.to_owned(),
+    }
 }
 
 /// Imports the recording at `path` into the store `dir` (made if missing; events it holds
@@ -553,7 +562,7 @@ async fn export(
             return Ok(None);
         };
         // What is written verifies: checked before it replaces anything.
-        let (rec, report) = hamlet_log::Recording::open_verified(&bytes)
+        let (rec, report) = hamlet_engine::log::open_checked(&bytes)
             .map_err(|e| format!("the export does not read back (a bug in Hamlet): {e}"))?;
         if !report.is_clean() {
             return Err(format!(
@@ -755,4 +764,28 @@ fn main() {
             eprintln!("error: the viewer's window could not run: {e}");
             std::process::exit(2);
         });
+}
+
+#[cfg(test)]
+mod tests {
+    use std::path::Path;
+
+    use super::store_name;
+
+    #[test]
+    fn a_store_is_named_inside_stores_never_above_it() {
+        for (file, name) in [
+            ("/tmp/willowmere-day.hamlet", "willowmere-day"),
+            ("...hamlet", "recording"),
+            ("/x/..hamlet", "recording"),
+            (".hamlet", "hamlet"),
+            (".hidden.hamlet", "hidden"),
+            ("a\u{7}b.hamlet", "ab"),
+            ("/", "recording"),
+        ] {
+            let got = store_name(Path::new(file));
+            assert_eq!(got, name, "{file}");
+            assert_eq!(Path::new("stores").join(&got).parent(), Some(Path::new("stores")));
+        }
+    }
 }

@@ -6,9 +6,12 @@
 //!   replies (answers, failures, slow answers, malformed JSON, dropped connections).
 //! * [`machine`]: the machine a benchmark ran on, printed before its numbers.
 //! * `rules` (feature `engine`): model doubles that answer every prompt template by rule.
+//! * `forge` (feature `engine`): recordings sound by every hash and false in what they say.
 
 #![allow(missing_docs, reason = "test code")]
 
+#[cfg(feature = "engine")]
+pub mod forge;
 pub mod loopback;
 pub mod machine;
 #[cfg(feature = "engine")]

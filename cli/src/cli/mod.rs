@@ -31,6 +31,8 @@ pub enum Outcome {
     ProblemsFound,
     /// `recover` kept a valid prefix and lost the rest.
     PrefixRecovered,
+    /// `verify`: every hash holds, but a checkpoint is not the state its events fold to.
+    FalseCheckpoints,
 }
 
 const EXIT_CODES: &str = "\
@@ -38,7 +40,8 @@ Exit status:
   0  success (verify: the recording is sound)
   1  verify, store check or town check found problems; recover could keep nothing
   2  error (bad arguments, unreadable file, …)
-  3  recover kept a valid prefix and lost the rest";
+  3  recover kept a valid prefix and lost the rest
+  4  verify: every hash holds, but a checkpoint's state is not what its events fold to";
 
 /// Hamlet: a town of generative agents, recorded as an event log you can replay, fork and audit.
 #[derive(Debug, Parser)]

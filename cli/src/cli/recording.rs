@@ -16,7 +16,7 @@ use hamlet_engine::synth::{write_recording_in, SynthSpec};
 use hamlet_engine::town::{Definition, WILLOWMERE};
 use hamlet_engine::why::CauseIndex;
 use hamlet_log::event::{kind_by_name, kind_name, AgentId, Event, KNOWN_KINDS};
-use hamlet_log::verify::Outcome as Recovery;
+use hamlet_log::verify::{Outcome as Recovery, Problem};
 use hamlet_log::{BranchId, Recording};
 use indicatif::{ProgressBar, ProgressStyle};
 
@@ -47,13 +47,15 @@ fn open<'a>(bytes: &'a [u8], path: &Path) -> anyhow::Result<Recording<'a>> {
     Recording::open(bytes).with_context(|| format!("cannot open recording {}", path.display()))
 }
 
-/// Verifies and opens a recording; reads then trust the hashes verify checked. A file
-/// that is not sound is still read (every chunk hashed as it is read), with a warning.
-fn open_verified<'a>(
+/// Verifies and opens a recording, the state at each checkpoint re-derived from the
+/// events; reads then trust the hashes verify checked, and start seeks at checkpoints only
+/// if every one held. A file that is not sound is still read (every chunk hashed as it is
+/// read, every seek folded from the first event), with a warning.
+fn open_checked<'a>(
     bytes: &'a [u8],
     path: &Path,
 ) -> anyhow::Result<(Recording<'a>, hamlet_log::verify::Report)> {
-    Recording::open_verified(bytes)
+    hamlet_engine::log::open_checked(bytes)
         .with_context(|| format!("cannot open recording {}", path.display()))
 }
 
@@ -171,7 +173,7 @@ pub struct InspectArgs {
 
 pub fn inspect(a: InspectArgs) -> anyhow::Result<Outcome> {
     let bytes = read_file(&a.file)?;
-    let (rec, report) = open_verified(&bytes, &a.file)?;
+    let (rec, report) = open_checked(&bytes, &a.file)?;
     let mut out = BufWriter::new(std::io::stdout().lock());
     let stats = &rec.summary().statistics;
     writeln!(
@@ -265,20 +267,42 @@ pub struct VerifyArgs {
 
 pub fn verify(a: VerifyArgs) -> anyhow::Result<Outcome> {
     let bytes = read_file(&a.file)?;
-    let report = hamlet_log::verify::verify(&bytes);
+    // A file whose summary cannot be read (cut short, say) is still verified, for all that
+    // is wrong with it; one that opens has its checkpoints re-derived too.
+    let (checkpoints, report) = match Recording::open(&bytes) {
+        Ok(_) => {
+            let (rec, report) = open_checked(&bytes, &a.file)?;
+            (rec.summary().checkpoints.len(), report)
+        }
+        Err(_) => (0, hamlet_log::verify::verify(&bytes)),
+    };
     if report.is_clean() {
+        let states = match checkpoints {
+            0 => "no checkpoints".to_owned(),
+            1 => "the state at its checkpoint re-derived from the events".to_owned(),
+            n => format!("the state at each of its {n} checkpoints re-derived from the events"),
+        };
         println!(
-            "{}: sound ({} events in {} chunks, {} branches)",
+            "{}: sound ({} events in {} chunks, {} branches; {states})",
             a.file.display(),
             report.n_events,
             report.n_chunks,
-            report.n_branches
+            report.n_branches,
         );
         return Ok(Outcome::Done);
     }
     println!("{}: {} problems", a.file.display(), report.problems.len());
     for (i, p) in report.problems.iter().enumerate() {
         println!("  {}. {p}", i + 1);
+    }
+    // Every hash holds, yet a checkpoint is not its events' state: the file was made to lie.
+    if report.problems.iter().all(|p| matches!(p, Problem::Checkpoint { .. })) {
+        println!(
+            "hint: its events are sound, and readers fold them from the start; `hamlet convert \
+             {} --out FIXED` writes them again without the false checkpoints",
+            a.file.display()
+        );
+        return Ok(Outcome::FalseCheckpoints);
     }
     println!(
         "hint: `hamlet recover {} --out FIXED` keeps the longest valid prefix",
@@ -354,8 +378,10 @@ pub fn convert(a: ConvertArgs) -> anyhow::Result<Outcome> {
         bail!("--out must differ from the input: convert never modifies it");
     }
     let bytes = read_file(&a.file)?;
-    let (rec, report) = open_verified(&bytes, &a.file)?;
-    if let Some(first) = report.problems.first() {
+    let (rec, report) = open_checked(&bytes, &a.file)?;
+    let false_checkpoints =
+        report.problems.iter().filter(|p| matches!(p, Problem::Checkpoint { .. })).count();
+    if let Some(first) = report.problems.iter().find(|p| !matches!(p, Problem::Checkpoint { .. })) {
         bail!(
             "{} is not sound ({} problems; the first: {first}): `hamlet recover` keeps what can \
              be kept, then convert that",
@@ -364,9 +390,36 @@ pub fn convert(a: ConvertArgs) -> anyhow::Result<Outcome> {
         );
     }
     let writer = concat!("hamlet convert ", env!("CARGO_PKG_VERSION"));
-    let out = hamlet_log::writer::rewrite(&rec, Vec::new(), writer, a.format_version)
-        .with_context(|| format!("cannot convert {}", a.file.display()))?;
-    write_file(&a.out, &out)?;
+    // Written as it is made (a few chunks in memory, however large the output): to a
+    // temporary name, synced, then renamed over `--out`.
+    let tmp = a.out.with_extension("hamlet-partial");
+    let written = (|| -> anyhow::Result<u64> {
+        let file = std::fs::File::create(&tmp)?;
+        let out =
+            hamlet_log::writer::rewrite(&rec, BufWriter::new(file), writer, a.format_version)?;
+        let file = out.into_inner().map_err(|e| e.into_error())?;
+        file.sync_all()?;
+        let len = file.metadata()?.len();
+        std::fs::rename(&tmp, &a.out)?;
+        if let Some(dir) = a.out.parent().filter(|d| !d.as_os_str().is_empty()) {
+            std::fs::File::open(dir)?.sync_all()?;
+        }
+        Ok(len)
+    })();
+    let out_len = match written {
+        Ok(len) => len,
+        Err(e) => {
+            let _ = std::fs::remove_file(&tmp);
+            return Err(e.context(format!("cannot convert {}", a.file.display())));
+        }
+    };
+    if false_checkpoints > 0 {
+        println!(
+            "{}: {false_checkpoints} checkpoints hold states its events do not fold to; \
+             written without checkpoints",
+            a.file.display()
+        );
+    }
     let n_events = rec.summary().statistics.n_events;
     println!(
         "{}: format {} → {}, {} → {} ({:.0}%), {n_events} events, ids unchanged",
@@ -374,8 +427,8 @@ pub fn convert(a: ConvertArgs) -> anyhow::Result<Outcome> {
         rec.version(),
         a.format_version,
         bytes_human(bytes.len() as u64),
-        bytes_human(out.len() as u64),
-        100.0 * out.len() as f64 / bytes.len().max(1) as f64,
+        bytes_human(out_len),
+        100.0 * out_len as f64 / bytes.len().max(1) as f64,
     );
     Ok(Outcome::Done)
 }
@@ -396,7 +449,7 @@ pub struct ReplayArgs {
 
 pub fn replay(a: ReplayArgs) -> anyhow::Result<Outcome> {
     let bytes = read_file(&a.file)?;
-    let (rec, report) = open_verified(&bytes, &a.file)?;
+    let (rec, report) = open_checked(&bytes, &a.file)?;
     warn_unsound(&report, &a.file);
     let branch = pick_branch(&rec, a.branch.as_deref())?;
     let town = state_at(&rec, branch, a.to).context("cannot fold the recording")?;
@@ -513,7 +566,7 @@ fn events_mapped(source: &Source, map: fn(Event) -> Event) -> anyhow::Result<Vec
     let reader = match (&source.file, &source.store) {
         (Some(file), _) => {
             bytes = read_file(file)?;
-            let (rec, report) = open_verified(&bytes, file)?;
+            let (rec, report) = open_checked(&bytes, file)?;
             warn_unsound(&report, file);
             Reader::Recording(rec)
         }

@@ -149,6 +149,62 @@ fn a_branch_is_renamed_from_the_command_line() {
     assert!(text(&out).contains("branch       high-street\n"), "{}", text(&out));
 }
 
+/// A checkpoint whose hashes all hold but whose state is another moment's: `verify` exits 4
+/// and says so, `replay` answers from the events (as for the honest file), and `convert`
+/// writes the events again without it.
+#[test]
+fn a_false_checkpoint_is_refused_and_never_read() {
+    use hamlet_engine::fold::fold;
+    use hamlet_log::Recording;
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let out = hamlet(d, &["synth", "--events", "6000", "--out", "t.hamlet"]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    let bytes = std::fs::read(d.join("t.hamlet")).unwrap();
+    let rec = Recording::open(&bytes).unwrap();
+    let root = rec.root().unwrap().id;
+    let events: Vec<_> = rec.events(root, 0).unwrap().map(Result::unwrap).collect();
+    let (early, late) = (1500usize, 4500usize);
+    let mut elsewhen = fold(&events[..=early]);
+    elsewhen.head = fold(&events[..=late]).head;
+    let honest = crate::forge::with_checkpoints(&bytes, &[(late as u64, fold(&events[..=late]))]);
+    let lying = crate::forge::with_checkpoints(&bytes, &[(late as u64, elsewhen)]);
+    std::fs::write(d.join("honest.hamlet"), honest).unwrap();
+    std::fs::write(d.join("lying.hamlet"), lying).unwrap();
+
+    let out = hamlet(d, &["verify", "honest.hamlet"]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    assert!(text(&out).contains("the state at its checkpoint re-derived"), "{}", text(&out));
+    let out = hamlet(d, &["verify", "lying.hamlet"]);
+    assert_eq!(out.status.code(), Some(4), "{}", text(&out));
+    let said = text(&out);
+    assert!(
+        said.contains(&format!("#{late}: its state is not the one its events fold to (st_")),
+        "{said}"
+    );
+    assert!(said.contains("hamlet convert lying.hamlet --out FIXED"), "{said}");
+
+    let to = format!("#{}", late + 10);
+    let truth = hamlet(d, &["replay", "honest.hamlet", "--to", &to]);
+    let read = hamlet(d, &["replay", "lying.hamlet", "--to", &to]);
+    assert_eq!(read.status.code(), Some(0), "{}", text(&read));
+    let hash = |o: &Output| {
+        String::from_utf8_lossy(&o.stdout)
+            .lines()
+            .find(|l| l.starts_with("state hash"))
+            .map(String::from)
+    };
+    assert!(hash(&truth).is_some());
+    assert_eq!(hash(&read), hash(&truth), "the events' state, not the checkpoint's");
+    assert!(String::from_utf8_lossy(&read.stderr).contains("lying.hamlet is not sound"));
+
+    let out = hamlet(d, &["convert", "lying.hamlet", "--out", "fixed.hamlet"]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    assert!(text(&out).contains("written without checkpoints"), "{}", text(&out));
+    let out = hamlet(d, &["verify", "fixed.hamlet"]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+}
+
 #[test]
 fn wrong_input_gets_a_clear_error() {
     let dir = tempfile::tempdir().unwrap();

@@ -5,4 +5,4 @@ mod cli;
 mod llm;
 mod run;
 
-pub use hamlet_testkit::{loopback, rules};
+pub use hamlet_testkit::{forge, loopback, rules};

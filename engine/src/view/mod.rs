@@ -20,7 +20,7 @@ use std::path::Path;
 
 use hamlet_log::event::AgentId;
 use hamlet_log::recording::ReadError;
-use hamlet_log::{BranchId, Event, Recording};
+use hamlet_log::{BranchId, Event};
 use serde::Serialize;
 
 use crate::fold::Town;
@@ -199,7 +199,7 @@ impl<'a> Viewer<'a> {
     /// its findings and no branches; bytes that are not a recording are an error.
     pub fn recording(bytes: &'a [u8], path: &Path) -> Result<Viewer<'a>, ViewError> {
         let shown = path.display().to_string();
-        let (rec, report) = Recording::open_verified(bytes)
+        let (rec, report) = hamlet_core::log::open_checked(bytes)
             .map_err(|e| ViewError::NotARecording { path: shown.clone(), reason: e.to_string() })?;
         let sound = report.is_clean();
         let findings = report.problems.iter().map(ToString::to_string).collect();

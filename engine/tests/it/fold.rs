@@ -6,9 +6,11 @@ use hamlet_engine::fold::{fold, Town};
 use hamlet_engine::history::{
     checkpoint_store, export_with_checkpoints, state_at, Moment, CHECKPOINT_EVERY,
 };
+use hamlet_engine::log::open_checked;
 use hamlet_engine::store::Store;
 use hamlet_engine::synth::{write_recording, SynthSpec};
 use hamlet_log::{Event, Recording};
+use hamlet_testkit::forge::with_checkpoints;
 use proptest::prelude::*;
 
 fn synth_events(n: u64, seed: u64) -> Vec<Event> {
@@ -52,10 +54,10 @@ fn state_at_from_checkpoints_equals_a_full_fold_at_random_moments() {
     assert_eq!(full, fold(&events));
     assert_eq!(store.checkpoints().unwrap().len(), 3);
     let exported = export_with_checkpoints(&store, None, Vec::new()).unwrap();
-    let rec = Recording::open(&exported).unwrap();
+    // Seeks start at the checkpoints once the fold has vouched for them.
+    let (rec, report) = open_checked(&exported).unwrap();
+    assert!(report.is_clean() && rec.is_verified() && rec.checkpoints_trusted());
     assert_eq!(rec.summary().checkpoints.len(), 3);
-    let (verified, report) = Recording::open_verified(&exported).unwrap();
-    assert!(report.is_clean() && verified.is_verified());
     let mut rng = hamlet_engine::rng::SimRng::stream(9, &[]);
     for _ in 0..25 {
         let seq = rng.int_inclusive(0, events.len() as u64 - 1);
@@ -79,6 +81,53 @@ fn state_at_from_checkpoints_equals_a_full_fold_at_random_moments() {
     // Checkpoints are derived: without them, the same towns.
     store.clear_checkpoints().unwrap();
     assert_eq!(state_at(&store, root, Moment::End).unwrap(), full);
+}
+
+/// A recording's author writes its checkpoints and their hashes: one that holds another
+/// moment's state, or the right moment with one word changed, passes every hash. The fold
+/// finds both; readers then answer from the events; `convert` drops them.
+#[test]
+fn a_checkpoint_that_lies_is_found_and_never_used() {
+    let n = CHECKPOINT_EVERY * 2;
+    let bytes =
+        write_recording(SynthSpec { n_events: n, n_agents: 6, seed: 4 }, Vec::new(), |_| {})
+            .unwrap();
+    let events = synth_events(n, 4);
+    let root = Recording::open(&bytes).unwrap().root().unwrap().id;
+    let (early, late) = (n / 4, n * 3 / 4);
+    let at = |seq: u64| fold(&events[..=seq as usize]);
+    let honest = with_checkpoints(&bytes, &[(early, at(early)), (late, at(late))]);
+    let (rec, report) = open_checked(&honest).unwrap();
+    assert!(report.is_clean() && rec.checkpoints_trusted(), "{:?}", report.problems);
+
+    // Another moment's state, saying it was folded to `late`.
+    let mut elsewhen = at(early);
+    elsewhen.head = at(late).head;
+    // The right moment, one word changed.
+    let mut reworded = at(late);
+    reworded.town_name = "Elsewhere".into();
+    for forged in [elsewhen, reworded] {
+        let lying = with_checkpoints(&bytes, &[(early, at(early)), (late, forged)]);
+        assert!(hamlet_log::verify::verify(&lying).is_clean(), "every hash holds");
+        let (rec, report) = open_checked(&lying).unwrap();
+        assert!(!rec.checkpoints_trusted());
+        match report.problems.as_slice() {
+            [hamlet_log::verify::Problem::Checkpoint { seq, .. }] => assert_eq!(*seq, late),
+            other => panic!("one false checkpoint, not {other:?}"),
+        }
+        for seq in [late, late + 1, n - 1] {
+            let expected = at(seq.min(events.len() as u64 - 1));
+            assert_eq!(state_at(&rec, root, Moment::Seq(seq)).unwrap(), expected, "#{seq}");
+            // Nor does a reader that never checked start there.
+            let unchecked = Recording::open(&lying).unwrap();
+            assert_eq!(state_at(&unchecked, root, Moment::Seq(seq)).unwrap(), expected);
+        }
+        // Written again, the events stay and the checkpoints go.
+        let rewritten = hamlet_log::writer::rewrite(&rec, Vec::new(), "test", 2).unwrap();
+        let (again, report) = open_checked(&rewritten).unwrap();
+        assert!(report.is_clean() && again.summary().checkpoints.is_empty());
+        assert_eq!(again.summary().statistics.n_events, rec.summary().statistics.n_events);
+    }
 }
 
 #[test]

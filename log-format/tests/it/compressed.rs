@@ -183,3 +183,145 @@ fn compressed_parts(chunk: &[u8]) -> (Vec<u8>, Vec<u8>) {
     assert_eq!(len, raw.len() as u64);
     (raw, parsed.data[8..].to_vec())
 }
+
+/// Set in the child process [`a_hostile_file_cannot_make_a_reader_hold_a_gigabyte`] starts:
+/// the file it reads.
+const HOSTILE_CHILD: &str = "HAMLET_TEST_HOSTILE_FILE";
+
+/// A root branch whose every chunk holds one event `make(seq)` (stored bytes), each chunk
+/// compressed by hand and padded with a skippable frame to just within the ratio limit, as
+/// a hostile writer would (Hamlet's writer stores such data uncompressed), or left
+/// uncompressed in a version 1 file.
+fn one_event_chunks(version: u16, n: u64, make: impl Fn(u64) -> Vec<u8>) -> Vec<u8> {
+    use hamlet_log::event::BranchCreated;
+    let created = NewEvent::new(
+        0,
+        Body::BranchCreated(BranchCreated {
+            name: "hostile".into(),
+            parent_branch: None,
+            fork_seq: None,
+            nonce: 0,
+        }),
+    )
+    .encode(0);
+    let branch = BranchId(EventId::chain(EventId::NONE, &created));
+    let mut writer = RecordingWriter::with_version(Vec::new(), "hostile", version).unwrap();
+    let mut first = ChunkBuilder::new(branch, EventId::NONE, 0);
+    let mut parent = first.push(&created);
+    writer.write_chunk(&first.finish().1).unwrap();
+    for seq in 1..=n {
+        let mut builder = ChunkBuilder::new(branch, parent, seq);
+        parent = builder.push(&make(seq));
+        let chunk = builder.finish().1;
+        if version == 1 {
+            writer.write_chunk(&chunk).unwrap();
+            continue;
+        }
+        let raw = ChunkRef::parse(parse_record(&chunk, 0).unwrap().unwrap())
+            .unwrap()
+            .open()
+            .unwrap()
+            .data
+            .into_owned();
+        let mut data = (raw.len() as u64).to_le_bytes().to_vec();
+        data.extend_from_slice(&zstd::bulk::compress(&raw, 3).unwrap());
+        let want = (raw.len() as u64).div_ceil(compression::MAX_RATIO) as usize + 16;
+        if data.len() + 8 < want {
+            let pad = want - data.len() - 8;
+            data.extend_from_slice(&0x184D_2A50u32.to_le_bytes());
+            data.extend_from_slice(&(pad as u32).to_le_bytes());
+            data.resize(data.len() + pad, 0);
+        }
+        writer.write_chunk(&forged(&chunk, compression::ZSTD, &data)).unwrap();
+    }
+    writer.finish().unwrap()
+}
+
+/// A `Perceived` event whose body is `n` empty percepts: 4 bytes each stored, about 56 in
+/// memory once decoded.
+fn many_percepts(seq: u64, n: u32) -> Vec<u8> {
+    use hamlet_log::event::{AgentId, Perceived};
+    let body = Body::Perceived(Perceived { agent: AgentId(0), percepts: Vec::new() });
+    let mut stored = NewEvent::new(seq, body).encode(seq);
+    assert_eq!(stored.pop(), Some(0), "the body ends with the percepts' count");
+    let mut count = n;
+    while count >= 0x80 {
+        stored.push((count as u8 & 0x7f) | 0x80);
+        count >>= 7;
+    }
+    stored.push(count as u8);
+    stored.resize(stored.len() + 4 * n as usize, 0);
+    stored
+}
+
+/// Goal: no file of at most 64 MiB makes a reader hold more than 1 GB, however it is made.
+/// Method: files at the limits — chunks that each decompress to the most a writer makes,
+/// and events at the event limit that decode to many times their size, compressed and not —
+/// read by `verify`, every event decoded, and written again, in a child process (this test,
+/// run again) that reports its peak resident memory.
+#[test]
+fn a_hostile_file_cannot_make_a_reader_hold_a_gigabyte() {
+    use hamlet_log::event::{AgentId, Perceived, Percept, Tile};
+    use hamlet_log::format::MAX_EVENT_LEN;
+    if let Ok(path) = std::env::var(HOSTILE_CHILD) {
+        let bytes = std::fs::read(path).unwrap();
+        let report = verify(&bytes);
+        let rec = Recording::open(&bytes).unwrap();
+        let branch = rec.branches()[0].id;
+        let decoded = rec.events(branch, 0).unwrap().filter(Result::is_ok).count();
+        hamlet_log::writer::rewrite(&rec, std::io::sink(), "test", 2).unwrap();
+        let status = std::fs::read_to_string("/proc/self/status").unwrap();
+        let peak = status.lines().find(|l| l.starts_with("VmHWM:")).unwrap();
+        println!("sound {} decoded {decoded} peak {peak}", report.is_clean());
+        return;
+    }
+    if !std::path::Path::new("/proc/self/status").exists() {
+        return; // Peak memory is read where Linux reports it.
+    }
+    let most = MAX_EVENT_LEN as usize - 4096;
+    let long_text = |seq: u64| {
+        let percept = Percept {
+            subject: String::new(),
+            description: "a".repeat(most),
+            tile: Tile::default(),
+        };
+        let body = Body::Perceived(Perceived { agent: AgentId(0), percepts: vec![percept] });
+        NewEvent::new(seq, body).encode(seq)
+    };
+    let files: Vec<(&str, Vec<u8>)> = vec![
+        ("compressed chunks at the limit", one_event_chunks(2, 40, long_text)),
+        (
+            "compressed events that decode to many times their size",
+            one_event_chunks(2, 16, |seq| many_percepts(seq, (most / 4) as u32)),
+        ),
+        (
+            "uncompressed events that decode to many times their size",
+            one_event_chunks(1, 3, |seq| many_percepts(seq, (most / 4) as u32)),
+        ),
+    ];
+    let dir = std::env::temp_dir().join(format!("hamlet-hostile-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    for (i, (what, bytes)) in files.iter().enumerate() {
+        assert!(bytes.len() <= 64 << 20, "{what}: {} bytes", bytes.len());
+        assert!(verify(bytes).is_clean(), "{what}: {:?}", verify(bytes).problems);
+        let path = dir.join(format!("{i}.hamlet"));
+        std::fs::write(&path, bytes).unwrap();
+        let out = std::process::Command::new(std::env::current_exe().unwrap())
+            .args(["--exact", "compressed::a_hostile_file_cannot_make_a_reader_hold_a_gigabyte"])
+            .args(["--nocapture", "--test-threads=1"])
+            .env(HOSTILE_CHILD, &path)
+            .output()
+            .unwrap();
+        let said = String::from_utf8_lossy(&out.stdout);
+        let line = said
+            .lines()
+            .find_map(|l| l.find("sound ").map(|at| &l[at..]))
+            .unwrap_or_else(|| panic!("{what}: {said}{}", String::from_utf8_lossy(&out.stderr)));
+        let kib: u64 =
+            line.split_whitespace().rev().nth(1).and_then(|n| n.parse().ok()).expect("VmHWM");
+        println!("{what} ({} bytes): {line}", bytes.len());
+        assert!(line.starts_with("sound true"), "{what}: {line}");
+        assert!(kib * 1024 < 1_000_000_000, "{what}: peak {} MB", kib * 1024 / 1_000_000);
+    }
+    std::fs::remove_dir_all(&dir).unwrap();
+}
