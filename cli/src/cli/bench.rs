@@ -12,7 +12,6 @@ use hamlet_engine::describe::sim_time;
 use hamlet_engine::mind::prompt::Style;
 use hamlet_engine::mind::think::{rating_call, Who, RATINGS_PER_CALL};
 use hamlet_engine::sim::{Sim, SimSettings};
-use hamlet_engine::store::Store;
 use hamlet_engine::town::{Definition, WILLOWMERE};
 use hamlet_gateway::{config, Answer};
 use hamlet_log::event::AgentId;
@@ -228,7 +227,7 @@ fn town(a: TownArgs) -> anyhow::Result<Outcome> {
         machine()
     );
     let measured = rt.block_on(async {
-        let store = Store::open(&dir)?;
+        let store = super::store_at(&dir)?;
         let began = stopwatch();
         let mut sim = Sim::start(store, "main", town, 0, gateway, SimSettings::default()).await?;
         let start_wall = began.elapsed().as_secs_f64();

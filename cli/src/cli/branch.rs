@@ -9,7 +9,6 @@ use hamlet_engine::describe::sim_time;
 use hamlet_engine::history::Moment;
 use hamlet_engine::ops;
 use hamlet_engine::rulebook::{settings_with, Mechanism, OFF_SETTING, STRATEGY_SETTING};
-use hamlet_engine::store::Store;
 
 use super::{parse_moment, Outcome};
 
@@ -44,7 +43,7 @@ pub fn fork(a: ForkArgs) -> anyhow::Result<Outcome> {
     if !a.store.is_dir() {
         anyhow::bail!("no store at {}", a.store.display());
     }
-    let mut store = Store::open(&a.store)
+    let mut store = super::store_at(&a.store)
         .with_context(|| format!("cannot open store {}", a.store.display()))?;
     // What the fork runs by, checked before anything is written: its parent's rules, with
     // the mechanisms named left out too.
@@ -125,7 +124,7 @@ pub fn branches(a: BranchesArgs) -> anyhow::Result<Outcome> {
     if !a.store.is_dir() {
         anyhow::bail!("no store at {}", a.store.display());
     }
-    let store = Store::open(&a.store)
+    let store = super::store_at(&a.store)
         .with_context(|| format!("cannot open store {}", a.store.display()))?;
     let all = store.branches();
     // Depth first, each branch under its parent (children in the store's order: by fork
@@ -173,7 +172,7 @@ pub fn rename_branch(a: RenameBranchArgs) -> anyhow::Result<Outcome> {
     if !a.store.is_dir() {
         anyhow::bail!("no store at {}", a.store.display());
     }
-    let mut store = Store::open(&a.store)
+    let mut store = super::store_at(&a.store)
         .with_context(|| format!("cannot open store {}", a.store.display()))?;
     let renamed = ops::rename_branch(&mut store, &a.branch, &a.name)
         .with_context(|| format!("cannot rename `{}`", a.branch))?;
@@ -198,7 +197,7 @@ pub fn delete_branch(a: DeleteBranchArgs) -> anyhow::Result<Outcome> {
     if !a.store.is_dir() {
         anyhow::bail!("no store at {}", a.store.display());
     }
-    let mut store = Store::open(&a.store)
+    let mut store = super::store_at(&a.store)
         .with_context(|| format!("cannot open store {}", a.store.display()))?;
     let Ok(branch) = store.find_branch(&a.branch) else {
         let names: Vec<String> = store.branches().into_iter().map(|b| b.name).collect();

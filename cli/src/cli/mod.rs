@@ -320,6 +320,25 @@ pub fn run(cli: Cli) -> anyhow::Result<Outcome> {
 }
 
 /// Whether the error is a closed pipe (`hamlet log … | head`), which is not a failure.
+/// Opens the store in `dir` as every command does, and says on stderr what opening it
+/// repaired (a torn tail cut, where the cut bytes are kept): a repair is never silent.
+pub fn store_at(
+    dir: &std::path::Path,
+) -> Result<hamlet_engine::store::Store, hamlet_engine::store::StoreError> {
+    let store = hamlet_engine::store::Store::open(dir)?;
+    for repair in store.repairs() {
+        #[expect(
+            clippy::print_stderr,
+            reason = "a repair is reported to the person at the terminal"
+        )]
+        {
+            let what = if repair.loses_acknowledged() { "warning" } else { "note" };
+            eprintln!("{what}: opening {} repaired {repair}", dir.display());
+        }
+    }
+    Ok(store)
+}
+
 pub fn is_broken_pipe(err: &anyhow::Error) -> bool {
     err.chain().any(|e| {
         e.downcast_ref::<std::io::Error>()

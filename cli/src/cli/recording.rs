@@ -11,7 +11,6 @@ use hamlet_engine::history::{state_at, Moment};
 use hamlet_engine::log::{Branch, Log};
 use hamlet_engine::query::EventRecord;
 use hamlet_engine::reader::Reader;
-use hamlet_engine::store::Store;
 use hamlet_engine::synth::{write_recording_in, SynthSpec};
 use hamlet_engine::town::{Definition, WILLOWMERE};
 use hamlet_engine::why::CauseIndex;
@@ -571,7 +570,7 @@ fn events_mapped(source: &Source, map: fn(Event) -> Event) -> anyhow::Result<Vec
             Reader::Recording(rec)
         }
         (None, Some(dir)) => Reader::Store(
-            Store::open(dir).with_context(|| format!("cannot open store {}", dir.display()))?,
+            super::store_at(dir).with_context(|| format!("cannot open store {}", dir.display()))?,
         ),
         (None, None) => bail!("give a recording FILE or --store DIR"),
     };

@@ -15,7 +15,6 @@ use hamlet_engine::research::{
     diffusion_table, network_density, Table,
 };
 use hamlet_engine::sim::{Sim, SimSettings};
-use hamlet_engine::store::Store;
 use hamlet_gateway::config;
 use indicatif::{ProgressBar, ProgressStyle};
 use serde::Serialize;
@@ -473,7 +472,7 @@ fn ask(
         config::llm_backend(&settings)?,
         config::embed_backend(&settings)?,
     );
-    let mut store = Store::open(&a.store)
+    let mut store = super::store_at(&a.store)
         .with_context(|| format!("cannot open store {}", a.store.display()))?;
     let from = store.find_branch(&a.branch)?;
     let seq = seq_for(&store, &from, a.at)?;

@@ -13,7 +13,6 @@ use hamlet_engine::describe::sim_time;
 use hamlet_engine::ops;
 use hamlet_engine::rulebook::{Mechanism, Rulebook};
 use hamlet_engine::sim::{Sim, SimSettings};
-use hamlet_engine::store::Store;
 use hamlet_engine::town::{Definition, WILLOWMERE};
 use hamlet_gateway::config;
 
@@ -95,7 +94,7 @@ pub fn run(a: RunArgs) -> anyhow::Result<Outcome> {
     }
     std::fs::create_dir_all(&a.store)
         .with_context(|| format!("cannot create {}", a.store.display()))?;
-    let store = Store::open(&a.store)?;
+    let store = super::store_at(&a.store)?;
     let existing = store.find_branch(&a.branch).ok();
     let town = match (&existing, a.resume) {
         (Some(_), false) => anyhow::bail!(

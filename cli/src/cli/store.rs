@@ -11,7 +11,7 @@ use super::recording::{read_file, write_file};
 use super::Outcome;
 
 fn open_store(dir: &std::path::Path) -> anyhow::Result<Store> {
-    Store::open(dir).with_context(|| format!("cannot open store {}", dir.display()))
+    super::store_at(dir).with_context(|| format!("cannot open store {}", dir.display()))
 }
 
 /// `hamlet import`.
@@ -79,14 +79,17 @@ pub fn export(a: ExportArgs) -> anyhow::Result<Outcome> {
 pub enum StoreCommand {
     /// Rebuild the sled index (and checkpoints) from the segment files
     #[command(after_help = "The segment files are the truth; the index is derived. Rebuilding \
-cuts a torn tail left by a crash, then re-indexes every chunk.\n\nExample:\n  hamlet store rebuild --store run/")]
+cuts a torn tail left by a crash (keeping the cut bytes beside the segment, as \
+`<segment>.cut-<offset>`), then re-indexes every chunk.\n\nExample:\n  hamlet store rebuild --store run/")]
     Rebuild {
         /// The store directory
         #[arg(long, value_name = "DIR")]
         store: PathBuf,
     },
     /// Check that the segments are sound and the index agrees with them
-    #[command(after_help = "Example:\n  hamlet store check --store run/")]
+    #[command(after_help = "The segments are scanned without writing: damage or a torn tail \
+is reported with the repair opening the store would make (and exit status 1), and nothing is \
+changed.\n\nExample:\n  hamlet store check --store run/")]
     Check {
         /// The store directory
         #[arg(long, value_name = "DIR")]
@@ -114,6 +117,26 @@ pub fn store(c: StoreCommand) -> anyhow::Result<Outcome> {
             Ok(Outcome::Done)
         }
         StoreCommand::Check { store: dir } => {
+            // Read-only first: what opening would repair is said, not done.
+            let repairs = hamlet_engine::store::inspect(&dir)
+                .with_context(|| format!("cannot check store {}", dir.display()))?;
+            if !repairs.is_empty() {
+                let n = match repairs.len() {
+                    1 => "a repair".to_owned(),
+                    n => format!("{n} repairs"),
+                };
+                println!("{}: the segments need {n}:", dir.display());
+                for repair in &repairs {
+                    let lost = if repair.loses_acknowledged() { " — events lost" } else { "" };
+                    println!("  would repair {repair}{lost}");
+                }
+                println!(
+                    "nothing was changed; `hamlet store rebuild --store {}` makes them, and \
+                     keeps every byte it cuts beside its segment",
+                    dir.display()
+                );
+                return Ok(Outcome::ProblemsFound);
+            }
             let store = open_store(&dir)?;
             match store.check_index() {
                 Ok(()) => {

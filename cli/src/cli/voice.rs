@@ -4,7 +4,7 @@ use std::path::{Path, PathBuf};
 
 use clap::Args;
 use hamlet_engine::sim::{Sim, SimSettings};
-use hamlet_engine::store::{FsStorage, Store};
+use hamlet_engine::store::FsStorage;
 use hamlet_engine::why::CauseIndex;
 use hamlet_gateway::config;
 use hamlet_log::event::AgentId;
@@ -75,7 +75,7 @@ pub(super) fn open(
         config::llm_backend(&settings)?,
         config::embed_backend(&settings)?,
     );
-    let mut store = Store::open(store_dir)?;
+    let mut store = super::store_at(store_dir)?;
     let info = store.find_branch(branch)?;
     let id = match agent {
         Some(agent) => {

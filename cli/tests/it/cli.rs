@@ -93,6 +93,48 @@ fn store_import_export_rebuild_and_log() {
     assert!(String::from_utf8_lossy(&a.stdout).starts_with("state hash   st_"));
 }
 
+/// One bit flipped in the last chunk of an acknowledged segment: `store check` says what a
+/// repair would cut and changes nothing; opening the store makes the cut, says so with the
+/// number of acknowledged bytes lost, and keeps the cut bytes beside the segment.
+#[test]
+fn damage_to_acknowledged_events_is_never_cut_silently() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    assert!(hamlet(d, &["synth", "--events", "6000", "--out", "t.hamlet"]).status.success());
+    assert!(hamlet(d, &["import", "t.hamlet", "--store", "st"]).status.success());
+    let segments = d.join("st/segments");
+    let segment = std::fs::read_dir(&segments)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .find(|p| p.extension().is_some_and(|x| x == "seg"))
+        .unwrap();
+    let mut bytes = std::fs::read(&segment).unwrap();
+    let at = bytes.len() - 100;
+    bytes[at] ^= 0x10;
+    std::fs::write(&segment, &bytes).unwrap();
+
+    let out = hamlet(d, &["store", "check", "--store", "st"]);
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out));
+    assert!(text(&out).contains("would repair") && text(&out).contains("nothing was changed"));
+    assert_eq!(std::fs::read(&segment).unwrap(), bytes, "check changed nothing");
+
+    let out = hamlet(d, &["log", "--store", "st", "--limit", "1"]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    let said = String::from_utf8_lossy(&out.stderr);
+    assert!(said.contains("warning: opening st repaired"), "{said}");
+    assert!(said.contains("acknowledged bytes among them"), "{said}");
+    let cut_len = std::fs::read(&segment).unwrap().len();
+    let kept: Vec<_> = std::fs::read_dir(&segments)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.to_string_lossy().contains(".seg.cut-"))
+        .collect();
+    assert_eq!(kept.len(), 1, "{said}");
+    assert_eq!(std::fs::read(&kept[0]).unwrap(), bytes[cut_len..], "every cut byte is kept");
+    let out = hamlet(d, &["store", "check", "--store", "st"]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+}
+
 /// `hamlet rename-branch`: a new name by an event, said, listed, logged and exported; a
 /// taken name and an unknown branch refused with the store's words and a hint.
 #[test]

@@ -14,7 +14,10 @@
 //!    file synced, then the `segments/` directory synced, before any event in it is
 //!    acknowledged.
 //! 3. A torn tail found on open (a crash mid-append) is cut back to the last complete chunk
-//!    and the file synced: it held nothing acknowledged.
+//!    and the file synced. Nothing is cut silently: the cut bytes are first kept beside the
+//!    segment (`….seg.cut-<offset>`), and [`Store::repairs`] says what was cut and whether
+//!    the index had recorded those bytes as acknowledged (damage, not a torn write).
+//!    [`inspect`] finds the same repairs without writing anything.
 //!
 //! After a failed write or sync the store refuses further writes until reopened: the page
 //! cache's contents are then unknown, and acknowledged events must stay a prefix.
@@ -166,6 +169,7 @@ pub struct Store<S: Storage = FsStorage> {
     branches: BTreeMap<BranchId, BranchRow>,
     poisoned: Option<String>,
     rebuilt: bool,
+    repairs: Vec<Repair>,
     // Held for the store's life: one process at a time opens a store directory.
     _lock: Option<std::fs::File>,
 }
@@ -222,6 +226,7 @@ impl<S: Storage> Store<S> {
             branches: BTreeMap::new(),
             poisoned: None,
             rebuilt: false,
+            repairs: Vec::new(),
             _lock: None,
         };
         let files = store.segment_files()?;
@@ -273,6 +278,13 @@ impl<S: Storage> Store<S> {
         self.rebuilt
     }
 
+    /// The repairs made to the segment files since the store was opened (by opening it,
+    /// or by [`Store::rebuild_index`]): each cut, where its bytes are kept, and whether it
+    /// lost acknowledged events.
+    pub fn repairs(&self) -> &[Repair] {
+        &self.repairs
+    }
+
     /// The storage (tests take it back to simulate a crash).
     pub fn into_storage(self) -> S {
         self.storage
@@ -288,22 +300,43 @@ impl<S: Storage> Store<S> {
         Ok(out)
     }
 
-    /// Rebuilds the index from the segment files, cutting torn tails first.
+    /// Rebuilds the index from the segment files, cutting torn tails first. Each cut keeps
+    /// the bytes it removes in a file beside the segment (`….seg.cut-<offset>`, which no
+    /// scan reads) and is listed in [`Store::repairs`].
     pub fn rebuild_index(&mut self) -> Result<(), StoreError> {
         let (scanned, repairs) = scan(&self.storage)?;
-        for repair in repairs {
-            match repair {
-                Repair::Cut { path, len } => {
+        let indexed: BTreeMap<String, u64> = self.index.segment_lens()?.into_iter().collect();
+        for mut repair in repairs {
+            match &mut repair {
+                Repair::Cut { path, len, file_len, indexed_len, kept } => {
+                    let name = path.rsplit('/').next().unwrap_or_default();
+                    *indexed_len = indexed.get(name).copied();
+                    let tail = usize::try_from(file_len.saturating_sub(*len)).map_err(|e| {
+                        io_err("read the tail of", path.as_str())(io::Error::other(e))
+                    })?;
+                    let cut = self
+                        .storage
+                        .read_at(path, *len, tail)
+                        .map_err(io_err("read the tail of", path.as_str()))?;
+                    let keep = format!("{path}.cut-{len}");
+                    if self.storage.len(&keep).is_err() {
+                        self.storage.create(&keep).map_err(io_err("create", &keep))?;
+                        self.storage.append(&keep, &cut).map_err(io_err("write", &keep))?;
+                        self.storage.sync(&keep).map_err(io_err("sync", &keep))?;
+                        self.storage.sync_dir(SEGMENT_DIR).map_err(io_err("sync", SEGMENT_DIR))?;
+                    }
+                    *kept = Some(keep);
                     self.storage
-                        .truncate(&path, len)
-                        .map_err(io_err("cut the torn tail of", &path))?;
-                    self.storage.sync(&path).map_err(io_err("sync", &path))?;
+                        .truncate(path, *len)
+                        .map_err(io_err("cut the torn tail of", path.as_str()))?;
+                    self.storage.sync(path).map_err(io_err("sync", path.as_str()))?;
                 }
                 Repair::Remove { path } => {
-                    self.storage.remove(&path).map_err(io_err("remove", &path))?;
+                    self.storage.remove(path).map_err(io_err("remove", path.as_str()))?;
                     self.storage.sync_dir(SEGMENT_DIR).map_err(io_err("sync", SEGMENT_DIR))?;
                 }
             }
+            self.repairs.push(repair);
         }
         self.index.clear()?;
         self.branches.clear();
@@ -589,7 +622,8 @@ impl<S: Storage> Store<S> {
     pub fn check_index(&self) -> Result<(), String> {
         let (scanned, repairs) = scan(&self.storage).map_err(|e| e.to_string())?;
         if !repairs.is_empty() {
-            return Err(format!("segments need repair: {repairs:?}"));
+            let said: Vec<String> = repairs.iter().map(ToString::to_string).collect();
+            return Err(format!("segments need repair: {}", said.join("; ")));
         }
         let index_branches: BTreeMap<BranchId, BranchRow> =
             self.index.branches().map_err(|e| e.to_string())?.into_iter().collect();
@@ -1275,13 +1309,76 @@ fn llm_answers(chunk: &Chunk<'_>) -> Vec<([u8; 32], u64)> {
         .collect()
 }
 
-/// A repair the scan found necessary: what a crash mid-write left behind.
+/// A repair of the segment files: what a crash mid-write (or damage) left behind, found by
+/// the scan and made when the index is rebuilt. Never silent: [`Store::repairs`] lists
+/// what opening did, and [`inspect`] what it would do.
 #[derive(Debug, Clone, PartialEq, Eq)]
-enum Repair {
-    /// Cut a torn tail: the last complete chunk ends at `len`.
-    Cut { path: String, len: u64 },
-    /// Remove a segment whose creation was cut short.
-    Remove { path: String },
+pub enum Repair {
+    /// Cut a segment's tail: its last sound chunk ends at `len`, of `file_len` bytes.
+    Cut {
+        /// The segment, relative to the store.
+        path: String,
+        /// Where the cut is.
+        len: u64,
+        /// The file's length before it.
+        file_len: u64,
+        /// The segment's length when the index last recorded it, if it did: bytes below
+        /// it were acknowledged to a writer, and cutting them loses events.
+        indexed_len: Option<u64>,
+        /// Where the cut bytes are kept (beside the segment), once cut.
+        kept: Option<String>,
+    },
+    /// Remove a segment whose creation was cut short (it held no event).
+    Remove {
+        /// The segment, relative to the store.
+        path: String,
+    },
+}
+
+impl Repair {
+    /// Whether the repair loses events a writer was told were durable.
+    pub fn loses_acknowledged(&self) -> bool {
+        matches!(self, Repair::Cut { len, indexed_len: Some(acked), .. } if acked > len)
+    }
+}
+
+impl std::fmt::Display for Repair {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Repair::Cut { path, len, file_len, indexed_len, kept } => {
+                let cut = file_len.saturating_sub(*len);
+                write!(f, "{path}: {cut} bytes cut at byte {len}")?;
+                match indexed_len {
+                    Some(acked) if acked > len => write!(
+                        f,
+                        " (damage: {} acknowledged bytes among them)",
+                        acked.min(file_len).saturating_sub(*len)
+                    )?,
+                    Some(_) => write!(f, " (a write cut short, never acknowledged)")?,
+                    None => write!(f, " (no index says whether they were acknowledged)")?,
+                }
+                match kept {
+                    Some(kept) => write!(f, "; the cut bytes are kept in {kept}"),
+                    None => Ok(()),
+                }
+            }
+            Repair::Remove { path } => write!(f, "{path}: removed, its creation cut short"),
+        }
+    }
+}
+
+/// What opening the store in `dir` would repair, found without writing anything: the
+/// segments are scanned read-only and the index is not opened.
+pub fn inspect(dir: &Path) -> Result<Vec<Repair>, StoreError> {
+    if !dir.join(SEGMENT_DIR).is_dir() {
+        return Err(StoreError::Io {
+            op: "find",
+            path: format!("{}/{SEGMENT_DIR}", dir.display()),
+            source: io::Error::new(io::ErrorKind::NotFound, "not a store: no such directory"),
+        });
+    }
+    let storage = FsStorage::new(dir).map_err(io_err("open the store directory", "."))?;
+    Ok(scan(&storage)?.1)
 }
 
 /// The LLM answers in a chunk: (request hash, seq).
@@ -1348,6 +1445,17 @@ fn scan<S: Storage>(storage: &S) -> Result<(BTreeMap<BranchId, Scanned>, Vec<Rep
     Ok((out, repairs))
 }
 
+/// A cut of `path` at `at`, of a file `file_len` bytes long, as the scan finds it.
+fn cut(path: &str, at: usize, file_len: usize) -> Repair {
+    Repair::Cut {
+        path: path.to_owned(),
+        len: at as u64,
+        file_len: file_len as u64,
+        indexed_len: None,
+        kept: None,
+    }
+}
+
 fn scan_segment<S: Storage>(
     storage: &S,
     name: &str,
@@ -1376,7 +1484,7 @@ fn scan_segment<S: Storage>(
             Ok(Some(r)) => r,
             Ok(None) => break,
             Err(FormatError::Truncated { .. }) if last_segment => {
-                repairs.push(Repair::Cut { path: path.clone(), len: at as u64 });
+                repairs.push(cut(&path, at, bytes.len()));
                 break;
             }
             Err(e) => return Err(corrupt(at as u64, e.to_string())),
@@ -1390,7 +1498,7 @@ fn scan_segment<S: Storage>(
             Ok(c) => c,
             // A damaged last record is a write the crash cut short.
             Err(_) if last_segment && end == bytes.len() => {
-                repairs.push(Repair::Cut { path: path.clone(), len: at as u64 });
+                repairs.push(cut(&path, at, bytes.len()));
                 break;
             }
             Err(e) => return Err(corrupt(at as u64, e.to_string())),
