@@ -170,6 +170,8 @@ pub struct Store<S: Storage = FsStorage> {
     poisoned: Option<String>,
     rebuilt: bool,
     repairs: Vec<Repair>,
+    /// Segments roll over past this size ([`SEGMENT_TARGET_LEN`]; tests set less).
+    segment_target: u64,
     // Held for the store's life: one process at a time opens a store directory.
     _lock: Option<std::fs::File>,
 }
@@ -227,6 +229,7 @@ impl<S: Storage> Store<S> {
             poisoned: None,
             rebuilt: false,
             repairs: Vec::new(),
+            segment_target: SEGMENT_TARGET_LEN,
             _lock: None,
         };
         let files = store.segment_files()?;
@@ -276,6 +279,12 @@ impl<S: Storage> Store<S> {
     /// Whether opening had to rebuild the index.
     pub fn was_rebuilt(&self) -> bool {
         self.rebuilt
+    }
+
+    /// Rolls segments over past `len` bytes instead of [`SEGMENT_TARGET_LEN`]: for tests,
+    /// whose batches must cross roll-overs. Any length reads back the same.
+    pub fn set_segment_target(&mut self, len: u64) {
+        self.segment_target = len.max(1);
     }
 
     /// The repairs made to the segment files since the store was opened (by opening it,
@@ -334,6 +343,12 @@ impl<S: Storage> Store<S> {
                 Repair::Remove { path } => {
                     self.storage.remove(path).map_err(io_err("remove", path.as_str()))?;
                     self.storage.sync_dir(SEGMENT_DIR).map_err(io_err("sync", SEGMENT_DIR))?;
+                }
+                Repair::SetAside { path, kept, .. } => {
+                    let keep = format!("{path}.cut-0");
+                    self.storage.rename(path, &keep).map_err(io_err("set aside", path.as_str()))?;
+                    self.storage.sync_dir(SEGMENT_DIR).map_err(io_err("sync", SEGMENT_DIR))?;
+                    *kept = Some(keep);
                 }
             }
             self.repairs.push(repair);
@@ -1025,11 +1040,12 @@ impl<S: Storage> Store<S> {
         };
         // What is acknowledged ends here; on a failed write or sync, the bytes after it are
         // taken back (the kernel may have dropped them from the page cache already).
-        let acked = (path.clone(), len);
+        // Segments this write created: taken back with the rest on a failure.
+        let mut acked = (path.clone(), len, Vec::new());
         let mut locs = Vec::with_capacity(records.len());
         let mut touched = vec![];
         for (record, (h, llm)) in records.iter().zip(headers) {
-            if len + record.len() as u64 > SEGMENT_TARGET_LEN
+            if len + record.len() as u64 > self.segment_target
                 && len > file_preamble(SEGMENT_VERSION, WRITER_NAME).len() as u64
             {
                 // Roll over: the full segment is synced first, so acknowledged stays a prefix.
@@ -1037,6 +1053,7 @@ impl<S: Storage> Store<S> {
                     return self.fail_write(&acked, e);
                 }
                 segment = segment_name(branch, row.segments.len() as u32 + 1);
+                acked.2.push(format!("{SEGMENT_DIR}/{segment}"));
                 if let Err(e) = self.new_segment(&segment) {
                     return self.fail_write(&acked, e);
                 }
@@ -1103,9 +1120,23 @@ impl<S: Storage> Store<S> {
 
     /// A write or sync failed: take back the unacknowledged bytes if we can, then refuse
     /// further writes until the store is reopened.
-    fn fail_write<T>(&mut self, acked: &(String, u64), err: StoreError) -> Result<T, StoreError> {
-        let (path, len) = acked;
+    /// Takes back what a failed write wrote — the bytes after the acknowledged end of the
+    /// segment it began in, and every segment it created — then refuses further writes.
+    /// What cannot be taken back (a truncate or remove that fails too) the next open finds:
+    /// a torn tail is cut, a segment that continues events no longer there is set aside.
+    fn fail_write<T>(
+        &mut self,
+        acked: &(String, u64, Vec<String>),
+        err: StoreError,
+    ) -> Result<T, StoreError> {
+        let (path, len, created) = acked;
         let _ = self.storage.truncate(path, *len);
+        for new in created.iter().rev() {
+            let _ = self.storage.remove(new);
+        }
+        if !created.is_empty() {
+            let _ = self.storage.sync_dir(SEGMENT_DIR);
+        }
         self.poison(err)
     }
 
@@ -1333,6 +1364,16 @@ pub enum Repair {
         /// The segment, relative to the store.
         path: String,
     },
+    /// Set a whole segment aside: it continues events that are no longer there (a write
+    /// that rolled over into it failed), so nothing in it was acknowledged.
+    SetAside {
+        /// The segment, relative to the store.
+        path: String,
+        /// Its length.
+        file_len: u64,
+        /// Where it is kept (renamed beside its old name), once set aside.
+        kept: Option<String>,
+    },
 }
 
 impl Repair {
@@ -1363,6 +1404,13 @@ impl std::fmt::Display for Repair {
                 }
             }
             Repair::Remove { path } => write!(f, "{path}: removed, its creation cut short"),
+            Repair::SetAside { path, file_len, kept } => {
+                write!(f, "{path}: {file_len} bytes set aside, a failed write's continuation")?;
+                match kept {
+                    Some(kept) => write!(f, "; kept as {kept}"),
+                    None => Ok(()),
+                }
+            }
         }
     }
 }
@@ -1409,8 +1457,16 @@ fn scan<S: Storage>(storage: &S) -> Result<(BTreeMap<BranchId, Scanned>, Vec<Rep
         segments.sort();
         let mut found: Option<(BranchId, Scanned)> = None;
         let n_segments = segments.len();
+        let mut orphaned = false;
         for (i, (_, name)) in segments.into_iter().enumerate() {
-            scan_segment(storage, &name, i + 1 == n_segments, &mut found, &mut repairs)?;
+            if orphaned {
+                repairs.push(set_aside(storage, &name)?);
+                continue;
+            }
+            orphaned = scan_segment(storage, &name, i + 1 == n_segments, &mut found, &mut repairs)?;
+            if orphaned {
+                repairs.push(set_aside(storage, &name)?);
+            }
         }
         if let Some((id, scanned)) = found {
             out.insert(id, scanned);
@@ -1445,6 +1501,13 @@ fn scan<S: Storage>(storage: &S) -> Result<(BTreeMap<BranchId, Scanned>, Vec<Rep
     Ok((out, repairs))
 }
 
+/// Setting aside the whole segment `name`: it continues events that are no longer there.
+fn set_aside<S: Storage>(storage: &S, name: &str) -> Result<Repair, StoreError> {
+    let path = format!("{SEGMENT_DIR}/{name}");
+    let file_len = storage.len(&path).map_err(io_err("stat", &path))?;
+    Ok(Repair::SetAside { path, file_len, kept: None })
+}
+
 /// A cut of `path` at `at`, of a file `file_len` bytes long, as the scan finds it.
 fn cut(path: &str, at: usize, file_len: usize) -> Repair {
     Repair::Cut {
@@ -1456,13 +1519,17 @@ fn cut(path: &str, at: usize, file_len: usize) -> Repair {
     }
 }
 
+/// Scans one segment into `found`. True when the segment is orphaned: it opens with a
+/// chunk that continues events no earlier segment holds (a write that rolled over, failed,
+/// and could not take back the segment it had made), so nothing in it or after it was
+/// acknowledged.
 fn scan_segment<S: Storage>(
     storage: &S,
     name: &str,
     last_segment: bool,
     found: &mut Option<(BranchId, Scanned)>,
     repairs: &mut Vec<Repair>,
-) -> Result<(), StoreError> {
+) -> Result<bool, StoreError> {
     let path = format!("{SEGMENT_DIR}/{name}");
     let bytes = storage.read(&path).map_err(io_err("read", &path))?;
     let corrupt =
@@ -1473,7 +1540,7 @@ fn scan_segment<S: Storage>(
         // A segment whose creation was cut short holds nothing acknowledged.
         Err(_) if last_segment && bytes.len() <= preamble_len && is_cut_preamble(&bytes) => {
             repairs.push(Repair::Remove { path: path.clone() });
-            return Ok(());
+            return Ok(false);
         }
         Err(e) => return Err(corrupt(0, e.to_string())),
     };
@@ -1551,6 +1618,13 @@ fn scan_segment<S: Storage>(
             }
             Some((id, s)) => {
                 let row = &mut s.row;
+                let first_of_segment = row.segments.last().map(String::as_str) != Some(name);
+                if first_of_segment
+                    && h.branch == *id
+                    && (h.parent != row.head_id || h.first_seq != row.head_seq + 1)
+                {
+                    return Ok(true);
+                }
                 if h.branch != *id
                     || h.parent != row.head_id
                     || h.first_seq != row.head_seq + 1
@@ -1595,7 +1669,7 @@ fn scan_segment<S: Storage>(
         // Created, never written: nothing in it was acknowledged.
         repairs.push(Repair::Remove { path });
     }
-    Ok(())
+    Ok(false)
 }
 
 /// Whether `bytes` is a prefix of a segment preamble (a creation cut short).

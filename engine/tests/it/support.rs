@@ -20,6 +20,8 @@ pub struct Faults {
     pub append_per_mille: u64,
     pub sync_per_mille: u64,
     pub create_per_mille: u64,
+    /// Truncates, renames and removals: what a failed write's taking back relies on.
+    pub take_back_per_mille: u64,
 }
 
 /// An in-memory disk with a page cache: `sync` makes a file's bytes durable,
@@ -31,6 +33,10 @@ pub struct LossyDisk {
     rng: SimRng,
     faults: Faults,
     pub n_faults: u64,
+    /// Fails the file sync after this many more succeed (once), whatever `faults` say.
+    pub fail_sync_after: Option<u64>,
+    /// Fails every removal.
+    pub fail_removes: bool,
 }
 
 impl LossyDisk {
@@ -41,6 +47,8 @@ impl LossyDisk {
             rng: SimRng::stream(seed, &["lossy disk"]),
             faults,
             n_faults: 0,
+            fail_sync_after: None,
+            fail_removes: false,
         }
     }
 
@@ -111,6 +119,15 @@ impl Storage for LossyDisk {
         Ok(())
     }
     fn sync(&mut self, path: &str) -> io::Result<()> {
+        match self.fail_sync_after {
+            Some(0) => {
+                self.fail_sync_after = None;
+                self.n_faults += 1;
+                return Err(io::Error::other("injected EIO on fdatasync"));
+            }
+            Some(n) => self.fail_sync_after = Some(n - 1),
+            None => {}
+        }
         self.fail(self.faults.sync_per_mille, "fdatasync")?;
         let f = self.files.get_mut(path).ok_or_else(|| missing(path))?;
         f.synced = f.current.clone();
@@ -126,17 +143,23 @@ impl Storage for LossyDisk {
         Ok(())
     }
     fn truncate(&mut self, path: &str, len: u64) -> io::Result<()> {
+        self.fail(self.faults.take_back_per_mille, "truncate")?;
         let f = self.files.get_mut(path).ok_or_else(|| missing(path))?;
         f.current.truncate(len as usize);
         f.synced = f.current.clone();
         Ok(())
     }
     fn rename(&mut self, from: &str, to: &str) -> io::Result<()> {
+        self.fail(self.faults.take_back_per_mille, "rename")?;
         let f = self.files.remove(from).ok_or_else(|| missing(from))?;
         self.files.insert(to.to_owned(), f);
         Ok(())
     }
     fn remove(&mut self, path: &str) -> io::Result<()> {
+        if self.fail_removes {
+            return Err(io::Error::other("injected EIO on remove"));
+        }
+        self.fail(self.faults.take_back_per_mille, "remove")?;
         self.files.remove(path).map(drop).ok_or_else(|| missing(path))
     }
     fn len(&self, path: &str) -> io::Result<u64> {
