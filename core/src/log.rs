@@ -7,7 +7,7 @@
 //! engine's store implements it beside its writes. Nothing here writes, spawns or reads a
 //! clock.
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeSet;
 use std::fmt;
 
 use hamlet_log::event::parse_header;
@@ -312,41 +312,35 @@ pub fn open_checked(bytes: &[u8]) -> Result<(Recording<'_>, Report), OpenError> 
 /// are compared with the fold's encoding, never decoded. One in another state version than
 /// this build's is one no reader uses, and is left alone.
 pub fn check_checkpoints(rec: &Recording<'_>) -> Result<Vec<Problem>, LogError> {
-    let mut by_branch: BTreeMap<BranchId, Vec<CheckpointEntry>> = BTreeMap::new();
-    for cp in &rec.summary().checkpoints {
-        by_branch.entry(cp.branch).or_default().push(*cp);
-    }
+    let branches: BTreeSet<BranchId> =
+        rec.summary().checkpoints.iter().map(|cp| cp.branch).collect();
     let mut order: Vec<(usize, BranchId)> = Vec::new();
-    for (&branch, list) in &mut by_branch {
-        list.sort_by_key(|cp| cp.seq);
+    for branch in branches {
         order.push((rec.ancestry(branch)?.len(), branch));
     }
     order.sort();
     let mut found = Vec::new();
     let mut trusted: BTreeSet<(BranchId, u64)> = BTreeSet::new();
     for (_, branch) in order {
-        let own = by_branch.get(&branch).map_or(&[][..], Vec::as_slice);
-        let first_own = own.first().map_or(0, |cp| cp.seq);
+        // Every checkpoint on the branch's ancestry with its bytes, latest first.
+        let on_path = rec.checkpoints(branch)?;
+        let own: Vec<&(CheckpointEntry, &[u8])> =
+            on_path.iter().rev().filter(|(cp, _)| cp.branch == branch).collect();
+        let first_own = own.first().map_or(0, |(cp, _)| cp.seq);
         // The latest ancestor checkpoint found true, below this branch's own.
-        let start = rec
-            .checkpoints(branch)?
-            .into_iter()
+        let start = on_path
+            .iter()
             .filter(|(cp, _)| cp.branch != branch && cp.seq < first_own)
             .find(|(cp, _)| trusted.contains(&(cp.branch, cp.seq)))
             .and_then(|(cp, bytes)| {
                 Town::from_checkpoint(bytes).map(|t| (cp.seq.saturating_add(1), t))
             });
         let (mut next, mut town) = start.unwrap_or_default();
-        for cp in own {
+        for &&(cp, bytes) in &own {
             if cp.seq >= next {
                 fold_into(rec, branch, next, cp.seq, &mut town)?;
                 next = cp.seq.saturating_add(1);
             }
-            let bytes = usize::try_from(cp.offset)
-                .ok()
-                .zip(cp.offset.checked_add(cp.len_bytes).and_then(|e| usize::try_from(e).ok()))
-                .and_then(|(a, b)| rec.bytes().get(a..b))
-                .unwrap_or(&[]);
             if bytes.get(..2) != Some(&crate::fold::CHECKPOINT_VERSION.to_le_bytes()[..]) {
                 continue;
             }
