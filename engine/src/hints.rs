@@ -57,6 +57,8 @@ pub fn hints(error: &(dyn std::error::Error + 'static)) -> Vec<String> {
                 ),
                 StoreError::Poisoned { .. } => out.push("run the command again: reopening the store recovers".into()),
                 StoreError::Index(_) => out.push("`hamlet store rebuild --store DIR` rebuilds the index from the segments".into()),
+                StoreError::NoStore { .. } => out.push("`hamlet run --store DIR` or `hamlet import FILE --store DIR` makes a store".into()),
+                StoreError::InUse { .. } => out.push("wait for the other command (a run, the viewer) to end, or read a copy of the store".into()),
                 _ => {}
             }
         }

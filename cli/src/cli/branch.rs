@@ -124,7 +124,7 @@ pub fn branches(a: BranchesArgs) -> anyhow::Result<Outcome> {
     if !a.store.is_dir() {
         anyhow::bail!("no store at {}", a.store.display());
     }
-    let store = super::store_at(&a.store)
+    let store = super::store_read_only(&a.store)
         .with_context(|| format!("cannot open store {}", a.store.display()))?;
     let all = store.branches();
     // Depth first, each branch under its parent (children in the store's order: by fork

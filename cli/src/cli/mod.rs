@@ -339,6 +339,28 @@ pub fn store_at(
     Ok(store)
 }
 
+/// Opens the store in `dir` to read it, as every command that only reads does: nothing in
+/// the directory changes. Damage a writer's open would repair is said on stderr, with what
+/// the repair would be; what is sound is read.
+pub fn store_read_only(
+    dir: &std::path::Path,
+) -> Result<hamlet_engine::store::Store, hamlet_engine::store::StoreError> {
+    let store = hamlet_engine::store::Store::open_read_only(dir)?;
+    for repair in store.repairs() {
+        #[expect(clippy::print_stderr, reason = "damage is reported to the person at the terminal")]
+        {
+            let what = if repair.loses_acknowledged() { "warning" } else { "note" };
+            eprintln!(
+                "{what}: {} needs a repair (read as it stands; nothing changed): {repair}; \
+                 `hamlet store rebuild --store {}` makes it",
+                dir.display(),
+                dir.display()
+            );
+        }
+    }
+    Ok(store)
+}
+
 pub fn is_broken_pipe(err: &anyhow::Error) -> bool {
     err.chain().any(|e| {
         e.downcast_ref::<std::io::Error>()

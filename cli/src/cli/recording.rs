@@ -570,7 +570,8 @@ fn events_mapped(source: &Source, map: fn(Event) -> Event) -> anyhow::Result<Vec
             Reader::Recording(rec)
         }
         (None, Some(dir)) => Reader::Store(
-            super::store_at(dir).with_context(|| format!("cannot open store {}", dir.display()))?,
+            super::store_read_only(dir)
+                .with_context(|| format!("cannot open store {}", dir.display()))?,
         ),
         (None, None) => bail!("give a recording FILE or --store DIR"),
     };

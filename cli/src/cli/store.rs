@@ -57,7 +57,8 @@ pub struct ExportArgs {
 }
 
 pub fn export(a: ExportArgs) -> anyhow::Result<Outcome> {
-    let store = open_store(&a.store)?;
+    let store = super::store_read_only(&a.store)
+        .with_context(|| format!("cannot open store {}", a.store.display()))?;
     let info = a.branch.as_deref().map(|n| store.find_branch(n)).transpose()?;
     let until = match (&a.until, &info) {
         (Some(moment), Some(info)) => {
@@ -87,9 +88,9 @@ cuts a torn tail left by a crash (keeping the cut bytes beside the segment, as \
         store: PathBuf,
     },
     /// Check that the segments are sound and the index agrees with them
-    #[command(after_help = "The segments are scanned without writing: damage or a torn tail \
-is reported with the repair opening the store would make (and exit status 1), and nothing is \
-changed.\n\nExample:\n  hamlet store check --store run/")]
+    #[command(after_help = "Nothing in the store is written: the segments are scanned and \
+the index read. Damage or a torn tail is reported with the repair a command that writes would \
+make (and exit status 1); an index out of date is said (any command that writes rebuilds it).\n\nExample:\n  hamlet store check --store run/")]
     Check {
         /// The store directory
         #[arg(long, value_name = "DIR")]
@@ -137,7 +138,18 @@ pub fn store(c: StoreCommand) -> anyhow::Result<Outcome> {
                 );
                 return Ok(Outcome::ProblemsFound);
             }
-            let store = open_store(&dir)?;
+            let store = super::store_read_only(&dir)
+                .with_context(|| format!("cannot open store {}", dir.display()))?;
+            if store.was_rebuilt() {
+                // Derived data out of date is not damage: any command that writes rebuilds it.
+                println!(
+                    "{}: segments sound; the index is out of date (read from the segments \
+                     instead; the next command that writes, or `hamlet store rebuild`, \
+                     rebuilds it)",
+                    dir.display()
+                );
+                return Ok(Outcome::Done);
+            }
             match store.check_index() {
                 Ok(()) => {
                     println!("{}: segments sound, index agrees", dir.display());

@@ -118,7 +118,18 @@ fn damage_to_acknowledged_events_is_never_cut_silently() {
     assert!(text(&out).contains("would repair") && text(&out).contains("nothing was changed"));
     assert_eq!(std::fs::read(&segment).unwrap(), bytes, "check changed nothing");
 
-    let out = hamlet(d, &["log", "--store", "st", "--limit", "1"]);
+    // A command that reads reads what is sound, says what a repair would do, and does not.
+    for read in [&["log", "--store", "st", "--limit", "1"][..], &["branches", "--store", "st"]] {
+        let out = hamlet(d, read);
+        assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+        let said = String::from_utf8_lossy(&out.stderr);
+        assert!(said.contains("warning: st needs a repair (read as it stands"), "{said}");
+        assert!(said.contains("acknowledged bytes among them"), "{said}");
+        assert_eq!(std::fs::read(&segment).unwrap(), bytes, "{read:?} changed the segment");
+    }
+
+    // One that writes makes the repair, and says so.
+    let out = hamlet(d, &["store", "rebuild", "--store", "st"]);
     assert_eq!(out.status.code(), Some(0), "{}", text(&out));
     let said = String::from_utf8_lossy(&out.stderr);
     assert!(said.contains("warning: opening st repaired"), "{said}");

@@ -107,8 +107,59 @@ impl Index {
     pub fn open(path: &Path) -> Result<(Index, bool), IndexError> {
         let err = |source| IndexError { path: path.to_owned(), source };
         let db = sled::Config::new().path(path).open().map_err(err)?;
+        let index = Index::over(db, path)?;
+        let version = index.db.get("version").map_err(err)?;
+        let fresh = version.as_deref() != Some(INDEX_VERSION);
+        if fresh {
+            index.clear()?;
+        }
+        Ok((index, fresh))
+    }
+
+    /// Opens the index at `path` as it stands, to read it: `None` when there is none, it is
+    /// of another version, or it does not open (another reader holds it). Never created,
+    /// cleared or removed; sled writes nothing to a database it only reads.
+    pub fn open_existing(path: &Path) -> Option<Index> {
+        if !path.join("conf").is_file() || !path.join("db").is_file() {
+            return None;
+        }
+        // A store closed a moment ago in this process may hold sled's lock a little longer
+        // (its flusher ends after it); another reader holds it for good.
+        let mut tries = 0;
+        let db = loop {
+            match sled::Config::new().path(path).open() {
+                Ok(db) => break db,
+                Err(_) if tries < 10 => {
+                    tries += 1;
+                    std::thread::sleep(std::time::Duration::from_millis(10));
+                }
+                Err(_) => return None,
+            }
+        };
+        // The version first: opening the trees of another version's index would add them.
+        if db.get("version").ok()?.as_deref() != Some(INDEX_VERSION) {
+            return None;
+        }
+        Index::over(db, path).ok()
+    }
+
+    /// An index in a temporary database outside the store (sled removes it when dropped):
+    /// where a store opened read-only keeps the index it builds from its segments.
+    pub fn temporary() -> Result<Index, IndexError> {
+        let path = Path::new("(a temporary index)");
+        let db = sled::Config::new()
+            .temporary(true)
+            .open()
+            .map_err(|source| IndexError { path: path.to_owned(), source })?;
+        let index = Index::over(db, path)?;
+        index.clear()?;
+        Ok(index)
+    }
+
+    fn over(db: sled::Db, path: &Path) -> Result<Index, IndexError> {
+        let err = |source| IndexError { path: path.to_owned(), source };
         let tree = |name: &str| db.open_tree(name).map_err(err);
-        let index = Index {
+        Ok(Index {
             branches: tree("branches")?,
             chunks: tree("chunks")?,
             times: tree("times")?,
@@ -117,13 +168,7 @@ impl Index {
             segments: tree("segments")?,
             path: path.to_owned(),
             db,
-        };
-        let version = index.db.get("version").map_err(err)?;
-        let fresh = version.as_deref() != Some(INDEX_VERSION);
-        if fresh {
-            index.clear()?;
-        }
-        Ok((index, fresh))
+        })
     }
 
     fn err(&self) -> impl Fn(sled::Error) -> IndexError + '_ {

@@ -22,6 +22,13 @@
 //! After a failed write or sync the store refuses further writes until reopened: the page
 //! cache's contents are then unknown, and acknowledged events must stay a prefix.
 //!
+//! # Reading only
+//! [`Store::open_read_only`] (every command that only reads) repairs nothing and writes
+//! nothing: no segment changes, the index is used when it agrees with the segments and is
+//! otherwise built from them in a temporary database outside the store, and the repairs a
+//! writer's open would make are listed, not made. Readers share `LOCK`; a writer excludes
+//! them.
+//!
 //! # Renaming a branch
 //! A branch's name is in its `BranchCreated`, which its id hashes, so a rename is an event:
 //! [`Store::rename_branch`] appends a `BranchRenamed` to the branch (its own events, at its
@@ -142,6 +149,18 @@ pub enum StoreError {
         /// The store's directory.
         dir: String,
     },
+    /// No store where one was to be read.
+    #[error("no store at {dir} (no `{SEGMENT_DIR}` directory in it)")]
+    NoStore {
+        /// The directory.
+        dir: String,
+    },
+    /// A write to a store opened to read.
+    #[error("the store was opened read-only; {what} needs a command that writes")]
+    ReadOnly {
+        /// What was refused.
+        what: &'static str,
+    },
     /// A recording does not open.
     #[error(transparent)]
     Read(#[from] hamlet_log::recording::ReadError),
@@ -170,6 +189,8 @@ pub struct Store<S: Storage = FsStorage> {
     poisoned: Option<String>,
     rebuilt: bool,
     repairs: Vec<Repair>,
+    /// Opened with [`Store::open_read_only`]: nothing in its directory is written.
+    read_only: bool,
     /// Segments roll over past this size ([`SEGMENT_TARGET_LEN`]; tests set less).
     segment_target: u64,
     // Held for the store's life: one process at a time opens a store directory.
@@ -207,9 +228,91 @@ impl Store<FsStorage> {
         store._lock = Some(lock);
         Ok(store)
     }
+
+    /// Opens the store in `dir` to read it: no segment is created, changed or removed, the
+    /// index is neither made, rebuilt nor written, and every write is refused
+    /// ([`StoreError::ReadOnly`]). (sled has no read-only mode: opening its database may
+    /// rewrite sled's own snapshot of it, never a row.)
+    ///
+    /// Its index is used when it agrees with the segments; otherwise (stale, missing, of
+    /// another version, or a deletion left half done) an index is built from the segments
+    /// in a temporary database outside the store. Damage a writer's open would repair is
+    /// not repaired: what is sound is read, and [`Store::repairs`] lists what a repair
+    /// would do (nothing kept yet). The `LOCK` is held shared: readers side by side, no
+    /// writer among them.
+    pub fn open_read_only(dir: &Path) -> Result<Store<FsStorage>, StoreError> {
+        if !dir.join(SEGMENT_DIR).is_dir() {
+            return Err(StoreError::NoStore { dir: dir.display().to_string() });
+        }
+        let lock = match std::fs::File::open(dir.join("LOCK")) {
+            Ok(lock) => match lock.try_lock_shared() {
+                Ok(()) => Some(lock),
+                Err(std::fs::TryLockError::WouldBlock) => {
+                    return Err(StoreError::InUse { dir: dir.display().to_string() })
+                }
+                Err(std::fs::TryLockError::Error(e)) => return Err(io_err("lock", "LOCK")(e)),
+            },
+            // Every writer makes the file and holds it: without one, no writer is there.
+            Err(e) if e.kind() == io::ErrorKind::NotFound => None,
+            Err(e) => return Err(io_err("open", "LOCK")(e)),
+        };
+        let storage = FsStorage::new(dir).map_err(io_err("open the store directory", "."))?;
+        let names = storage.list(SEGMENT_DIR).map_err(io_err("list", SEGMENT_DIR))?;
+        let deleting: std::collections::BTreeSet<String> =
+            names.iter().filter_map(|n| n.strip_suffix(".deleting").map(str::to_owned)).collect();
+        let mut storage = Some(storage);
+        let mut indexed = BTreeMap::new();
+        if let Some(index) = Index::open_existing(&dir.join("index")) {
+            let mut store = Store::over(storage.take().unwrap_or_else(|| unreachable!()), index);
+            store.read_only = true;
+            let files = store.segment_files()?;
+            let lens = store.index.segment_lens()?;
+            if deleting.is_empty() && files == lens {
+                store.branches = store.index.branches()?.into_iter().collect();
+                if store.index_agrees(&files) {
+                    store._lock = lock;
+                    return Ok(store);
+                }
+            }
+            indexed = lens.into_iter().collect();
+            storage = Some(store.into_storage());
+        }
+        let storage = storage.unwrap_or_else(|| unreachable!("the storage is given back"));
+        let (mut scanned, mut repairs) = scan(&storage)?;
+        // A branch whose deletion was begun is gone: a writer's open finishes it.
+        scanned.retain(|id, _| !deleting.contains(&id.to_hex()[..32]));
+        repairs.retain(|r| !deleting.iter().any(|d| r.path().contains(d.as_str())));
+        for repair in &mut repairs {
+            if let Repair::Cut { path, indexed_len, .. } = repair {
+                let name = path.rsplit('/').next().unwrap_or_default();
+                *indexed_len = indexed.get(name).copied();
+            }
+        }
+        let mut store = Store::over(storage, Index::temporary()?);
+        store.read_only = true;
+        store.fill_index(scanned)?;
+        store.rebuilt = true;
+        store.repairs = repairs;
+        store._lock = lock;
+        Ok(store)
+    }
 }
 
 impl<S: Storage> Store<S> {
+    fn over(storage: S, index: Index) -> Store<S> {
+        Store {
+            storage,
+            index,
+            branches: BTreeMap::new(),
+            poisoned: None,
+            rebuilt: false,
+            repairs: Vec::new(),
+            read_only: false,
+            segment_target: SEGMENT_TARGET_LEN,
+            _lock: None,
+        }
+    }
+
     /// Opens a store over `storage`, with its sled index at `index_dir`.
     pub fn open_with(mut storage: S, index_dir: &Path) -> Result<Store<S>, StoreError> {
         storage.create_dir_all(SEGMENT_DIR).map_err(io_err("create", SEGMENT_DIR))?;
@@ -222,16 +325,7 @@ impl<S: Storage> Store<S> {
                 Index::open(index_dir)?
             }
         };
-        let mut store = Store {
-            storage,
-            index,
-            branches: BTreeMap::new(),
-            poisoned: None,
-            rebuilt: false,
-            repairs: Vec::new(),
-            segment_target: SEGMENT_TARGET_LEN,
-            _lock: None,
-        };
+        let mut store = Store::over(storage, index);
         let files = store.segment_files()?;
         let indexed = store.index.segment_lens()?;
         let trusted = !fresh && !finished_deletions && files == indexed && {
@@ -276,7 +370,8 @@ impl<S: Storage> Store<S> {
         })
     }
 
-    /// Whether opening had to rebuild the index.
+    /// Whether opening had to rebuild the index (opened read-only: build one outside the
+    /// store, its own left as it was).
     pub fn was_rebuilt(&self) -> bool {
         self.rebuilt
     }
@@ -292,6 +387,11 @@ impl<S: Storage> Store<S> {
     /// lost acknowledged events.
     pub fn repairs(&self) -> &[Repair] {
         &self.repairs
+    }
+
+    /// Whether the store was opened with [`Store::open_read_only`].
+    pub fn is_read_only(&self) -> bool {
+        self.read_only
     }
 
     /// The storage (tests take it back to simulate a crash).
@@ -313,6 +413,7 @@ impl<S: Storage> Store<S> {
     /// the bytes it removes in a file beside the segment (`….seg.cut-<offset>`, which no
     /// scan reads) and is listed in [`Store::repairs`].
     pub fn rebuild_index(&mut self) -> Result<(), StoreError> {
+        self.check_writable("rebuilding the index")?;
         let (scanned, repairs) = scan(&self.storage)?;
         let indexed: BTreeMap<String, u64> = self.index.segment_lens()?.into_iter().collect();
         for mut repair in repairs {
@@ -353,6 +454,13 @@ impl<S: Storage> Store<S> {
             }
             self.repairs.push(repair);
         }
+        self.fill_index(scanned)?;
+        self.rebuilt = true;
+        Ok(())
+    }
+
+    /// Replaces the index's rows with those of a scan.
+    fn fill_index(&mut self, scanned: BTreeMap<BranchId, Scanned>) -> Result<(), StoreError> {
         self.index.clear()?;
         self.branches.clear();
         for (branch, found) in scanned {
@@ -369,7 +477,6 @@ impl<S: Storage> Store<S> {
             self.index.put_segment_len(&name, len)?;
         }
         self.index.flush()?;
-        self.rebuilt = true;
         Ok(())
     }
 
@@ -606,6 +713,7 @@ impl<S: Storage> Store<S> {
         seq: u64,
         state: &[u8],
     ) -> Result<(), StoreError> {
+        self.check_writable("writing a checkpoint")?;
         Ok(self.index.put_checkpoint(branch, seq, state)?)
     }
 
@@ -630,6 +738,7 @@ impl<S: Storage> Store<S> {
 
     /// Drops every checkpoint.
     pub fn clear_checkpoints(&self) -> Result<(), StoreError> {
+        self.check_writable("dropping checkpoints")?;
         Ok(self.index.clear_checkpoints()?)
     }
 
@@ -674,7 +783,10 @@ impl<S: Storage> Store<S> {
 
     // ---- writing ----
 
-    fn check_writable(&self) -> Result<(), StoreError> {
+    fn check_writable(&self, what: &'static str) -> Result<(), StoreError> {
+        if self.read_only {
+            return Err(StoreError::ReadOnly { what });
+        }
         match &self.poisoned {
             Some(cause) => Err(StoreError::Poisoned { cause: cause.clone() }),
             None => Ok(()),
@@ -691,7 +803,7 @@ impl<S: Storage> Store<S> {
     /// history runs through it). The index is rebuilt afterwards, so checkpoints (derived
     /// data) are written again as seeks need them. Returns how many events went.
     pub fn delete_branch(&mut self, branch: BranchId) -> Result<u64, StoreError> {
-        self.check_writable()?;
+        self.check_writable("deleting a branch")?;
         let row = self
             .branches
             .get(&branch)
@@ -755,7 +867,7 @@ impl<S: Storage> Store<S> {
     /// branch's name: a fork is named by its own events only, so renaming a parent leaves
     /// its forks as they are.
     pub fn rename_branch(&mut self, branch: BranchId, name: &str) -> Result<String, StoreError> {
-        self.check_writable()?;
+        self.check_writable("renaming a branch")?;
         let row =
             self.branches.get(&branch).ok_or_else(|| StoreError::NoBranch(branch.to_string()))?;
         self.check_name(name, Some(branch))?;
@@ -839,7 +951,7 @@ impl<S: Storage> Store<S> {
         stored: &[u8],
         parent: EventId,
     ) -> Result<BranchId, StoreError> {
-        self.check_writable()?;
+        self.check_writable("making a branch")?;
         self.check_name(name, None)?;
         let (kind, schema, header, body) =
             decode_header(stored).unwrap_or_else(|e| panic!("branch event decodes: {e}"));
@@ -913,7 +1025,7 @@ impl<S: Storage> Store<S> {
         events: &[NewEvent],
         links: &[Vec<usize>],
     ) -> Result<Vec<EventId>, StoreError> {
-        self.check_writable()?;
+        self.check_writable("appending events")?;
         let row =
             self.branches.get(&branch).ok_or_else(|| StoreError::NoBranch(branch.to_string()))?;
         let (mut seq, mut time) = (row.head_seq + 1, row.head_time);
@@ -1216,7 +1328,7 @@ impl<S: Storage> Store<S> {
     /// same). Events the store already holds are checked, not duplicated. Returns the
     /// number of new events.
     pub fn import(&mut self, bytes: &[u8]) -> Result<u64, StoreError> {
-        self.check_writable()?;
+        self.check_writable("importing")?;
         let report = verify(bytes);
         if let Some(first) = report.problems.first() {
             return Err(StoreError::NotSound {
@@ -1377,6 +1489,15 @@ pub enum Repair {
 }
 
 impl Repair {
+    /// The segment it repairs, relative to the store.
+    pub fn path(&self) -> &str {
+        match self {
+            Repair::Cut { path, .. } | Repair::Remove { path } | Repair::SetAside { path, .. } => {
+                path
+            }
+        }
+    }
+
     /// Whether the repair loses events a writer was told were durable.
     pub fn loses_acknowledged(&self) -> bool {
         matches!(self, Repair::Cut { len, indexed_len: Some(acked), .. } if acked > len)

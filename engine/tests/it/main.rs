@@ -9,6 +9,7 @@ mod mind;
 mod ops;
 mod power_loss;
 mod query;
+mod read_only;
 mod scale;
 mod sim;
 mod store_model;
