@@ -5,7 +5,7 @@
 // shown as it words them.
 
 import { app, emit } from './state.js';
-import { call } from './ipc.js';
+import { call, answerNextDialog } from './ipc.js';
 import { el, button, untrusted, setChildren, fmtCount, fmtTime } from './dom.js';
 
 let root = null;
@@ -145,15 +145,31 @@ function drawStoreLine(recording) {
     : untrusted('Fork here imports this recording into a new store under the viewer’s data directory. ');
   const pick = button({ label: 'Choose a folder…', cls: 'btn-ghost btn-small', title: 'Import into a store of your choosing (an empty folder, or a store)', onClick: () => pickStore() });
   const reset = chosenStore
-    ? button({ label: 'Use the default', cls: 'btn-ghost btn-small', onClick: () => { chosenStore = null; drawStoreLine(true); } })
+    ? button({ label: 'Use the default', cls: 'btn-ghost btn-small', onClick: () => useDefaultStore() })
     : null;
   setChildren(storeLine, where, pick, reset);
 }
 
-/** Picks the folder Fork here imports a recording into (or `dir` given, for tests). */
+/** Forgets the folder picked: Fork here imports under the data directory again. */
+async function useDefaultStore() {
+  try {
+    await call('pick_store', { default: true });
+    chosenStore = null;
+  } catch (err) {
+    say(err.message, true);
+  }
+  drawStoreLine(app.opened && app.opened.kind !== 'store');
+}
+
+/**
+ * Picks the folder Fork here imports a recording into, in the folder dialog (a test
+ * build's dialog answering `dir` when given); the viewer keeps the folder, the page only
+ * shows it.
+ */
 export async function pickStore(dir) {
   try {
-    const picked = dir === undefined ? await call('pick_store') : dir;
+    if (dir !== undefined) await answerNextDialog(dir);
+    const picked = await call('pick_store');
     if (picked) chosenStore = picked;
     drawStoreLine(app.opened && app.opened.kind !== 'store');
     return chosenStore;
@@ -178,8 +194,7 @@ export async function forkHere(name) {
   const wanted = (name ?? nameInput.value).trim();
   try {
     const secs = Number.isFinite(app.cursorSecs) ? Math.floor(app.cursorSecs) : undefined;
-    const store = app.opened.kind === 'store' ? null : chosenStore;
-    const forked = await call('fork', { branch: app.branch, secs, name: wanted || null, store });
+    const forked = await call('fork', { branch: app.branch, secs, name: wanted || null });
     nameInput.value = '';
     const cut = forked.inside_step ? ' (inside a step: going on finishes it first)' : '';
     const where = forked.imported

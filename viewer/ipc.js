@@ -109,3 +109,10 @@ export function latest(run, { apply, fail }) {
     get busy() { return busy; },
   };
 }
+
+/**
+ * A test build's stand-in for a person at a native dialog: the next dialog answers `path`.
+ * `answer_next_dialog` exists only in a viewer built with `--features e2e`; a release
+ * build refuses it, and has no command that takes a path.
+ */
+export const answerNextDialog = (path) => call('answer_next_dialog', { path });

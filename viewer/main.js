@@ -1,7 +1,7 @@
 // The page's wiring: boot, opening files, toolbar, side panel, status bar, keys, menu events and window.hamlet.
 
 import { app, emit, on, DEFAULT_SETTINGS, agentInFrame } from './state.js';
-import { call, listen, hasBridge, message as errorText } from './ipc.js';
+import { call, listen, hasBridge, message as errorText, answerNextDialog } from './ipc.js';
 import { seek, resetSeek, stats, wake, record, lessOftenWhilePlaying } from './seek.js';
 import { loadTracks, frameAt } from './tracks.js';
 import {
@@ -79,9 +79,8 @@ function boot() {
   on('frame', () => {
     if (!app.opened || !app.frame || app.playing) return;
     clearTimeout(momentTimer);
-    const { path } = app.opened;
     const { seq } = app.frame;
-    momentTimer = setTimeout(() => { call('remember_moment', { path, seq }).catch(() => {}); }, 1000);
+    momentTimer = setTimeout(() => { call('remember_moment', { seq }).catch(() => {}); }, 1000);
   });
   // A file named on the command line was opened before this page loaded: show it.
   if (hasBridge()) {
@@ -363,14 +362,14 @@ function renderRecent(list) {
     host.append(el('li', { class: 'recent-empty dim', text: 'Nothing opened yet. The recordings that ship with Hamlet are in its recordings/ folder.' }));
     return;
   }
-  for (const r of list.slice(0, 12)) {
+  list.slice(0, 12).forEach((r, index) => {
     const b = el('button', { type: 'button', class: 'recent-item', title: 'Open this file again' },
       el('span', { class: 'recent-name' }, untrusted(r.title || r.path)),
       el('span', { class: 'recent-path dim' }, untrusted(r.path)),
       el('span', { class: 'recent-when dim', text: ago(r.opened_at_unix) }));
-    b.addEventListener('click', () => openPath(r.path));
+    b.addEventListener('click', () => openRecent(index));
     host.append(el('li', {}, b));
-  }
+  });
 }
 
 function renderUnsound(o) {
@@ -413,10 +412,11 @@ async function openDialog() {
   }
 }
 
-async function openPath(path) {
+/** Opens a recent file by its place in the list: the viewer opens the path it remembered. */
+async function openRecent(index) {
   setOpening(true);
   try {
-    const o = await call('open_path', { path });
+    const o = await call('open_recent', { index });
     if (o) handleOpened(o);
   } catch (err) {
     openFailed(err.message);
@@ -428,7 +428,7 @@ async function openPath(path) {
 function handleOpened(o) {
   setOpening(false);
   if (!o || typeof o !== 'object') return;
-  // open_path answers and also emits `opened`: the same file twice in a row is shown once.
+  // An open answers and also emits `opened`: the same file twice in a row is shown once.
   const sig = JSON.stringify([o.path, o.title, o.branch, o.last_seq, o.sound, Array.isArray(o.findings) ? o.findings.length : 0]);
   const now = performance.now();
   if (sig === lastOpened.sig && now - lastOpened.at < 3000) return;
@@ -735,7 +735,9 @@ function wireDrop() {
 
 // ---------------------------------------------------------------- test helpers
 
-window.hamlet = {
+// The hooks the end-to-end tests drive the page with, installed only when the viewer is a
+// test build: a release build has no `answer_next_dialog`, and no `window.hamlet`.
+const hooks = {
   /** Shows the moment after event `n`; resolves when drawn. */
   seekSeq: (n) => seek({ seq: Number(n) }),
   /** Shows the moment at simulated second `s`; resolves when drawn. */
@@ -786,10 +788,13 @@ window.hamlet = {
   compare: (b) => { setSideTab('compare'); return compare(b); },
   /** Draws a measurement (`{ what: 'diffusion'|'density'|'relationships'|'cost', keywords? }`); resolves to its rows. */
   plot: (ask) => { setSideTab('research'); return plot(ask); },
-  /** Saves the chart's table as CSV at `path`; resolves to the path written. */
-  saveCsv: (path) => saveCsv(path),
-  /** Exports the branch shown (up to `untilSecs` if given) to `path`; resolves to `{ path, bytes, events }`. */
-  exportBranch: (path, untilSecs) => call('export', { branch: app.branch, path, untilSecs: Number.isFinite(untilSecs) ? untilSecs : null }),
+  /** Saves the chart's table as CSV, the save dialog answering `path`; resolves to the path written. */
+  saveCsv: async (path) => { await answerNextDialog(path); return saveCsv(); },
+  /** Exports the branch shown (up to `untilSecs` if given), the save dialog answering `path`; resolves to `{ path, bytes, events }`. */
+  exportBranch: async (path, untilSecs) => {
+    await answerNextDialog(path);
+    return call('export', { branch: app.branch, untilSecs: Number.isFinite(untilSecs) ? untilSecs : null });
+  },
   /** Stops a continuation after the step under way. */
   cancelRun: () => cancelRun(),
   /** The model the Intervene tab asks (the key shown only as set or not). */
@@ -819,4 +824,7 @@ window.hamlet = {
 };
 
 boot();
+if (hasBridge()) {
+  call('answer_next_dialog', { path: null }).then(() => { window.hamlet = hooks; }, () => {});
+}
 wake();

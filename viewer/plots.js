@@ -232,12 +232,12 @@ function drawGraph(g, w, h, ink, muted) {
   g.fillStyle = muted;
 }
 
-/** Saves the chart's table (`path` for tests; else the save dialog); answers the path written. */
-export async function saveCsv(path) {
+/** Saves the chart's table where the save dialog says; answers the path written. */
+export async function saveCsv() {
   if (!answer) return null;
   const name = `${app.branch}-${answer.what}.csv`;
   try {
-    const written = await call('save_csv', { name, text: answer.csv, path: path ?? null });
+    const written = await call('save_csv', { name, text: answer.csv });
     if (written) setChildren(caption, untrusted(`Saved ${written}`));
     return written;
   } catch (err) {

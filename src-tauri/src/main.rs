@@ -91,36 +91,91 @@ async fn open(app: AppHandle, path: PathBuf) -> Result<OpenedView, String> {
     }
 }
 
-/// Opens a file or store by path; the page hears `opened` (or `open-failed`) as well.
+/// Where the window may write, as the person chose it: no command takes a path from the
+/// page. A path comes from a native dialog this window opened (kept here until used), from
+/// the recent files the viewer itself remembered, or is under the viewer's data directory.
+#[derive(Default)]
+struct Chosen {
+    /// The folder picked for Fork here's store (`pick_store`), until another is picked or
+    /// the default taken again.
+    store: std::sync::Mutex<Option<PathBuf>>,
+    /// A test build's stand-in for the next dialog's answer (`answer_next_dialog`).
+    #[cfg(feature = "e2e")]
+    next_dialog: std::sync::Mutex<Option<PathBuf>>,
+}
+
+fn lock<T>(m: &std::sync::Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
+/// What a native dialog answered (`ask` shows it; `None`: cancelled). In a test build
+/// (`--features e2e`) an answer set with `answer_next_dialog` is taken instead, once.
+fn dialog(
+    app: &AppHandle,
+    ask: impl FnOnce() -> Option<tauri_plugin_dialog::FilePath>,
+) -> Option<PathBuf> {
+    #[cfg(feature = "e2e")]
+    if let Some(path) = lock(&app.state::<Chosen>().next_dialog).take() {
+        return Some(path);
+    }
+    let _ = app;
+    ask().and_then(|p| p.into_path().ok())
+}
+
+/// A test build's stand-in for a person at a dialog: the next native dialog answers `path`
+/// without showing (`null` forgets an answer not taken). Not in a release build, which has
+/// no command that takes a path; the page installs its test hooks only where this answers.
+#[cfg(feature = "e2e")]
 #[tauri::command]
-async fn open_path(app: AppHandle, path: String) -> Result<OpenedView, String> {
-    open(app, PathBuf::from(path)).await
+fn answer_next_dialog(app: AppHandle, path: Option<String>) {
+    *lock(&app.state::<Chosen>().next_dialog) = path.map(PathBuf::from);
+}
+
+/// Opens one of the recent files and stores (by its place in `recent`, newest first): the
+/// path is the one the viewer remembered, never the page's.
+#[tauri::command]
+async fn open_recent(app: AppHandle, index: usize) -> Result<OpenedView, String> {
+    let Some(recent) = settings::recent(&app).into_iter().nth(index) else {
+        return Err(format!("no recent file #{index}"));
+    };
+    open(app, PathBuf::from(recent.path)).await
 }
 
 /// Asks for a recording with the file dialog and opens it; `null` if cancelled.
 #[tauri::command]
 async fn pick_and_open(app: AppHandle) -> Result<Option<OpenedView>, String> {
-    let picked =
-        app.dialog().file().add_filter("Hamlet recording", &["hamlet"]).blocking_pick_file();
-    match picked.and_then(|p| p.into_path().ok()) {
+    let asked = app.clone();
+    let picked = tauri::async_runtime::spawn_blocking(move || {
+        dialog(&asked, || {
+            asked.dialog().file().add_filter("Hamlet recording", &["hamlet"]).blocking_pick_file()
+        })
+    })
+    .await
+    .map_err(|e| e.to_string())?;
+    match picked {
         Some(path) => open(app, path).await.map(Some),
         None => Ok(None),
     }
 }
 
-/// A folder for a store, picked in the folder dialog (`null` if cancelled): where Fork here
-/// imports a recording when the user would rather not use the default under the data
-/// directory. A folder that holds files but no store is refused in words before anything
-/// is written.
+/// A folder for a store, picked in the folder dialog: where Fork here imports a recording
+/// when the person would rather not use the default under the data directory. Answers the
+/// folder (to show), or `null` if cancelled; a folder that holds files but no store is
+/// refused in words. `default: true` forgets the folder picked and shows no dialog.
 #[tauri::command]
-async fn pick_store(app: AppHandle) -> Result<Option<String>, String> {
+async fn pick_store(app: AppHandle, default: Option<bool>) -> Result<Option<String>, String> {
+    if default == Some(true) {
+        *lock(&app.state::<Chosen>().store) = None;
+        return Ok(None);
+    }
     tauri::async_runtime::spawn_blocking(move || {
-        let Some(dir) = app.dialog().file().blocking_pick_folder().and_then(|p| p.into_path().ok())
-        else {
+        let Some(dir) = dialog(&app, || app.dialog().file().blocking_pick_folder()) else {
             return Ok(None);
         };
         store_folder_fits(&dir)?;
-        Ok(Some(dir.display().to_string()))
+        let shown = dir.display().to_string();
+        *lock(&app.state::<Chosen>().store) = Some(dir);
+        Ok(Some(shown))
     })
     .await
     .map_err(|e| e.to_string())?
@@ -171,9 +226,14 @@ fn save_settings(app: AppHandle, settings: Settings) -> Result<(), String> {
     settings::save(&app, &settings)
 }
 
-/// Remembers the moment shown for the open file, to come back to it next time.
+/// Remembers the moment shown for what is open, to come back to it next time.
 #[tauri::command]
-fn remember_moment(app: AppHandle, path: String, seq: u64) -> Result<(), String> {
+async fn remember_moment(
+    app: AppHandle,
+    worker: State<'_, Worker>,
+    seq: u64,
+) -> Result<(), String> {
+    let path = worker.run(|v| Ok(v.opened().path.clone())).await?;
     settings::set_moment(&app, &path, seq)
 }
 
@@ -346,8 +406,8 @@ async fn import_into(path: PathBuf, dir: PathBuf) -> Result<u64, String> {
 
 /// Forks `branch` after the event at `seq`, or after the last event at or before `secs`
 /// (whole steps), as `name` (by default `BRANCH-what-if-N`). A recording is read-only: it
-/// is first imported into a store (`store`, or `stores/NAME` under the data directory),
-/// which is then what the window shows.
+/// is first imported into a store (the folder picked with `pick_store`, or `stores/NAME`
+/// under the data directory), which is then what the window shows.
 #[tauri::command]
 async fn fork(
     app: AppHandle,
@@ -356,8 +416,8 @@ async fn fork(
     seq: Option<u64>,
     secs: Option<u64>,
     name: Option<String>,
-    store: Option<String>,
 ) -> Result<ForkedView, String> {
+    let store = lock(&app.state::<Chosen>().store).clone();
     let at = match (seq, secs) {
         (Some(seq), _) => Moment::Seq(seq),
         (None, Some(secs)) => Moment::Time(secs),
@@ -370,7 +430,7 @@ async fn fork(
     } else {
         let dir = match store {
             Some(dir) => {
-                let dir = PathBuf::from(dir);
+                // Checked again: the folder may have changed since it was picked.
                 store_folder_fits(&dir)?;
                 dir
             }
@@ -502,36 +562,23 @@ fn write_whole(path: &std::path::Path, bytes: &[u8]) -> Result<(), String> {
     std::fs::rename(&tmp, path).map_err(failed)
 }
 
-/// Where to save: `path` if given, else the save dialog (`None`: cancelled).
-fn save_path(
-    app: &AppHandle,
-    path: Option<String>,
-    name: &str,
-    filter: (&str, &str),
-) -> Option<PathBuf> {
-    match path {
-        Some(p) => Some(PathBuf::from(p)),
-        None => app
-            .dialog()
+/// Where to save, as the save dialog says (`None`: cancelled); `name` is only suggested.
+fn save_path(app: &AppHandle, name: &str, filter: (&str, &str)) -> Option<PathBuf> {
+    dialog(app, || {
+        app.dialog()
             .file()
             .set_file_name(name)
             .add_filter(filter.0, &[filter.1])
             .blocking_save_file()
-            .and_then(|p| p.into_path().ok()),
-    }
+    })
 }
 
-/// Saves a chart's table as CSV at `path`, or where the save dialog says; answers the path
-/// written, or `null` if the dialog was cancelled.
+/// Saves a chart's table as CSV where the save dialog says (`name` suggested); answers the
+/// path written, or `null` if the dialog was cancelled.
 #[tauri::command]
-async fn save_csv(
-    app: AppHandle,
-    name: String,
-    text: String,
-    path: Option<String>,
-) -> Result<Option<String>, String> {
+async fn save_csv(app: AppHandle, name: String, text: String) -> Result<Option<String>, String> {
     tauri::async_runtime::spawn_blocking(move || {
-        let Some(path) = save_path(&app, path, &name, ("CSV", "csv")) else { return Ok(None) };
+        let Some(path) = save_path(&app, &name, ("CSV", "csv")) else { return Ok(None) };
         write_whole(&path, text.as_bytes())?;
         Ok(Some(path.display().to_string()))
     })
@@ -540,15 +587,14 @@ async fn save_csv(
 }
 
 /// Exports `branch` with its ancestry (cut after the last event at or before `until_secs`
-/// if given) as a recording at `path`, or where the save dialog says; answers
-/// `{ path, bytes, events }`, or `null` if the dialog was cancelled.
+/// if given) as a recording where the save dialog says; answers `{ path, bytes, events }`,
+/// or `null` if the dialog was cancelled.
 #[tauri::command]
 async fn export(
     app: AppHandle,
     worker: State<'_, Worker>,
     branch: String,
     until_secs: Option<u64>,
-    path: Option<String>,
 ) -> Result<Option<serde_json::Value>, String> {
     let name = format!("{branch}.hamlet");
     let bytes = worker
@@ -558,7 +604,7 @@ async fn export(
         })
         .await?;
     tauri::async_runtime::spawn_blocking(move || {
-        let Some(path) = save_path(&app, path, &name, ("Hamlet recording", "hamlet")) else {
+        let Some(path) = save_path(&app, &name, ("Hamlet recording", "hamlet")) else {
             return Ok(None);
         };
         // What is written verifies: checked before it replaces anything.
@@ -685,6 +731,7 @@ fn main() {
         .plugin(tauri_plugin_store::Builder::new().build())
         .plugin(tauri_plugin_dialog::init())
         .manage(Worker::start())
+        .manage(Chosen::default())
         .setup(move |app| {
             app.set_menu(menu(app)?)?;
             refresh_recent_menu(app.handle());
@@ -730,35 +777,7 @@ fn main() {
                 }
             }
         })
-        .invoke_handler(tauri::generate_handler![
-            open_path,
-            pick_and_open,
-            pick_store,
-            current,
-            recent,
-            settings,
-            save_settings,
-            remember_moment,
-            timeline,
-            map,
-            frame,
-            tracks,
-            step,
-            agent,
-            why,
-            calls,
-            branches,
-            fork,
-            rename_branch,
-            delete_branch,
-            change,
-            continue_run,
-            cancel_run,
-            compare,
-            research,
-            save_csv,
-            export
-        ])
+        .invoke_handler(commands())
         .run(context())
         .unwrap_or_else(|e| {
             eprintln!("error: the viewer's window could not run: {e}");
@@ -766,11 +785,124 @@ fn main() {
         });
 }
 
+/// Every command the page may call (`build.rs` lists the same names in the app manifest, and
+/// `capabilities/` grants them): none takes a path.
+#[cfg(not(feature = "e2e"))]
+fn commands() -> impl Fn(tauri::ipc::Invoke) -> bool {
+    tauri::generate_handler![
+        open_recent,
+        pick_and_open,
+        pick_store,
+        current,
+        recent,
+        settings,
+        save_settings,
+        remember_moment,
+        timeline,
+        map,
+        frame,
+        tracks,
+        step,
+        agent,
+        why,
+        calls,
+        branches,
+        fork,
+        rename_branch,
+        delete_branch,
+        change,
+        continue_run,
+        cancel_run,
+        compare,
+        research,
+        save_csv,
+        export
+    ]
+}
+
+/// A test build's commands: the release build's and `answer_next_dialog`.
+#[cfg(feature = "e2e")]
+fn commands() -> impl Fn(tauri::ipc::Invoke) -> bool {
+    tauri::generate_handler![
+        answer_next_dialog,
+        open_recent,
+        pick_and_open,
+        pick_store,
+        current,
+        recent,
+        settings,
+        save_settings,
+        remember_moment,
+        timeline,
+        map,
+        frame,
+        tracks,
+        step,
+        agent,
+        why,
+        calls,
+        branches,
+        fork,
+        rename_branch,
+        delete_branch,
+        change,
+        continue_run,
+        cancel_run,
+        compare,
+        research,
+        save_csv,
+        export
+    ]
+}
+
 #[cfg(test)]
 mod tests {
     use std::path::Path;
 
     use super::store_name;
+
+    /// The window's end-to-end tests (`tests/e2e/`) need the test build; without it cargo
+    /// skips them without a word: this says so instead.
+    #[cfg(not(feature = "e2e"))]
+    #[test]
+    fn the_window_tests_need_the_test_build() {
+        panic!(
+            "the window's end-to-end tests did not run: they need the test build, \
+             `--features hamlet-viewer/e2e` (`./hamlet-dev test` gives it; docs/tests.md)"
+        );
+    }
+
+    /// The commands `commands()` registers are the ones `build.rs`'s app manifest lists (a
+    /// command missing there is refused to the page; one missing here is not a command).
+    #[test]
+    fn the_app_manifest_lists_every_command_and_nothing_else() {
+        /// The names in the first `open … ]` after `from`.
+        fn names(text: &str, from: &str, open: &str) -> Vec<String> {
+            let start = text.find(from).unwrap_or_else(|| panic!("no `{from}`"));
+            let body = &text[start..];
+            let body = &body[body.find(open).unwrap() + open.len()..];
+            let body = &body[..body.find(']').unwrap()];
+            let mut out: Vec<String> = body
+                .split(',')
+                .map(|n| n.trim().trim_matches('"').to_owned())
+                .filter(|n| !n.is_empty())
+                .collect();
+            out.sort();
+            out
+        }
+        let main = include_str!("main.rs");
+        let build = include_str!("../build.rs");
+        let release = "#[cfg(not(feature = \"e2e\"))]\nfn commands()";
+        let test_build = "#[cfg(feature = \"e2e\")]\nfn commands()";
+        let registered = names(main, release, "generate_handler![");
+        assert_eq!(registered.len(), 27, "{registered:?}");
+        assert_eq!(registered, names(build, "const PAGE", "= &["));
+        assert_eq!(
+            names(main, test_build, "generate_handler!["),
+            names(build, "const TEST_BUILD", "= &[")
+        );
+        assert!(!registered.iter().any(|c| c == "answer_next_dialog"));
+    }
 
     #[test]
     fn a_store_is_named_inside_stores_never_above_it() {

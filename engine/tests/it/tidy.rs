@@ -270,11 +270,22 @@ fn the_viewer_page_sets_recording_text_as_text_and_trusts_nothing_remote() {
         &std::fs::read_to_string(root().join("src-tauri/capabilities/default.json")).unwrap(),
     )
     .unwrap();
+    let granted: Vec<&str> = caps["permissions"]
+        .as_array()
+        .expect("a list of permissions")
+        .iter()
+        .map(|p| p.as_str().expect("a permission by name"))
+        .collect();
+    // Core and plugin permissions: only listening to the window's events. The app's own
+    // commands each by name (`allow-<command>`, from the app manifest), none a wildcard.
+    let (core, own): (Vec<&str>, Vec<&str>) = granted.iter().partition(|p| p.contains(':'));
     assert_eq!(
-        caps["permissions"],
-        serde_json::json!(["core:event:allow-listen", "core:event:allow-unlisten"]),
+        core,
+        ["core:event:allow-listen", "core:event:allow-unlisten"],
         "the page may only listen to the window's events"
     );
+    assert!(own.iter().all(|p| p.starts_with("allow-") && !p.contains('*')), "{own:?}");
+    assert!(!own.contains(&"allow-answer-next-dialog"), "the test build's command, granted");
 }
 
 /// The crates of `hamlet-core`'s tree for `target` (the host's if none; normal

@@ -792,16 +792,17 @@ fn fork_the_morning(data: &Path, name: &str, store: Option<&Path>) -> (Window, V
         let other = data.join("not-a-store");
         std::fs::create_dir_all(&other).unwrap();
         std::fs::write(other.join("notes.txt"), "mine").unwrap();
-        w.run("window.hamlet.pickStore(arguments[0]); return true;", json!([other]));
-        begin(&w, "refused", "window.hamlet.fork(arguments[0])", json!([name]));
-        assert_eq!(outcome(&w, "refused", MINUTE), Value::Null, "a fork into {}", other.display());
+        // The folder dialog answers it: refused in words, and not kept.
+        begin(&w, "refused", "window.hamlet.pickStore(arguments[0])", json!([other]));
+        assert_eq!(outcome(&w, "refused", MINUTE), Value::Null, "a store in {}", other.display());
         let status = w.run(
             "return document.querySelector('#pane-branches .branches-status').textContent;",
             json!([]),
         );
         assert!(status.as_str().unwrap().contains("no store"), "the window says why: {status}");
         assert_eq!(std::fs::read_dir(&other).unwrap().count(), 1, "nothing written there");
-        w.run("window.hamlet.pickStore(arguments[0]); return true;", json!([dir]));
+        begin(&w, "picked", "window.hamlet.pickStore(arguments[0])", json!([dir]));
+        assert_eq!(outcome(&w, "picked", MINUTE), json!(dir.display().to_string()));
     }
     begin(&w, "fork", "window.hamlet.fork(arguments[0])", json!([name]));
     let forked = outcome(&w, "fork", 5 * MINUTE);
@@ -996,6 +997,76 @@ fn a_fork_is_changed_continued_cancelled_and_compared_in_the_window() {
         json!([]),
     );
     w.screenshot("18-research");
+
+    // Saved and exported where the save dialog says (a test build's dialog answers).
+    let saved = tempfile::tempdir().unwrap();
+    let csv = saved.path().join("density.csv");
+    begin(&w, "csv", "window.hamlet.saveCsv(arguments[0])", json!([csv]));
+    assert_eq!(outcome(&w, "csv", MINUTE), json!(csv.display().to_string()));
+    let text = std::fs::read_to_string(&csv).unwrap();
+    assert!(text.lines().count() > 1, "the chart's table: {text}");
+    let out = saved.path().join("fork.hamlet");
+    begin(&w, "export", "window.hamlet.exportBranch(arguments[0])", json!([out]));
+    let exported = outcome(&w, "export", 5 * MINUTE);
+    assert_eq!(exported["path"], json!(out.display().to_string()), "{exported}");
+    let bytes = std::fs::read(&out).unwrap();
+    let (_, report) = hamlet_engine::log::open_checked(&bytes).unwrap();
+    assert!(report.is_clean(), "the export verifies: {:?}", report.problems);
+}
+
+/// Goal: a page cannot make a release build write where it says. Method: the release build
+/// of the viewer (no `e2e` feature; `./hamlet-dev test` keeps a copy at
+/// `target/release-build/hamlet-viewer`) opened on the shipped day; from its page, every
+/// way a test build takes a path is tried: the test hooks are not there,
+/// `answer_next_dialog` and the old `open_path` are refused, and `fork` given a `store`
+/// folder imports under the data directory instead, writing nothing in that folder.
+#[test]
+fn the_release_page_cannot_choose_a_path() {
+    if skip() {
+        return;
+    }
+    let _one = one_window();
+    let binary = root().join("target/release-build/hamlet-viewer");
+    assert!(
+        binary.exists(),
+        "{} is missing: `./hamlet-dev test` copies the release build there (`cargo build \
+         --release -p hamlet-viewer`, then `cp target/release/hamlet-viewer {}`)",
+        binary.display(),
+        binary.display()
+    );
+    let data = tempfile::tempdir().unwrap();
+    let aimed = data.path().join("aimed");
+    let w = Window::open_binary(&binary, &[shipped().display().to_string()], data.path(), &shots());
+    let invoke = |command: &str, args: Value| {
+        w.run_async(
+            "const done = arguments[arguments.length - 1]; \
+             window.__TAURI__.core.invoke(arguments[0], arguments[1]) \
+               .then((v) => done({ ok: v === undefined ? null : v }), (e) => done({ refused: String(e) }));",
+            json!([command, args]),
+        )
+    };
+    w.wait_for("the shipped day open", "return document.title.includes('—');", json!([]));
+    for (command, args) in [
+        ("answer_next_dialog", json!({ "path": aimed.join("answer.csv") })),
+        ("open_path", json!({ "path": aimed })),
+    ] {
+        let answer = invoke(command, args);
+        let refused = answer["refused"].as_str().unwrap_or_else(|| panic!("{command}: {answer}"));
+        assert!(refused.contains(command), "{command} refused, named: {refused}");
+    }
+    assert_eq!(w.run("return typeof window.hamlet;", json!([])), json!("undefined"));
+    let forked = invoke(
+        "fork",
+        json!({ "branch": "main", "secs": 9 * 3600, "name": "aimed", "store": aimed }),
+    );
+    let store = forked["ok"]["imported"]["store"]
+        .as_str()
+        .unwrap_or_else(|| panic!("the fork imports the recording: {forked}"));
+    assert!(
+        Path::new(store).starts_with(data.path().join("town.hamlet.viewer/stores")),
+        "a store under the data directory, not where the page said: {store}"
+    );
+    assert!(!aimed.exists(), "the page made {} exist", aimed.display());
 }
 
 /// Goal: a crash loses nothing the window was told is written. Method: the shipped day forked

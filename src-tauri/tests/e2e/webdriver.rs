@@ -85,8 +85,14 @@ fn need(program: &str, package: &str) {
 }
 
 impl Window {
-    /// Opens the viewer on `args` in a fresh X display, its settings in `data_home`.
+    /// Opens the viewer (the test build these tests were built with) on `args` in a fresh X
+    /// display, its settings in `data_home`.
     pub fn open(args: &[String], data_home: &Path, shots: &Path) -> Window {
+        Window::open_binary(Path::new(env!("CARGO_BIN_EXE_hamlet-viewer")), args, data_home, shots)
+    }
+
+    /// [`Window::open`] with another build of the viewer.
+    pub fn open_binary(binary: &Path, args: &[String], data_home: &Path, shots: &Path) -> Window {
         need("Xvfb", "xvfb");
         need("WebKitWebDriver", "webkit2gtk-driver");
         need("import", "imagemagick");
@@ -130,7 +136,6 @@ impl Window {
             assert!(tries > 0, "WebKitWebDriver did not answer on port {port}");
             std::thread::sleep(Duration::from_millis(100));
         }
-        let binary = env!("CARGO_BIN_EXE_hamlet-viewer");
         let created = http(
             port,
             "POST",
