@@ -785,74 +785,53 @@ fn main() {
         });
 }
 
-/// Every command the page may call (`build.rs` lists the same names in the app manifest, and
-/// `capabilities/` grants them): none takes a path.
+/// Every command the page may call, and `$extra` (`build.rs` lists the same names in the
+/// app manifest, and `capabilities/` grants them): none takes a path.
+macro_rules! page_commands {
+    ($($extra:ident),*) => {
+        tauri::generate_handler![
+            $($extra,)*
+            open_recent,
+            pick_and_open,
+            pick_store,
+            current,
+            recent,
+            settings,
+            save_settings,
+            remember_moment,
+            timeline,
+            map,
+            frame,
+            tracks,
+            step,
+            agent,
+            why,
+            calls,
+            branches,
+            fork,
+            rename_branch,
+            delete_branch,
+            change,
+            continue_run,
+            cancel_run,
+            compare,
+            research,
+            save_csv,
+            export
+        ]
+    };
+}
+
+/// A release build's commands.
 #[cfg(not(feature = "e2e"))]
 fn commands() -> impl Fn(tauri::ipc::Invoke) -> bool {
-    tauri::generate_handler![
-        open_recent,
-        pick_and_open,
-        pick_store,
-        current,
-        recent,
-        settings,
-        save_settings,
-        remember_moment,
-        timeline,
-        map,
-        frame,
-        tracks,
-        step,
-        agent,
-        why,
-        calls,
-        branches,
-        fork,
-        rename_branch,
-        delete_branch,
-        change,
-        continue_run,
-        cancel_run,
-        compare,
-        research,
-        save_csv,
-        export
-    ]
+    page_commands!()
 }
 
 /// A test build's commands: the release build's and `answer_next_dialog`.
 #[cfg(feature = "e2e")]
 fn commands() -> impl Fn(tauri::ipc::Invoke) -> bool {
-    tauri::generate_handler![
-        answer_next_dialog,
-        open_recent,
-        pick_and_open,
-        pick_store,
-        current,
-        recent,
-        settings,
-        save_settings,
-        remember_moment,
-        timeline,
-        map,
-        frame,
-        tracks,
-        step,
-        agent,
-        why,
-        calls,
-        branches,
-        fork,
-        rename_branch,
-        delete_branch,
-        change,
-        continue_run,
-        cancel_run,
-        compare,
-        research,
-        save_csv,
-        export
-    ]
+    page_commands!(answer_next_dialog)
 }
 
 #[cfg(test)]
@@ -892,15 +871,12 @@ mod tests {
         }
         let main = include_str!("main.rs");
         let build = include_str!("../build.rs");
-        let release = "#[cfg(not(feature = \"e2e\"))]\nfn commands()";
-        let test_build = "#[cfg(feature = \"e2e\")]\nfn commands()";
-        let registered = names(main, release, "generate_handler![");
+        let registered = names(main, "macro_rules! page_commands", "$($extra,)*");
         assert_eq!(registered.len(), 27, "{registered:?}");
         assert_eq!(registered, names(build, "const PAGE", "= &["));
-        assert_eq!(
-            names(main, test_build, "generate_handler!["),
-            names(build, "const TEST_BUILD", "= &[")
-        );
+        let test_build = &main[main.find("#[cfg(feature = \"e2e\")]\nfn commands()").unwrap()..];
+        assert!(test_build[..120].contains("page_commands!(answer_next_dialog)"), "{test_build}");
+        assert!(build.contains("[&[\"answer_next_dialog\"], PAGE].concat()"));
         assert!(!registered.iter().any(|c| c == "answer_next_dialog"));
     }
 
