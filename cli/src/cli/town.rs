@@ -159,6 +159,20 @@ pub fn town(c: TownCommand) -> anyhow::Result<Outcome> {
                     p.cash_cents as f64 / 100.0,
                     p.strategy
                 )?;
+                for h in &p.hosts {
+                    let end = h.start_secs + u64::from(h.duration_secs);
+                    writeln!(
+                        out,
+                        "      hosts {} at {}, day {} {:02}:{:02}–{:02}:{:02}",
+                        h.what,
+                        h.place,
+                        h.start_secs / 86_400,
+                        h.start_secs / 3600 % 24,
+                        h.start_secs / 60 % 60,
+                        end / 3600 % 24,
+                        end / 60 % 60
+                    )?;
+                }
             }
             writeln!(out, "economy    {} prices, {} wages", town.prices.len(), town.wages.len())?;
             // One letter per arena, in order, for the map.

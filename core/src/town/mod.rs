@@ -178,6 +178,17 @@ struct RawPersona {
     strategy: String,
     #[serde(default)]
     currently: Option<String>,
+    #[serde(default)]
+    hosts: Vec<RawHosted>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawHosted {
+    what: String,
+    place: String,
+    from: String,
+    until: String,
 }
 
 fn full() -> String {
@@ -193,6 +204,9 @@ pub const WILLOWMERE: &str = include_str!("../../../engine/towns/willowmere.toml
 
 /// The longest `currently` a persona may have, in characters: it opens every prompt.
 pub const CURRENTLY_CHARS: usize = 400;
+
+/// The longest `what` of an event a persona hosts, in characters.
+pub const HOSTED_WHAT_CHARS: usize = 200;
 
 /// The agent strategies: the paper's full architecture and its two ablations.
 pub const STRATEGIES: &[&str] = &["full", "no_reflection", "no_reflection_no_planning"];
@@ -289,6 +303,22 @@ pub struct Persona {
     /// is telling everyone about the reading at the library on Saturday at 18:00"): part of
     /// who the agent is in every prompt, renewed by the agent each morning (rulebook 4).
     pub currently: Option<String>,
+    /// The events the persona hosts (a party, a reading, a meeting it calls), in the town
+    /// author's words: each is the host's own fixed appointment on its day.
+    pub hosts: Vec<Hosted>,
+}
+
+/// An event a persona hosts: what, where, and when.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Hosted {
+    /// What, in words ("her party").
+    pub what: String,
+    /// Where: `sector` or `sector:arena`.
+    pub place: String,
+    /// When it starts, in simulated seconds since midnight of day 0.
+    pub start_secs: u64,
+    /// How long it lasts, in seconds (at most a day).
+    pub duration_secs: u32,
 }
 
 impl Persona {
@@ -665,6 +695,55 @@ impl Definition {
                     );
                 }
             }
+            let mut hosts = Vec::new();
+            for (h, e) in r.hosts.iter().enumerate() {
+                let at = format!("{key}.hosts[{h}]");
+                let what = e.what.trim();
+                if what.is_empty() || what.contains('\n') {
+                    bad(p.span(), format!("{at}.what"), "`what` is one line, not empty".into());
+                } else if what.chars().count() > HOSTED_WHAT_CHARS {
+                    bad(
+                        p.span(),
+                        format!("{at}.what"),
+                        format!("`what` is longer than {HOSTED_WHAT_CHARS} characters"),
+                    );
+                }
+                let known = match e.place.split_once(':') {
+                    Some(_) => find_arena(&sectors, &e.place).is_some(),
+                    None => sectors.iter().any(|s| s.name == e.place),
+                };
+                if !known {
+                    bad(
+                        p.span(),
+                        format!("{at}.place"),
+                        format!("`{}` is not a declared sector or sector:arena", e.place),
+                    );
+                }
+                let when = |field: &str, text: &str, bad: &mut dyn FnMut(String, String)| {
+                    let secs = parse_start(text);
+                    if secs.is_none() {
+                        bad(format!("{at}.{field}"), format!("`{text}` is not `day<N> HH:MM`"));
+                    }
+                    secs
+                };
+                let mut say = |key: String, message: String| bad(p.span(), key, message);
+                let (from, until) =
+                    (when("from", &e.from, &mut say), when("until", &e.until, &mut say));
+                if let (Some(from), Some(until)) = (from, until) {
+                    match u32::try_from(until.saturating_sub(from)) {
+                        Ok(d) if until > from && d <= 86_400 => hosts.push(Hosted {
+                            what: what.to_owned(),
+                            place: e.place.clone(),
+                            start_secs: from,
+                            duration_secs: d,
+                        }),
+                        _ => say(
+                            format!("{at}.until"),
+                            "`until` is after `from`, at most a day later".into(),
+                        ),
+                    }
+                }
+            }
             if r.seed.split(';').all(|s| s.trim().is_empty()) {
                 bad(p.span(), format!("{key}.seed"), "the seed paragraph is empty".into());
             }
@@ -692,6 +771,7 @@ impl Definition {
                 spawn,
                 strategy: r.strategy.clone(),
                 currently: r.currently.as_ref().map(|c| c.trim().to_owned()),
+                hosts,
             });
         }
 

@@ -110,6 +110,39 @@ fn a_bad_town_names_every_problem_with_its_line_and_key() {
 }
 
 #[test]
+fn a_hosted_event_is_read_and_checked() {
+    let hosting = SMALL.replace(
+        "cash_cents = 12000\n",
+        "cash_cents = 12000\nhosts = [\n  { what = \"a reading on the lawn\", place = \"Green:lawn\", from = \"day1 18:00\", until = \"day1 19:30\" },\n  { what = \"tea\", place = \"Lin house\", from = \"day2 16:00\", until = \"day2 17:00\" },\n]\n",
+    );
+    let town = Definition::parse("hosting.toml", &hosting).unwrap_or_else(|e| panic!("{e}"));
+    let hosts = &town.personas[0].hosts;
+    assert_eq!(hosts.len(), 2);
+    assert_eq!(hosts[0].what, "a reading on the lawn");
+    assert_eq!(hosts[0].place, "Green:lawn");
+    assert_eq!((hosts[0].start_secs, hosts[0].duration_secs), (86_400 + 18 * 3600, 5400));
+    assert_eq!(hosts[1].place, "Lin house", "a sector will do");
+    assert!(small().personas[0].hosts.is_empty(), "optional");
+
+    let bad = SMALL.replace(
+        "cash_cents = 12000\n",
+        "cash_cents = 12000\nhosts = [\n  { what = \"\", place = \"Green:pond\", from = \"day1 18:00\", until = \"day1 17:00\" },\n  { what = \"x\", place = \"Green\", from = \"Saturday\", until = \"day1 17:00\" },\n]\n",
+    );
+    let err = Definition::parse("bad.toml", &bad).unwrap_err();
+    let text = err.to_string();
+    for (key, says) in [
+        ("persona[0].hosts[0].what", "not empty"),
+        ("persona[0].hosts[0].place", "`Green:pond` is not a declared"),
+        ("persona[0].hosts[0].until", "after `from`"),
+        ("persona[0].hosts[1].from", "`Saturday` is not"),
+    ] {
+        let found = err.problems.iter().find(|p| p.key == key);
+        assert!(found.is_some_and(|p| p.message.contains(says)), "{key}: {text}");
+    }
+    assert_eq!(err.problems.len(), 4, "{text}");
+}
+
+#[test]
 fn a_sealed_room_is_refused() {
     let sealed = SMALL.replace("\"#####.######\",", "\"############\",");
     let err = Definition::parse("sealed.toml", &sealed).unwrap_err();
