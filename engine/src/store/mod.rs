@@ -260,25 +260,26 @@ impl Store<FsStorage> {
         let names = storage.list(SEGMENT_DIR).map_err(io_err("list", SEGMENT_DIR))?;
         let deleting: std::collections::BTreeSet<String> =
             names.iter().filter_map(|n| n.strip_suffix(".deleting").map(str::to_owned)).collect();
-        let mut storage = Some(storage);
+        let disk = Index::open_existing(&dir.join("index"));
+        let from_disk = disk.is_some();
+        let mut store = Store::over(storage, disk.map_or_else(Index::temporary, Ok)?);
+        store.read_only = true;
+        store._lock = lock;
         let mut indexed = BTreeMap::new();
-        if let Some(index) = Index::open_existing(&dir.join("index")) {
-            let mut store = Store::over(storage.take().unwrap_or_else(|| unreachable!()), index);
-            store.read_only = true;
+        if from_disk {
             let files = store.segment_files()?;
             let lens = store.index.segment_lens()?;
             if deleting.is_empty() && files == lens {
                 store.branches = store.index.branches()?.into_iter().collect();
                 if store.index_agrees(&files) {
-                    store._lock = lock;
                     return Ok(store);
                 }
             }
             indexed = lens.into_iter().collect();
-            storage = Some(store.into_storage());
+            // The store's own index is left as it was; this one is built beside it.
+            store.index = Index::temporary()?;
         }
-        let storage = storage.unwrap_or_else(|| unreachable!("the storage is given back"));
-        let (mut scanned, mut repairs) = scan(&storage)?;
+        let (mut scanned, mut repairs) = scan(&store.storage)?;
         // A branch whose deletion was begun is gone: a writer's open finishes it.
         scanned.retain(|id, _| !deleting.contains(&id.to_hex()[..32]));
         repairs.retain(|r| !deleting.iter().any(|d| r.path().contains(d.as_str())));
@@ -288,12 +289,9 @@ impl Store<FsStorage> {
                 *indexed_len = indexed.get(name).copied();
             }
         }
-        let mut store = Store::over(storage, Index::temporary()?);
-        store.read_only = true;
         store.fill_index(scanned)?;
         store.rebuilt = true;
         store.repairs = repairs;
-        store._lock = lock;
         Ok(store)
     }
 }
