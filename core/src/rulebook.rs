@@ -14,7 +14,9 @@
 //! `rulebook.off`): the paper's social mechanisms can each be left out of a run, so what
 //! each one buys is measured by running without it. Rulebook 5 adds two: a conversation
 //! written whole, in one call ([`Mechanism::Script`]), and invitations that write a
-//! commitment when accepted ([`Mechanism::Invitations`]).
+//! commitment when accepted ([`Mechanism::Invitations`]). Rulebook 6 adds two more: the
+//! events a persona hosts kept as its own appointments ([`Mechanism::Hosting`]), and an
+//! agent who means to invite starting the talk itself ([`Mechanism::Inviting`]).
 
 use std::fmt;
 
@@ -48,17 +50,29 @@ pub enum Mechanism {
     /// talk the one invited says whether it goes (one call), and a yes is a commitment. A
     /// small model's planning note otherwise seldom writes down what was accepted.
     Invitations,
+    /// Rulebook 6: each event a persona hosts (the town file's `hosts`) is its own fixed
+    /// appointment on its day, kept over any commitment that overlaps it. A host otherwise
+    /// keeps a promise made the day before and misses her own party.
+    Hosting,
+    /// Rulebook 6: an agent who hosts an event still to come, or has promised to go to one,
+    /// starts a talk with each free agent it meets who has not promised to go and has not
+    /// been invited by it; the talk's intention is the invitation, and the one invited says
+    /// whether it goes. The talk is otherwise left to the model's yes or no, which a small
+    /// model seldom gives to a passer-by.
+    Inviting,
 }
 
 impl Mechanism {
     /// Every mechanism, in order.
-    pub const ALL: [Mechanism; 6] = [
+    pub const ALL: [Mechanism; 8] = [
         Mechanism::Currently,
         Mechanism::Commitments,
         Mechanism::Intentions,
         Mechanism::Validators,
         Mechanism::Script,
         Mechanism::Invitations,
+        Mechanism::Hosting,
+        Mechanism::Inviting,
     ];
 
     /// Its name, as settings and the command line write it.
@@ -70,6 +84,8 @@ impl Mechanism {
             Mechanism::Validators => "validators",
             Mechanism::Script => "script",
             Mechanism::Invitations => "invitations",
+            Mechanism::Hosting => "hosting",
+            Mechanism::Inviting => "inviting",
         }
     }
 
@@ -77,6 +93,7 @@ impl Mechanism {
     pub fn since(self) -> u32 {
         match self {
             Mechanism::Script | Mechanism::Invitations => 5,
+            Mechanism::Hosting | Mechanism::Inviting => 6,
             _ => 4,
         }
     }
@@ -87,6 +104,7 @@ impl Mechanism {
     }
 
     fn bit(self) -> u8 {
+        // (Eight fit; a ninth widens the set.)
         1 << (self as u8)
     }
 }
@@ -100,7 +118,7 @@ impl Rulebook {
     /// The rulebook of every run recorded before rulebooks were numbered.
     pub const FIRST: Rulebook = Rulebook(1, 0);
     /// The rulebook this engine starts a new run with.
-    pub const CURRENT: Rulebook = Rulebook(5, 0);
+    pub const CURRENT: Rulebook = Rulebook(6, 0);
 
     /// The rulebook numbered `n`, if this engine knows it.
     pub fn numbered(n: u32) -> Option<Rulebook> {
@@ -243,7 +261,7 @@ impl Rulebook {
     ///
     /// Rulebook 4 changed `turn` (v7: what the speaker wants from the talk, and the rules
     /// against narration and naming oneself); rulebook 3 keeps v6. Rulebook 5 added `script`
-    /// and `invitation` and changed no template.
+    /// and `invitation` and changed no template; rulebook 6 none.
     pub fn template_version(self, name: &str) -> Option<u32> {
         if self >= Rulebook(4, 0) {
             return None;
@@ -366,7 +384,12 @@ mod tests {
         let recorded = without.settings();
         assert_eq!(recorded[1], ("rulebook.off".to_owned(), "currently,commitments".to_owned()));
         assert_eq!(Rulebook::recorded(&recorded), Ok(without));
-        assert_eq!(without.to_string(), "rulebook 5 without currently, commitments");
+        assert_eq!(without.to_string(), "rulebook 6 without currently, commitments");
+        let five = Rulebook::numbered(5).unwrap();
+        assert!(five.uses(Mechanism::Invitations) && !five.uses(Mechanism::Hosting));
+        assert!(five.without(Mechanism::Inviting).unwrap_err().contains("no mechanism"));
+        let all_off = Mechanism::ALL.into_iter().try_fold(Rulebook::CURRENT, |r, m| r.without(m));
+        assert_eq!(all_off.unwrap().left_out(), Mechanism::ALL.to_vec());
         // What an older rulebook decides is decided the same way.
         assert!(without.lists_memories_in_time_order());
         assert_eq!(Rulebook::CURRENT.settings().len(), 1);

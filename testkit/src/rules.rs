@@ -333,7 +333,9 @@ impl LlmBackend for EchoingRules {
 /// A test double for a town's own scenario: the rules of [`answer`], except that a speaker
 /// wants to pass on its `currently` line (as its prompts' identity gives it), says it, and
 /// the one who hears agrees to what the line sets: the day ("tomorrow" or "today"), the first
-/// two times and the first place it names. Nothing in it knows what the scenario is.
+/// two times and the first place it names. A speaker who means to invite (its intention
+/// given, "to invite … to …") says so in a written conversation, and the other agrees.
+/// Nothing in it knows what the scenario is.
 pub struct ScenarioRules;
 
 fn scenario_answer(template: &str, system: &str, user: &str) -> String {
@@ -368,11 +370,18 @@ fn scenario_answer(template: &str, system: &str, user: &str) -> String {
             // Whoever wants to pass on news says it, and the other agrees.
             let names = script_names(user);
             let news = |name: &str| {
-                let head = format!("What {name} wants from this talk: to pass on that ");
-                user.lines().find_map(|l| l.strip_prefix(head.as_str())).map(|news| {
+                let head = format!("What {name} wants from this talk: ");
+                let wants = user.lines().find_map(|l| l.strip_prefix(head.as_str()))?;
+                if let Some(news) = wants.strip_prefix("to pass on that ") {
                     // In the first person: "Sefa Okafor is organising …" → "I am organising …".
-                    news.split_once(" is ").map_or(news.to_owned(), |(_, r)| format!("I am {r}"))
-                })
+                    return Some(
+                        news.split_once(" is ")
+                            .map_or(news.to_owned(), |(_, r)| format!("I am {r}")),
+                    );
+                }
+                // An invitation (rulebook 6): "to invite Nnamdi Okafor to …" → "come to …".
+                let invite = wants.strip_prefix("to invite ")?;
+                invite.split_once(" to ").map(|(_, rest)| format!("come to {rest}"))
             };
             let first = match news(&names[0]) {
                 Some(n) => vec![(0, format!("Listen: {n}")), (1, "Yes, I will be there.".into())],

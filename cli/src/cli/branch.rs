@@ -29,7 +29,7 @@ pub struct ForkArgs {
     #[arg(long)]
     name: String,
     /// The fork runs without these social mechanisms (comma-separated: currently,
-    /// commitments, intentions, validators, script, invitations), recorded on it: what each
+    /// commitments, intentions, validators, script, invitations, hosting, inviting), recorded on it: what each
     /// one buys, measured against its parent
     #[arg(long, value_delimiter = ',')]
     without: Vec<String>,

@@ -48,7 +48,7 @@ pub struct RunArgs {
     #[arg(long)]
     resume: bool,
     /// Leave these social mechanisms out of a new run (comma-separated: currently,
-    /// commitments, intentions, validators, script, invitations), to measure what each one
+    /// commitments, intentions, validators, script, invitations, hosting, inviting), to measure what each one
     /// buys; the run records it and keeps to it when resumed (not with --resume)
     #[arg(long, value_delimiter = ',', value_parser = mechanism, conflicts_with = "resume")]
     without: Vec<Mechanism>,

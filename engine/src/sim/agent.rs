@@ -108,12 +108,14 @@ impl<S: Storage> Sim<S> {
         static NOTHING_SEEN: BTreeMap<String, u64> = BTreeMap::new();
         let seen = self.folds.last_seen.get(&agent).unwrap_or(&NOTHING_SEEN);
         let percepts = perception::perceive(&self.town, &self.folds.state, agent, step, seen);
+        let mut perceived = None;
         if !percepts.is_empty() {
             let at = pending.push(
                 now,
                 Body::Perceived(Perceived { agent, percepts: percepts.clone() }),
                 &[],
             );
+            perceived = Some(at);
             // What the agent already remembers noticing this past hour (the stove still
             // idle) is not a new memory: only what changed is rated and embedded.
             let stream = self.folds.minds.stream(agent);
@@ -249,6 +251,19 @@ impl<S: Storage> Sim<S> {
                     }
                     return Ok(None);
                 }
+            }
+        }
+        // Rulebook 6: someone newly noticed whom it means to invite (to an event it hosts or
+        // has promised to go to), and who is free: it goes to talk, no question asked.
+        let free = |a: AgentId| planned(a) && !self.busy(a, now) && !self.asleep(a, now);
+        if let (Some(at), true) = (perceived, free(agent)) {
+            let invitee = percepts.iter().find_map(|p| {
+                let (&other, _) =
+                    self.folds.state.agents.iter().find(|(_, o)| o.name == p.subject)?;
+                (free(other) && self.invitation_for(agent, other, now).is_some()).then_some(other)
+            });
+            if let Some(with) = invitee {
+                return Ok(Some(Talk { with, decided: at }));
             }
         }
         // React to someone newly noticed? (At most one question a step: the nearest.)

@@ -81,8 +81,26 @@ impl<S: Storage> Sim<S> {
         // Rulebook 4: what each speaker wants from the talk, decided before its first line
         // (or folded, when the conversation was begun before a resume).
         let mut intents: Vec<Option<String>> = vec![None; agents.len()];
+        // Rulebook 6: a speaker who invites the other to a hosted event means to, and is not
+        // asked what it wants.
+        let invitations: Vec<Option<(String, Agreed)>> = agents
+            .iter()
+            .map(|&agent| {
+                let ours = self.folds.inviting.get(&conversation).into_iter().flatten();
+                let it = ours.filter(|_| rulebook.uses(Mechanism::Inviting)).find(|i| {
+                    i.inviter == agent && agents.len() == 2 && agents.contains(&i.invitee)
+                })?;
+                Some(self.invitation_words(it))
+            })
+            .collect();
+        for (i, invitation) in invitations.iter().enumerate() {
+            intents[i] = invitation.as_ref().map(|(intent, _)| intent.clone());
+        }
         if rulebook.uses(Mechanism::Intentions) {
             for (i, &agent) in agents.iter().enumerate() {
+                if intents[i].is_some() {
+                    continue;
+                }
                 if let Some(known) = self.folds.intents.get(&(conversation, agent)) {
                     intents[i] = Some(known.clone());
                     continue;
@@ -231,7 +249,8 @@ impl<S: Storage> Sim<S> {
         // Rulebook 5: an intention that names a place and a time invited the other, who now
         // says whether it goes.
         let mut invited: Vec<Vec<(Agreed, Option<PendingId>)>> = vec![Vec::new(); n];
-        let inviting = rulebook.uses(Mechanism::Invitations)
+        let inviting = (rulebook.uses(Mechanism::Invitations)
+            || invitations.iter().any(Option::is_some))
             && rulebook.uses(Mechanism::Commitments)
             && n == 2
             && !lines.is_empty();
@@ -239,9 +258,16 @@ impl<S: Storage> Sim<S> {
             let today = now / 86_400;
             let days: Vec<String> = (today..today + 3).map(|d| self.town.day_words(d)).collect();
             for i in 0..2 {
-                let Some(intent) = intents[i].as_deref() else { continue };
-                let places: Vec<String> = self.known(agents[i]).known.keys().cloned().collect();
-                let Some(invitation) = invitation_in(intent, &places, &days, now) else { continue };
+                let invitation = match (&invitations[i], intents[i].as_deref()) {
+                    (Some((_, hosted)), _) => Some(hosted.clone()),
+                    (None, Some(intent)) if rulebook.uses(Mechanism::Invitations) => {
+                        let places: Vec<String> =
+                            self.known(agents[i]).known.keys().cloned().collect();
+                        invitation_in(intent, &places, &days, now)
+                    }
+                    _ => None,
+                };
+                let Some(invitation) = invitation else { continue };
                 let j = 1 - i;
                 let summary = self.summary(agents[j]);
                 let who = Who { agent: agents[j], name: &names[j], summary: &summary };

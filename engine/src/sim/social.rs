@@ -2,6 +2,8 @@
 //! after a conversation, each participant's planning note and commitments are remembered and
 //! recorded, and a commitment for today re-plans the day around it; a day plan keeps the
 //! day's commitments as fixed appointments; a line is checked against the speaker's facts.
+//! From rulebook 6, the events a persona hosts are its appointments too, and who means to
+//! invite to one is found here.
 //! Must not: run a conversation (`converse.rs`) or decide what an agent plans (`mind::plan`).
 
 use hamlet_log::event::{AgentId, CommitmentMade, MemoryKind, PlanItem, PlanLevel, PlanMade};
@@ -14,7 +16,9 @@ use crate::mind::validate::Facts;
 use crate::pending::{Cause, Pending, PendingId};
 use crate::rulebook::Mechanism;
 use crate::store::Storage;
+use crate::town::{Definition, Hosted};
 
+use super::state::Folds;
 use super::{Sim, SimError};
 
 impl<S: Storage> Sim<S> {
@@ -46,27 +50,95 @@ impl<S: Storage> Sim<S> {
     }
 
     /// `agent`'s commitments on simulated day `day`, as plan items (rulebook 4; none when
-    /// the run leaves the mechanism out): of two that overlap, the later made stands.
+    /// the run leaves the mechanism out): of two that overlap, the later made stands. From
+    /// rulebook 6 the events it hosts that day stand over them all ([`Mechanism::Hosting`]).
     pub(super) fn appointments_on(&self, agent: AgentId, day: u64) -> Vec<PlanItem> {
-        if !self.settings.rulebook.uses(Mechanism::Commitments) {
-            return Vec::new();
-        }
         let mut kept: Vec<PlanItem> = Vec::new();
-        for c in self.folds.commitments.get(&agent).into_iter().flatten() {
-            if c.start_secs / 86_400 != day {
-                continue;
+        if self.settings.rulebook.uses(Mechanism::Commitments) {
+            for c in self.folds.commitments.get(&agent).into_iter().flatten() {
+                if c.start_secs / 86_400 == day {
+                    keep(&mut kept, commitment_item(c));
+                }
             }
-            let (s, e) = (c.start_secs, c.start_secs + u64::from(c.duration_secs));
-            kept.retain(|k| k.start_secs + u64::from(k.duration_secs) <= s || k.start_secs >= e);
-            kept.push(PlanItem {
-                description: c.what.clone(),
-                address: c.address.clone(),
-                start_secs: c.start_secs,
-                duration_secs: c.duration_secs,
-            });
+        }
+        for item in self.hosted_on(agent, day) {
+            keep(&mut kept, item);
         }
         kept.sort_by_key(|k| k.start_secs);
         kept
+    }
+
+    /// The events `agent` hosts that begin on simulated day `day`, as plan items (rulebook 6,
+    /// [`Mechanism::Hosting`]; none when the run leaves it out).
+    fn hosted_on(&self, agent: AgentId, day: u64) -> Vec<PlanItem> {
+        if !self.settings.rulebook.uses(Mechanism::Hosting) {
+            return Vec::new();
+        }
+        let name = self.folds.state.agents.get(&agent).map_or("", |a| a.name.as_str());
+        let persona = self.town.personas.iter().find(|p| p.name == name);
+        let hosted = persona.into_iter().flat_map(|p| &p.hosts);
+        hosted
+            .filter(|h| h.start_secs / 86_400 == day)
+            .map(|h| PlanItem {
+                description: format!("hosts {}", h.what),
+                address: self.hosted_address(agent, &h.place),
+                start_secs: h.start_secs,
+                duration_secs: h.duration_secs,
+            })
+            .collect()
+    }
+
+    /// Where a hosted event at `place` (a sector or `sector:arena`) is kept: the arena it
+    /// names, else as an appointment in the sector is.
+    fn hosted_address(&self, agent: AgentId, place: &str) -> String {
+        match place.split_once(':') {
+            Some(_) => place.to_owned(),
+            None => self.appointment_address(agent, place),
+        }
+    }
+
+    /// The invitation `inviter` would make `invitee` now (rulebook 6,
+    /// [`Mechanism::Inviting`]), as the fold finds it: none when the run leaves the
+    /// mechanism out.
+    pub(super) fn invitation_for(
+        &self,
+        inviter: AgentId,
+        invitee: AgentId,
+        now: u64,
+    ) -> Option<Invitation> {
+        if !self.settings.rulebook.uses(Mechanism::Inviting) {
+            return None;
+        }
+        invitation(&self.town, &self.folds, inviter, invitee, now)
+    }
+
+    /// The intention an invitation gives its inviter's side of the talk, and what the one
+    /// invited is asked to: the event as the town file says it, where and when.
+    pub(super) fn invitation_words(&self, invitation: &Invitation) -> (String, Agreed) {
+        let hosted = &self.town.personas[invitation.host].hosts[invitation.event];
+        let host = &self.town.personas[invitation.host].name;
+        let invitee =
+            self.folds.state.agents.get(&invitation.invitee).map_or("", |a| a.name.as_str());
+        let end = hosted.start_secs + u64::from(hosted.duration_secs);
+        let sector = hosted.place.split(':').next().unwrap_or(&hosted.place).to_owned();
+        let intent = format!(
+            "to invite {invitee} to {} at {} on {} from {:02}:{:02} to {:02}:{:02} ({host} hosts \
+             it)",
+            hosted.what,
+            hosted.place.replace(':', ", "),
+            self.town.day_words(hosted.start_secs / 86_400),
+            hosted.start_secs / 3600 % 24,
+            hosted.start_secs / 60 % 60,
+            end / 3600 % 24,
+            end / 60 % 60,
+        );
+        let agreed = Agreed {
+            what: hosted.what.clone(),
+            sector,
+            start_secs: hosted.start_secs,
+            duration_secs: hosted.duration_secs,
+        };
+        (intent, agreed)
     }
 
     /// Where in `sector` an appointment of `agent` is kept: its workplace's room when it
@@ -210,17 +282,12 @@ impl<S: Storage> Sim<S> {
         let mut appointments = self.appointments_on(agent, today);
         for (_, body) in &for_today {
             if let Body::CommitmentMade(c) = body {
-                let (s, e) = (c.start_secs, c.start_secs + u64::from(c.duration_secs));
-                appointments.retain(|k| {
-                    k.start_secs + u64::from(k.duration_secs) <= s || k.start_secs >= e
-                });
-                appointments.push(PlanItem {
-                    description: c.what.clone(),
-                    address: c.address.clone(),
-                    start_secs: c.start_secs,
-                    duration_secs: c.duration_secs,
-                });
+                keep(&mut appointments, commitment_item(c));
             }
+        }
+        // (What it hosts stands over a promise: rulebook 6.)
+        for item in self.hosted_on(agent, today) {
+            keep(&mut appointments, item);
         }
         appointments.sort_by_key(|k| k.start_secs);
         let items = with_appointments(day_plan.items.clone(), &appointments);
@@ -229,4 +296,72 @@ impl<S: Storage> Sim<S> {
         pending.push(now, Body::PlanMade(plan), &causes);
         Ok(true)
     }
+}
+
+/// `item` added to `kept`, and every item it overlaps dropped.
+fn keep(kept: &mut Vec<PlanItem>, item: PlanItem) {
+    let (s, e) = (item.start_secs, item.start_secs + u64::from(item.duration_secs));
+    kept.retain(|k| k.start_secs + u64::from(k.duration_secs) <= s || k.start_secs >= e);
+    kept.push(item);
+}
+
+/// A commitment as a plan item.
+fn commitment_item(c: &CommitmentMade) -> PlanItem {
+    PlanItem {
+        description: c.what.clone(),
+        address: c.address.clone(),
+        start_secs: c.start_secs,
+        duration_secs: c.duration_secs,
+    }
+}
+
+/// An invitation to a hosted event (rulebook 6): who asks whom, to which event (the host's
+/// index among the town file's personas, and the event's among its `hosts`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub(super) struct Invitation {
+    pub(super) inviter: AgentId,
+    pub(super) invitee: AgentId,
+    pub(super) host: usize,
+    pub(super) event: usize,
+}
+
+/// Whether `agent` has promised to go to `hosted`: a commitment in its sector that overlaps
+/// it.
+fn promised(folds: &Folds, agent: AgentId, hosted: &Hosted) -> bool {
+    let sector = hosted.place.split(':').next().unwrap_or(&hosted.place);
+    let end = hosted.start_secs + u64::from(hosted.duration_secs);
+    folds.commitments.get(&agent).into_iter().flatten().any(|c| {
+        c.address.split(':').next() == Some(sector)
+            && c.start_secs < end
+            && hosted.start_secs < c.start_secs + u64::from(c.duration_secs)
+    })
+}
+
+/// The first event of the town file, not yet over at `now`, that `inviter` hosts or has
+/// promised to go to, and to which `invitee` — neither its host nor promised to go — has not
+/// been invited by `inviter`.
+pub(super) fn invitation(
+    town: &Definition,
+    folds: &Folds,
+    inviter: AgentId,
+    invitee: AgentId,
+    now: u64,
+) -> Option<Invitation> {
+    let name = |a: AgentId| folds.state.agents.get(&a).map(|x| x.name.as_str());
+    let (inviter_name, invitee_name) = (name(inviter)?, name(invitee)?);
+    if inviter == invitee {
+        return None;
+    }
+    for (host, persona) in town.personas.iter().enumerate() {
+        for (event, hosted) in persona.hosts.iter().enumerate() {
+            let over = now >= hosted.start_secs + u64::from(hosted.duration_secs);
+            let asks = persona.name == inviter_name || promised(folds, inviter, hosted);
+            let asked = persona.name == invitee_name || promised(folds, invitee, hosted);
+            let it = Invitation { inviter, invitee, host, event };
+            if !over && asks && !asked && !folds.invited.contains(&it) {
+                return Some(it);
+            }
+        }
+    }
+    None
 }

@@ -18,6 +18,7 @@ use crate::rulebook::Mechanism;
 use crate::store::{Storage, StoreError};
 use crate::town::spatial::SpatialMemory;
 
+use super::social::{invitation, Invitation};
 use super::{Sim, SimError};
 
 /// Which parts of the architecture an agent uses: the paper's full architecture and its
@@ -116,6 +117,11 @@ pub(super) struct Folds {
     /// The places each agent knows from the start: its home and workplace (`sector:arena`,
     /// from the traits it joined with).
     pub(super) places: BTreeMap<AgentId, Vec<String>>,
+    /// Every invitation to a hosted event made so far (rulebook 6): at the start of each
+    /// conversation, what each speaker would invite the other to (`social::invitation`).
+    pub(super) invited: BTreeSet<Invitation>,
+    /// The invitations of each open conversation.
+    pub(super) inviting: BTreeMap<EventId, Vec<Invitation>>,
 }
 
 /// An open conversation, as the loop folds it.
@@ -368,6 +374,18 @@ impl<S: Storage> Sim<S> {
                     };
                     self.folds.dialogues.insert(event.id, dialogue);
                     self.folds.started.push(event.id);
+                    // What each would invite the other to (read from rulebook 6 only).
+                    if let [a, b] = c.agents[..] {
+                        let now = event.sim_time_secs();
+                        let asks: Vec<Invitation> = [(a, b), (b, a)]
+                            .into_iter()
+                            .filter_map(|(x, y)| invitation(&self.town, &self.folds, x, y, now))
+                            .collect();
+                        self.folds.invited.extend(asks.iter().copied());
+                        if !asks.is_empty() {
+                            self.folds.inviting.insert(event.id, asks);
+                        }
+                    }
                 }
             }
             Body::DialogueTurn(t) => {
@@ -391,6 +409,7 @@ impl<S: Storage> Sim<S> {
             Body::ConversationEnded(e) => {
                 self.folds.started.retain(|c| *c != e.conversation);
                 self.folds.intents.retain(|(c, _), _| *c != e.conversation);
+                self.folds.inviting.remove(&e.conversation);
                 if let Some(d) = self.folds.dialogues.remove(&e.conversation) {
                     for (_, text) in d.lines.iter().filter(|(_, t)| !t.is_empty()) {
                         self.folds.said.push((crate::mind::validate::words(text), text.clone()));

@@ -154,7 +154,12 @@ fn agents_plan_act_and_walk_and_the_same_answers_give_the_same_log() {
 fn agents_who_meet_react_talk_in_turn_remember_it_and_replan() {
     // Without commitments, every talk re-plans the rest of the hour (with them, a
     // commitment for today re-plans the day instead: see the next test).
-    let rulebook = Rulebook::CURRENT.without(Mechanism::Commitments).unwrap();
+    // (Without inviting, too: the host would otherwise go to talk without a question, as
+    // `a_hosted_event_is_the_hosts_appointment_and_whom_she_meets_she_invites` shows.)
+    let rulebook = Rulebook::CURRENT
+        .without(Mechanism::Commitments)
+        .and_then(|r| r.without(Mechanism::Inviting))
+        .unwrap();
     let settings = SimSettings { rulebook, ..SimSettings::default() };
     let (_a, log) = run_town(town(), settings, rules(), 12);
     let by_id = |id: EventId| log.iter().find(|e| e.id == id).expect("a cause is in the log");
@@ -246,7 +251,10 @@ fn agents_who_meet_react_talk_in_turn_remember_it_and_replan() {
 
 #[test]
 fn what_was_agreed_in_a_talk_is_noted_committed_and_kept_in_the_days_plan() {
-    let (_a, log) = run(rules(), 12);
+    // (Without the host's invitations: what is agreed here comes from the talk itself.)
+    let rulebook = Rulebook::CURRENT.without(Mechanism::Inviting).unwrap();
+    let settings = SimSettings { rulebook, ..SimSettings::default() };
+    let (_a, log) = run_town(town(), settings, rules(), 12);
     let by_id = |id: EventId| log.iter().find(|e| e.id == id).expect("a cause is in the log");
     let commitments: Vec<(&hamlet_log::Event, &CommitmentMade)> = log
         .iter()
@@ -958,6 +966,157 @@ fn an_event_of_the_towns_own_spreads_by_talk_and_is_kept_the_next_day() {
         .filter(|e| matches!(&e.body, Body::LlmRequested(r) if r.template == "currently"))
         .count();
     assert_eq!(renewed, 2);
+}
+
+/// Runs `town` with the scenario double from its start until `until` (simulated seconds).
+fn run_scenario(
+    town: Definition,
+    settings: SimSettings,
+    until: u64,
+) -> (tempfile::TempDir, Vec<hamlet_log::Event>) {
+    let gateway = Gateway::new(
+        Arc::new(crate::rules::ScenarioRules),
+        Arc::new(LetterEmbedder),
+        Params::default(),
+        RetryPolicy::default(),
+        4,
+    );
+    let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+    let tmp = tempfile::tempdir().unwrap();
+    let log = rt.block_on(async {
+        let store = Store::open(tmp.path()).unwrap();
+        let mut sim = Sim::start(store, "main", town, 7, gateway, settings).await.unwrap();
+        while sim.state().sim_time_secs < until {
+            sim.step().await.unwrap();
+        }
+        let head = sim.store().branch(sim.branch()).unwrap().head_seq;
+        sim.store().events(sim.branch(), 0, head).unwrap()
+    });
+    (tmp, log)
+}
+
+#[test]
+fn a_hosted_event_is_the_hosts_appointment_and_whom_she_meets_she_invites() {
+    // Not the party, and no `currently`: Sefa hosts a reading at the college library
+    // tomorrow morning; only her `hosts` says so.
+    let source = town()
+        .source
+        .replace("start = \"day0 07:00\"", "start = \"day0 20:00\"")
+        .replace(
+            "strategy = \"full\"\n\n[[persona]]\nname = \"Wendell Penhallow\"",
+            "strategy = \"full\"\nhosts = [{ what = \"Sefa Okafor's reading of local history\", place = \"Willowmere college:library\", from = \"day1 10:00\", until = \"day1 11:30\" }]\n\n[[persona]]\nname = \"Wendell Penhallow\"",
+        );
+    assert!(source.contains("reading of local history"), "the scenario is in the town");
+    let mut town = Definition::parse("reading.toml", &source).unwrap();
+    town.personas.retain(|p| p.name == "Nnamdi Okafor" || p.name == "Sefa Okafor");
+    // (She thinks first, so her going to talk is not pre-empted by his.)
+    town.personas.reverse();
+    let (sefa, nnamdi) = (AgentId(0), AgentId(1));
+    let start = 86_400 + 10 * 3600;
+    let (_a, log) = run_scenario(town.clone(), SimSettings::default(), start + 30 * 60);
+    let by_id = |id: EventId| log.iter().find(|e| e.id == id).expect("a cause is in the log");
+    // Sefa saw Nnamdi and went to talk: the talk's cause is what she perceived, no question.
+    let invited = log
+        .iter()
+        .find(|e| {
+            matches!(&e.body, Body::ConversationStarted(c) if c.agents == [sefa, nnamdi])
+                && matches!(&by_id(e.header.causes[0]).body, Body::Perceived(p) if p.agent == sefa)
+        })
+        .unwrap_or_else(|| {
+            let talks: Vec<String> = log
+                .iter()
+                .filter_map(|e| match &e.body {
+                    Body::ConversationStarted(c) => Some(format!(
+                        "{} {:?} {:?}",
+                        e.sim_time_secs(),
+                        c.agents,
+                        by_id(e.header.causes[0]).body
+                    )),
+                    _ => None,
+                })
+                .collect();
+            panic!("Sefa starts a talk with Nnamdi when she sees him: {talks:#?}")
+        });
+    // She was not asked what she wants from it (her intention is the invitation) ...
+    let asked_intention = log.iter().any(|e| {
+        matches!(&e.body, Body::LlmRequested(r) if r.template == "intention" && r.agent == Some(sefa))
+            && e.header.causes.contains(&invited.id)
+    });
+    assert!(!asked_intention);
+    let script = log
+        .iter()
+        .find_map(|e| match &e.body {
+            Body::LlmRequested(r)
+                if r.template == "script" && e.header.causes.contains(&invited.id) =>
+            {
+                Some(r)
+            }
+            _ => None,
+        })
+        .expect("the talk is written");
+    let hamlet_log::event::Prompt::Chat(messages) = &script.prompt else { panic!() };
+    assert!(
+        messages[1].content.contains(
+            "Sefa Okafor wants from this talk: to invite Nnamdi Okafor to Sefa Okafor's reading \
+             of local history at Willowmere college, library on"
+        ),
+        "{}",
+        messages[1].content
+    );
+    // ... and he was asked whether he goes, once: she invites nobody twice.
+    let asked: Vec<&hamlet_log::Event> = log
+        .iter()
+        .filter(|e| matches!(&e.body, Body::LlmRequested(r) if r.template == "invitation"))
+        .collect();
+    assert_eq!(asked.len(), 1, "one invitation");
+    let Body::LlmRequested(r) = &asked[0].body else { unreachable!() };
+    assert_eq!(r.agent, Some(nnamdi));
+    // He said yes: a commitment to the event as the town file gives it.
+    let agreed = log
+        .iter()
+        .find_map(|e| match &e.body {
+            Body::CommitmentMade(c) if c.agent == nnamdi => Some(c),
+            _ => None,
+        })
+        .expect("Nnamdi promised to go");
+    assert_eq!((agreed.start_secs, agreed.duration_secs), (start, 90 * 60));
+    assert!(agreed.address.starts_with("Willowmere college:"), "{}", agreed.address);
+    // Her day 1 plan holds the reading as her own item, where the town file puts it.
+    let day1 = log
+        .iter()
+        .rev()
+        .find_map(|e| match &e.body {
+            Body::PlanMade(p) if p.agent == sefa && p.level == PlanLevel::Day => Some(p),
+            _ => None,
+        })
+        .expect("Sefa plans day 1");
+    assert!(
+        day1.items.iter().any(|i| i.start_secs == start
+            && i.duration_secs == 90 * 60
+            && i.address == "Willowmere college:library"
+            && i.description == "hosts Sefa Okafor's reading of local history"),
+        "{:#?}",
+        day1.items
+    );
+    // And at 10:20 both are there.
+    let there = hamlet_engine::research::attendance(
+        &log,
+        "Willowmere college",
+        start + 10 * 60,
+        start + 30 * 60,
+    )
+    .unwrap();
+    for name in ["Sefa Okafor", "Nnamdi Okafor"] {
+        assert!(there.iter().any(|a| a.agent == name), "{name}: {there:?}");
+    }
+    // By rulebook 5 the same town knows nothing of it: no talk from a glance, no hosting.
+    let five = SimSettings { rulebook: Rulebook::numbered(5).unwrap(), ..SimSettings::default() };
+    let (_b, log5) = run_scenario(town, five, 86_400 + 9 * 3600);
+    assert!(!log5
+        .iter()
+        .any(|e| matches!(&e.body, Body::LlmRequested(r) if r.template == "invitation")));
+    assert!(!log5.iter().any(|e| matches!(&e.body, Body::PlanMade(p)
+        if p.items.iter().any(|i| i.description.contains("reading of local history")))));
 }
 
 #[test]
