@@ -109,6 +109,10 @@ pub enum LogError {
     BeforeStart,
 }
 
+/// The fewest events between checkpoints (the engine writes them so). A seek folds at most
+/// the gap between two checkpoints after decoding one.
+pub const CHECKPOINT_EVERY: u64 = 8192;
+
 /// A moment on a branch.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Moment {

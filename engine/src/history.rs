@@ -11,11 +11,8 @@ use hamlet_log::{BranchId, RecordingWriter};
 use crate::fold::Town;
 use crate::store::{Storage, Store, StoreError};
 
-pub use hamlet_core::log::{state_at, Moment};
+pub use hamlet_core::log::{state_at, Moment, CHECKPOINT_EVERY};
 
-/// The fewest events between checkpoints. A seek folds at most the gap between two
-/// checkpoints after decoding one.
-pub const CHECKPOINT_EVERY: u64 = 8192;
 /// Checkpoint bytes allowed per event, amortised: a new checkpoint is written only when
 /// the events since the last one, times this, reach the size of the last one. A town's
 /// state grows with its memory streams, so fixed spacing would make checkpoints grow

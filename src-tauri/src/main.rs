@@ -14,11 +14,10 @@ use clap::Parser;
 use hamlet_engine::history::Moment;
 use hamlet_engine::log::Branch;
 use hamlet_engine::ops::{Forked, Intervention, InterventionMade, ModelSpec};
-use hamlet_engine::query::CallView;
-use hamlet_engine::view::{
-    AgentPanel, Frame, MapView, Opened, ResearchAnswer, ResearchAsk, Timeline, Tracks, WhyGraph,
-};
+use hamlet_engine::view::Opened;
 use serde::Serialize;
+use serde_json::json;
+use tauri::ipc::Response;
 use tauri::menu::{MenuBuilder, MenuItemBuilder, SubmenuBuilder};
 use tauri::{AppHandle, DragDropEvent, Emitter, Manager, State, WindowEvent};
 use tauri_plugin_dialog::DialogExt;
@@ -52,15 +51,6 @@ struct OpenedView {
     opened: Opened,
     /// The moment this file was shown at when it was last closed.
     last_seq: Option<u64>,
-}
-
-/// A frame, and how long the engine took to make it.
-#[derive(Serialize)]
-struct Timed<T> {
-    #[serde(flatten)]
-    value: T,
-    /// Microseconds on the worker thread.
-    micros: u64,
 }
 
 /// Opens `path` (a folder is a store), remembers it, and tells the page.
@@ -237,20 +227,53 @@ async fn remember_moment(
     settings::set_moment(&app, &path, seq)
 }
 
+/// Asks read command `command` of what is open, through the one door the browser's build
+/// answers through too (`Viewer::dispatch`): the answer's JSON goes to the page as it is,
+/// with `micros`, the time the worker took, added to a frame and tracks.
+async fn read(
+    worker: &Worker,
+    command: &'static str,
+    args: serde_json::Value,
+) -> Result<Response, String> {
+    // The config file's prices are the desktop's own (research of cost).
+    let priced = args.pointer("/ask/what").and_then(|w| w.as_str()) == Some("cost");
+    let prices = if priced { prices() } else { Default::default() };
+    let args = args.to_string();
+    let answer = worker
+        .run(move |v| {
+            let started = stopwatch();
+            let answer = v.dispatch(command, &args, &prices);
+            Ok(answer.map(|json| match command {
+                "frame" | "tracks" => with_micros(json, elapsed_micros(started)),
+                _ => json,
+            }))
+        })
+        .await??;
+    Ok(Response::new(answer))
+}
+
+/// A JSON object with `"micros"` added last.
+fn with_micros(json: String, micros: u64) -> String {
+    match json.strip_suffix('}') {
+        Some(body) if body.len() > 1 => format!("{body},\"micros\":{micros}}}"),
+        _ => json,
+    }
+}
+
 /// A branch's timeline with its density in `buckets` columns.
 #[tauri::command]
 async fn timeline(
     worker: State<'_, Worker>,
     branch: String,
-    buckets: usize,
-) -> Result<Timeline, String> {
-    worker.run(move |v| v.timeline(&branch, buckets)).await
+    buckets: u64,
+) -> Result<Response, String> {
+    read(&worker, "timeline", json!({ "branch": branch, "buckets": buckets })).await
 }
 
 /// The town's map.
 #[tauri::command]
-async fn map(worker: State<'_, Worker>, branch: String) -> Result<MapView, String> {
-    worker.run(move |v| v.map(&branch)).await
+async fn map(worker: State<'_, Worker>, branch: String) -> Result<Response, String> {
+    read(&worker, "map", json!({ "branch": branch })).await
 }
 
 /// The town at a seq, or at a simulated time (the last event at or before it).
@@ -260,32 +283,15 @@ async fn frame(
     branch: String,
     seq: Option<u64>,
     secs: Option<u64>,
-) -> Result<Timed<Frame>, String> {
-    worker
-        .run(move |v| {
-            let started = stopwatch();
-            let seq = match (seq, secs) {
-                (Some(seq), _) => seq,
-                (None, Some(secs)) => v.seq_at(&branch, secs)?,
-                (None, None) => 0,
-            };
-            let value = v.frame(&branch, seq)?;
-            Ok(Timed { value, micros: elapsed_micros(started) })
-        })
-        .await
+) -> Result<Response, String> {
+    read(&worker, "frame", json!({ "branch": branch, "seq": seq, "secs": secs })).await
 }
 
 /// Everything the map draws as it changes along a branch: the page keeps it and draws a
 /// scrubbed moment from it without asking again.
 #[tauri::command]
-async fn tracks(worker: State<'_, Worker>, branch: String) -> Result<Timed<Tracks>, String> {
-    worker
-        .run(move |v| {
-            let started = stopwatch();
-            let value = v.tracks(&branch)?;
-            Ok(Timed { value, micros: elapsed_micros(started) })
-        })
-        .await
+async fn tracks(worker: State<'_, Worker>, branch: String) -> Result<Response, String> {
+    read(&worker, "tracks", json!({ "branch": branch })).await
 }
 
 /// The moment one event or one clock step away from `seq`.
@@ -296,13 +302,8 @@ async fn step(
     seq: u64,
     by: String,
     dir: i32,
-) -> Result<serde_json::Value, String> {
-    let by_step = match by.as_str() {
-        "step" => true,
-        "event" => false,
-        other => return Err(format!("step by `{other}`: `step` or `event`")),
-    };
-    worker.run(move |v| Ok(serde_json::json!({ "seq": v.step(&branch, seq, by_step, dir)? }))).await
+) -> Result<Response, String> {
+    read(&worker, "step", json!({ "branch": branch, "seq": seq, "by": by, "dir": dir })).await
 }
 
 /// An agent as it was at `seq`.
@@ -312,8 +313,8 @@ async fn agent(
     branch: String,
     seq: u64,
     agent: u32,
-) -> Result<AgentPanel, String> {
-    worker.run(move |v| v.agent(&branch, seq, agent)).await
+) -> Result<Response, String> {
+    read(&worker, "agent", json!({ "branch": branch, "seq": seq, "agent": agent })).await
 }
 
 /// "Why?" for an agent's action at `seq`, or for any event by id.
@@ -324,27 +325,15 @@ async fn why(
     seq: Option<u64>,
     agent: Option<u32>,
     event: Option<String>,
-) -> Result<WhyGraph, String> {
-    worker
-        .run(move |v| match (event, seq, agent) {
-            (Some(event), _, _) => v.why_event(&branch, &event),
-            (None, Some(seq), Some(agent)) => v.why_action(&branch, seq, agent),
-            _ => Err(hamlet_engine::view::ViewError::NoEvent(
-                "(none given: ask with an event, or a seq and an agent)".into(),
-            )),
-        })
-        .await
+) -> Result<Response, String> {
+    let args = json!({ "branch": branch, "seq": seq, "agent": agent, "event": event });
+    read(&worker, "why", args).await
 }
 
 /// The branches of what is open, read again (a store may have changed).
 #[tauri::command]
-async fn branches(worker: State<'_, Worker>) -> Result<Vec<Branch>, String> {
-    worker
-        .run(move |v| {
-            v.refresh();
-            Ok(v.opened().branches.clone())
-        })
-        .await
+async fn branches(worker: State<'_, Worker>) -> Result<Response, String> {
+    read(&worker, "branches", json!({})).await
 }
 
 /// A fork made from the window, and the branches after it.
@@ -521,26 +510,19 @@ fn cancel_run(worker: State<'_, Worker>) {
 
 /// Two branches side by side from where they part, each agent with when its days differ.
 #[tauri::command]
-async fn compare(
-    worker: State<'_, Worker>,
-    a: String,
-    b: String,
-) -> Result<hamlet_engine::diff::BranchDiff, String> {
-    worker.run(move |v| v.compare(&a, &b)).await
+async fn compare(worker: State<'_, Worker>, a: String, b: String) -> Result<Response, String> {
+    read(&worker, "compare", json!({ "a": a, "b": b })).await
 }
 
-/// One of the paper's measurements over a branch, with its table as CSV.
+/// One of the paper's measurements over a branch, with its table as CSV (`ask` as
+/// `ResearchAsk` reads it).
 #[tauri::command]
 async fn research(
     worker: State<'_, Worker>,
     branch: String,
-    ask: ResearchAsk,
-) -> Result<ResearchAnswer, String> {
-    let mut ask = ask;
-    if ask.what == "cost" {
-        ask.prices = prices();
-    }
-    worker.run(move |v| v.research(&branch, &ask)).await
+    ask: serde_json::Value,
+) -> Result<Response, String> {
+    read(&worker, "research", json!({ "branch": branch, "ask": ask })).await
 }
 
 /// The config file's price table (empty without one).
@@ -636,8 +618,9 @@ async fn calls(
     from: u64,
     to: u64,
     agent: Option<u32>,
-) -> Result<Vec<CallView>, String> {
-    worker.run(move |v| v.calls(&branch, from, to, agent)).await
+) -> Result<Response, String> {
+    read(&worker, "calls", json!({ "branch": branch, "from": from, "to": to, "agent": agent }))
+        .await
 }
 
 #[expect(

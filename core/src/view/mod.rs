@@ -1,11 +1,15 @@
 //! What the viewer draws, computed from any [`Log`](crate::log::Log): a frame of the map
 //! ([`frame`]), the tracks the page replays itself ([`tracks`]), the timeline under the map
-//! ([`timeline`]), the map ([`map`]) and the "why?" graph in columns ([`layout`]). The
-//! engine's `view` keeps what is open and answers the window with them.
+//! ([`timeline`]), the map ([`map`]) and the "why?" graph in columns ([`layout`]); a
+//! [`session`] on what is open answers the window with them, through one door
+//! ([`dispatch`]) for the desktop and the browser alike. The engine's `view` adds what only
+//! a store allows.
 
+pub mod dispatch;
 pub mod frame;
 pub mod layout;
 pub mod map;
+pub mod session;
 pub mod timeline;
 pub mod tracks;
 

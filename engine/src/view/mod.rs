@@ -1,36 +1,30 @@
-//! What the viewer shows, answered from a recording or a store: the branches, the map, the
-//! timeline, the town at a moment (a frame), an agent as it was, "why?" laid out as a
-//! graph, and model calls. `src-tauri` calls these and nothing else; every answer is a
-//! plain serde type, tested here without a window (`engine/tests/it/view.rs`).
-//!
-//! Frames are the hot path (one per scrub input): the town comes from the nearest
-//! checkpoint and the fold forward (`history`), or from the last frame's town folded forward
-//! when the new moment is a little later; only the few events a frame draws beyond the town
-//! (trails, the lines of conversations under way) are decoded. Panels that need a whole
-//! prefix of the log (an agent, "why?", calls) decode the branch's events once and keep them.
+//! What the viewer shows, answered from a recording or a store: the read commands are
+//! `hamlet_core::view::session`'s (the branches, the map, the timeline, frames, an agent,
+//! "why?", compare, research, calls), over whichever is open, and the window asks them
+//! through the same door the browser's build does ([`Viewer::dispatch`]). `src-tauri` calls
+//! these and nothing else; every answer is a plain serde type, tested here without a window
+//! (`engine/tests/it/view.rs`).
 //!
 //! A viewer on a recording only reads it. On a store it also makes, renames and deletes
 //! forks (through `ops`, as `hamlet fork`, `hamlet rename-branch` and `hamlet delete-branch`
 //! do) and reads the store's branches again after any change (`refresh`).
 
-pub use hamlet_core::view::{decode_if, frame, kinds, layout, map, timeline, tracks};
+pub use hamlet_core::view::session::{
+    AgentPanel, Opened, ResearchAnswer, ResearchAsk, Session, WHY_MAX_NODES,
+};
+pub use hamlet_core::view::{decode_if, dispatch, frame, kinds, layout, map, timeline, tracks};
 
 use std::collections::BTreeMap;
 use std::path::Path;
 
-use hamlet_log::event::AgentId;
+use hamlet_core::view::session::ViewError as SessionError;
 use hamlet_log::recording::ReadError;
-use hamlet_log::{BranchId, Event};
-use serde::Serialize;
 
-use crate::fold::Town;
-use crate::history::{HistoryError, Moment, CHECKPOINT_EVERY};
-use crate::query::{AgentView, CallView, ConversationView, Past};
+use crate::history::{HistoryError, Moment};
+use crate::query::CallView;
 use crate::reader::Reader;
 use crate::store::{FsStorage, Store, StoreError};
-use crate::town::build::recorded_town;
-use crate::town::Definition;
-use hamlet_core::log::{Branch, Log, LogError};
+use hamlet_core::log::{Log, LogError};
 
 pub use frame::Frame;
 pub use layout::WhyGraph;
@@ -98,6 +92,25 @@ impl From<LogError> for ViewError {
     }
 }
 
+impl From<SessionError> for ViewError {
+    fn from(e: SessionError) -> ViewError {
+        match e {
+            SessionError::NotARecording { path, reason } => {
+                ViewError::NotARecording { path, reason }
+            }
+            SessionError::Unsound(n) => ViewError::Unsound(n),
+            SessionError::NoBranch { name, known } => ViewError::NoBranch { name, known },
+            SessionError::NoAgent(a) => ViewError::NoAgent(a),
+            SessionError::NoEvent(e) => ViewError::NoEvent(e),
+            SessionError::Why(e) => ViewError::Why(e),
+            SessionError::BeforeStart => ViewError::BeforeStart,
+            SessionError::Read(e) => ViewError::Read(e),
+            SessionError::Log(e) => ViewError::from(e),
+            SessionError::Research(e) => ViewError::Research(e),
+        }
+    }
+}
+
 impl From<HistoryError> for ViewError {
     fn from(e: HistoryError) -> ViewError {
         match e {
@@ -108,52 +121,16 @@ impl From<HistoryError> for ViewError {
     }
 }
 
-/// What was opened, as the window's title bar and status bar show it.
-#[derive(Clone, Debug, Serialize)]
-pub struct Opened {
-    /// The file or folder name.
-    pub title: String,
-    /// Its path, as given.
-    pub path: String,
-    /// `recording` or `store`.
-    pub kind: &'static str,
-    /// Whether `verify` found the recording sound (a store is checked as it opens).
-    pub sound: bool,
-    /// What `verify` found wrong, one line each.
-    pub findings: Vec<String>,
-    /// Every branch, roots first (empty when the recording is unsound).
-    pub branches: Vec<Branch>,
-    /// The branch to show first: `main`, else the first root.
-    pub branch: String,
-}
-
-/// The branch to show first ([`first_shown`](hamlet_core::log::first_shown)), by name.
-fn first_shown(branches: &[Branch]) -> String {
-    hamlet_core::log::first_shown(branches).map(|b| b.name.clone()).unwrap_or_default()
-}
-
-/// What is kept about one branch once it has been looked at.
-#[derive(Default)]
-struct BranchCache {
-    scan: Option<timeline::Scan>,
-    definition: Option<Option<Definition>>,
-    events: Option<Vec<Event>>,
-    /// The last frame's town, to fold forward from when the next moment is a little later.
-    warm: Option<Town>,
-}
-
 /// A recording or a store, open in the viewer.
 pub struct Viewer<'a> {
     source: Reader<'a>,
-    opened: Opened,
-    cache: BTreeMap<BranchId, BranchCache>,
+    session: Session,
 }
 
 /// What a viewer on a store knows, kept while its store is lent to a run (see
 /// [`Viewer::into_parts`]): what was opened, and what it has read of each branch.
 pub struct ViewState {
-    opened: Opened,
-    cache: BTreeMap<BranchId, BranchCache>,
+    session: Session,
 }
 
 impl Viewer<'static> {
@@ -161,18 +138,15 @@ impl Viewer<'static> {
     /// the viewer knows; a viewer on a recording is given back as it was.
     pub fn into_parts(self) -> Result<(Store<FsStorage>, ViewState), Box<Viewer<'static>>> {
         match self.source {
-            Reader::Store(store) => {
-                Ok((store, ViewState { opened: self.opened, cache: self.cache }))
-            }
-            source => Err(Box::new(Viewer { source, opened: self.opened, cache: self.cache })),
+            Reader::Store(store) => Ok((store, ViewState { session: self.session })),
+            source => Err(Box::new(Viewer { source, session: self.session })),
         }
     }
 
     /// A viewer on `store` again, knowing what it knew ([`Viewer::into_parts`]); the
     /// branches are read again.
     pub fn from_parts(store: Store<FsStorage>, state: ViewState) -> Viewer<'static> {
-        let mut viewer =
-            Viewer { source: Reader::Store(store), opened: state.opened, cache: state.cache };
+        let mut viewer = Viewer { source: Reader::Store(store), session: state.session };
         viewer.refresh();
         viewer
     }
@@ -182,15 +156,14 @@ impl<'a> Viewer<'a> {
     /// A viewer on a store a run holds, for the queries answered between its steps: it
     /// reads, and refuses changes ([`ViewError::Busy`]). The branches are read again.
     pub fn borrowing(store: &'a Store<FsStorage>, state: ViewState) -> Viewer<'a> {
-        let mut viewer =
-            Viewer { source: Reader::Borrowed(store), opened: state.opened, cache: state.cache };
+        let mut viewer = Viewer { source: Reader::Borrowed(store), session: state.session };
         viewer.refresh();
         viewer
     }
 
     /// What a borrowing viewer knew, to make the next one with ([`Viewer::borrowing`]).
     pub fn into_state(self) -> ViewState {
-        ViewState { opened: self.opened, cache: self.cache }
+        ViewState { session: self.session }
     }
 }
 
@@ -198,49 +171,36 @@ impl<'a> Viewer<'a> {
     /// Opens a recording over its bytes: verifies it first. An unsound recording opens with
     /// its findings and no branches; bytes that are not a recording are an error.
     pub fn recording(bytes: &'a [u8], path: &Path) -> Result<Viewer<'a>, ViewError> {
-        let shown = path.display().to_string();
-        let (rec, report) = hamlet_core::log::open_checked(bytes)
-            .map_err(|e| ViewError::NotARecording { path: shown.clone(), reason: e.to_string() })?;
-        let sound = report.is_clean();
-        let findings = report.problems.iter().map(ToString::to_string).collect();
-        let branches = if sound { Log::branches(&rec) } else { Vec::new() };
-        Ok(Viewer::new(Reader::Recording(rec), "recording", path, sound, findings, branches))
+        let (rec, session) = Session::recording(bytes, path)?;
+        Ok(Viewer { source: Reader::Recording(rec), session })
     }
 
     /// Opens a store (its index rebuilt if it must be, as `Store::open` does).
     pub fn store(dir: &Path) -> Result<Viewer<'static>, ViewError> {
         let store = Store::open(dir)?;
         let branches = Log::branches(&store);
-        Ok(Viewer::new(Reader::Store(store), "store", dir, true, Vec::new(), branches))
-    }
-
-    fn new(
-        source: Reader<'a>,
-        kind: &'static str,
-        path: &Path,
-        sound: bool,
-        findings: Vec<String>,
-        branches: Vec<Branch>,
-    ) -> Viewer<'a> {
-        let branch = first_shown(&branches);
-        let title = path
-            .file_name()
-            .map_or_else(|| path.display().to_string(), |n| n.to_string_lossy().into_owned());
-        let opened = Opened {
-            title,
-            path: path.display().to_string(),
-            kind,
-            sound,
-            findings,
-            branches,
-            branch,
-        };
-        Viewer { source, opened, cache: BTreeMap::new() }
+        let session = Session::new("store", dir, true, Vec::new(), branches);
+        Ok(Viewer { source: Reader::Store(store), session })
     }
 
     /// What was opened.
     pub fn opened(&self) -> &Opened {
-        &self.opened
+        self.session.opened()
+    }
+
+    /// Answers a read command through the one door the browser's build answers through too
+    /// ([`dispatch`]): a command's name and its arguments as JSON in, JSON out. A store's
+    /// branches are read again first.
+    pub fn dispatch(
+        &mut self,
+        command: &str,
+        args: &str,
+        prices: &BTreeMap<String, hamlet_core::cost::Price>,
+    ) -> Result<String, String> {
+        if command == "branches" {
+            self.refresh();
+        }
+        dispatch::dispatch(&mut self.session, self.source.log(), command, args, prices)
     }
 
     /// Whether the viewer can change what it shows: a store can be; a recording is read
@@ -288,9 +248,7 @@ impl<'a> Viewer<'a> {
     ) -> Result<crate::ops::Renamed, ViewError> {
         let store = self.store_mut()?;
         let renamed = crate::ops::rename_branch(store, name, new.trim())?;
-        if self.opened.branch == renamed.old {
-            self.opened.branch.clone_from(&renamed.name);
-        }
+        self.session.branch_renamed(&renamed.old, &renamed.name);
         self.refresh();
         Ok(renamed)
     }
@@ -311,98 +269,24 @@ impl<'a> Viewer<'a> {
     /// changes.
     pub fn refresh(&mut self) {
         let Some(store) = self.source.store() else { return };
-        let branches = Log::branches(store);
-        let same =
-            |id: &BranchId, head: u64| branches.iter().any(|b| b.id == *id && b.head_seq == head);
-        let old: BTreeMap<BranchId, u64> =
-            self.opened.branches.iter().map(|b| (b.id, b.head_seq)).collect();
-        self.cache.retain(|id, _| old.get(id).is_some_and(|&head| same(id, head)));
-        if !branches.iter().any(|b| b.name == self.opened.branch) {
-            self.opened.branch = first_shown(&branches);
-        }
-        self.opened.branches = branches;
-    }
-
-    fn branch(&self, name: &str) -> Result<&Branch, ViewError> {
-        if !self.opened.sound {
-            return Err(ViewError::Unsound(self.opened.findings.len()));
-        }
-        self.opened.branches.iter().find(|b| b.name == name).ok_or_else(|| ViewError::NoBranch {
-            name: name.to_owned(),
-            known: self
-                .opened
-                .branches
-                .iter()
-                .map(|b| b.name.as_str())
-                .collect::<Vec<_>>()
-                .join(", "),
-        })
-    }
-
-    fn cache(&mut self, id: BranchId) -> &mut BranchCache {
-        self.cache.entry(id).or_default()
-    }
-
-    fn scan(&mut self, name: &str) -> Result<(BranchId, u64), ViewError> {
-        let b = self.branch(name)?;
-        let (id, head) = (b.id, b.head_seq);
-        if self.cache(id).scan.is_none() {
-            let scan = timeline::Scan::of(self.source.log(), id, head)?;
-            self.cache(id).scan = Some(scan);
-        }
-        Ok((id, head))
+        self.session.branches_changed(Log::branches(store));
     }
 
     /// The timeline of a branch, its density drawn in `buckets` columns.
     pub fn timeline(&mut self, name: &str, buckets: usize) -> Result<Timeline, ViewError> {
-        let (id, head) = self.scan(name)?;
-        let scan = self.cache(id).scan.as_ref().ok_or(ViewError::BeforeStart)?;
-        Ok(scan.timeline(name, head, buckets))
+        Ok(self.session.timeline(self.source.log(), name, buckets)?)
     }
 
     /// The town's map on a branch: the recorded town file with the buildings added since,
     /// or, for a recording without one, open ground as far as its agents went.
     pub fn map(&mut self, name: &str) -> Result<MapView, ViewError> {
-        let (id, _) = self.scan(name)?;
-        let definition = self.definition(name)?;
-        let scan = self.cache(id).scan.as_ref().ok_or(ViewError::BeforeStart)?;
-        Ok(match definition {
-            Some(d) => MapView::of(&d),
-            None => MapView::open_ground(&scan.town_name, scan.extent),
-        })
-    }
-
-    fn definition(&mut self, name: &str) -> Result<Option<Definition>, ViewError> {
-        let b = self.branch(name)?;
-        let (id, head) = (b.id, b.head_seq);
-        if let Some(d) = &self.cache(id).definition {
-            return Ok(d.clone());
-        }
-        // Only the events that shape the map are decoded.
-        let mut shaping = Vec::new();
-        self.source.log().for_each_stored(id, 0, head, &mut |b, e| {
-            if let Some(e) = decode_if(b, e, &[kinds::TOWN_LOADED, kinds::INTERVENED]) {
-                shaping.push(e);
-            }
-            true
-        })?;
-        let d = recorded_town(&shaping);
-        self.cache(id).definition = Some(d.clone());
-        Ok(d)
+        Ok(self.session.map(self.source.log(), name)?)
     }
 
     /// The seq a simulated time falls on (the last event at or before it; the branch's
     /// first event for a time before it).
     pub fn seq_at(&mut self, name: &str, secs: u64) -> Result<u64, ViewError> {
-        let b = self.branch(name)?;
-        let id = b.id;
-        let first = self.first_seq(name)?;
-        Ok(self.source.log().seq_at_time(id, secs)?.unwrap_or(first).max(first))
-    }
-
-    fn first_seq(&mut self, name: &str) -> Result<u64, ViewError> {
-        let (id, _) = self.scan(name)?;
-        Ok(self.cache(id).scan.as_ref().map_or(0, |s| s.first_seq))
+        Ok(self.session.seq_at(self.source.log(), name, secs)?)
     }
 
     /// The moment one event or one clock step from `seq`, forwards (`dir` > 0) or back.
@@ -413,164 +297,53 @@ impl<'a> Viewer<'a> {
         by_step: bool,
         dir: i32,
     ) -> Result<u64, ViewError> {
-        let (id, head) = self.scan(name)?;
-        let scan = self.cache(id).scan.as_ref().ok_or(ViewError::BeforeStart)?;
-        let first = scan.first_seq;
-        let seq = seq.clamp(first, head);
-        Ok(if by_step {
-            scan.step_from(seq, dir, head)
-        } else if dir > 0 {
-            (seq + 1).min(head)
-        } else {
-            seq.saturating_sub(1).max(first)
-        })
+        Ok(self.session.step(self.source.log(), name, seq, by_step, dir)?)
     }
 
     /// Everything the map draws as it changes along a branch, for the page to keep: with
     /// it a scrub draws at once (see [`tracks`]). One fold of the branch.
     pub fn tracks(&mut self, name: &str) -> Result<Tracks, ViewError> {
-        let (id, head) = self.scan(name)?;
-        let first = self.cache(id).scan.as_ref().map_or(0, |s| s.first_seq);
-        Ok(Tracks::of(self.source.log(), id, first, head)?)
+        Ok(self.session.tracks(self.source.log(), name)?)
     }
 
     /// The town at `seq` as the map draws it.
     pub fn frame(&mut self, name: &str, seq: u64) -> Result<Frame, ViewError> {
-        let (id, head) = self.scan(name)?;
-        let first = self.cache(id).scan.as_ref().map_or(0, |s| s.first_seq);
-        let seq = seq.clamp(first, head);
-        let town = self.town_at(id, seq)?;
-        let scan =
-            self.cache.get(&id).and_then(|c| c.scan.as_ref()).ok_or(ViewError::BeforeStart)?;
-        let frame = Frame::of(self.source.log(), id, &town, scan)?;
-        self.cache(id).warm = Some(town);
-        Ok(frame)
-    }
-
-    /// The town at `seq`: the last frame's town folded forward if it is at most a
-    /// checkpoint's spacing behind, else from the nearest checkpoint.
-    fn town_at(&mut self, id: BranchId, seq: u64) -> Result<Town, ViewError> {
-        let warm = self.cache(id).warm.take();
-        if let Some(mut town) = warm {
-            let at = town.head.map_or(0, |(s, _)| s);
-            if at == seq {
-                return Ok(town);
-            }
-            if at < seq && seq - at <= CHECKPOINT_EVERY {
-                self.source.log().for_each_stored(id, at + 1, seq, &mut |_, e| {
-                    town.apply_stored(e);
-                    true
-                })?;
-                return Ok(town);
-            }
-        }
-        Ok(self.source.state_at(id, Moment::Seq(seq))?)
-    }
-
-    fn events(&mut self, name: &str) -> Result<(BranchId, &[Event]), ViewError> {
-        let b = self.branch(name)?;
-        let (id, head) = (b.id, b.head_seq);
-        if self.cache(id).events.is_none() {
-            let events = self.source.log().events(id, 0, head)?;
-            self.cache(id).events = Some(events);
-        }
-        Ok((id, self.cache(id).events.as_deref().unwrap_or(&[])))
+        Ok(self.session.frame(self.source.log(), name, seq)?)
     }
 
     /// An agent as it was at `seq`, and the conversations it took part in by then.
     pub fn agent(&mut self, name: &str, seq: u64, agent: u32) -> Result<AgentPanel, ViewError> {
-        let (_, events) = self.events(name)?;
-        let past = Past::new(Past::cut(events, seq));
-        let view = past.agent(AgentId(agent)).ok_or(ViewError::NoAgent(agent))?;
-        let conversations =
-            past.conversations().into_iter().filter(|c| c.agents.contains(&view.name)).collect();
-        Ok(AgentPanel { agent: view, conversations })
+        Ok(self.session.agent(self.source.log(), name, seq, agent)?)
     }
 
     /// "Why?" for an agent's action at `seq`, laid out as a graph.
     pub fn why_action(&mut self, name: &str, seq: u64, agent: u32) -> Result<WhyGraph, ViewError> {
-        let (_, events) = self.events(name)?;
-        let events = Past::cut(events, seq);
-        let history = crate::why::CauseIndex::new(events);
-        let why = history.why(AgentId(agent), seq, WHY_MAX_NODES)?;
-        Ok(WhyGraph::of(&why))
+        Ok(self.session.why_action(self.source.log(), name, seq, agent)?)
     }
 
     /// "Why?" for any event of the branch (a plan, a memory, a line of dialogue, …), named
     /// by its id: 64 hex digits, or a prefix of them as ids are shown (`ev_4ac4068cd864`).
     pub fn why_event(&mut self, name: &str, event: &str) -> Result<WhyGraph, ViewError> {
-        let hex = event.strip_prefix("ev_").unwrap_or(event).to_ascii_lowercase();
-        let unknown = || ViewError::NoEvent(event.to_owned());
-        if hex.len() < 8 || !hex.bytes().all(|b| b.is_ascii_hexdigit()) {
-            return Err(unknown());
-        }
-        let (_, events) = self.events(name)?;
-        let at = events.iter().position(|e| e.id.to_hex().starts_with(&hex)).ok_or_else(unknown)?;
-        let history = crate::why::CauseIndex::new(&events[..=at]);
-        let why = history.why_of(&events[at], WHY_MAX_NODES);
-        Ok(WhyGraph::of(&why))
+        Ok(self.session.why_event(self.source.log(), name, event)?)
     }
 
     /// Two branches side by side from where they part: `hamlet diff`'s content, each agent
     /// with when its days first differ.
     pub fn compare(&mut self, a: &str, b: &str) -> Result<crate::diff::BranchDiff, ViewError> {
-        self.events(a)?;
-        self.events(b)?;
-        let (ia, ib) = (self.branch(a)?.id, self.branch(b)?.id);
-        let of = |id| self.cache.get(&id).and_then(|c| c.events.as_deref()).unwrap_or_default();
-        Ok(crate::diff::diff(a, of(ia), b, of(ib)))
+        Ok(self.session.compare(self.source.log(), a, b)?)
     }
 
     /// One of the paper's measurements over a branch, as a chart draws it: `diffusion` (of
     /// `keywords`), `density`, `relationships` (at `at_secs`) or `cost` (per agent and
     /// purpose), measured every `every_secs`; with its table as CSV.
     pub fn research(&mut self, name: &str, ask: &ResearchAsk) -> Result<ResearchAnswer, ViewError> {
-        let (_, events) = self.events(name)?;
-        let every = ask.every_secs.max(60);
-        use crate::research::{cost_table, density_table, diffusion_table, relationships_table};
-        let (rows, table) = match ask.what.as_str() {
-            "diffusion" => {
-                let keywords: Vec<String> = ask
-                    .keywords
-                    .iter()
-                    .map(|k| k.trim().to_owned())
-                    .filter(|k| !k.is_empty())
-                    .collect();
-                if keywords.is_empty() {
-                    return Err(ViewError::Research(
-                        "say what to follow: one keyword or more".into(),
-                    ));
-                }
-                let rows = crate::research::diffusion(events, &keywords, every);
-                (serde_json::to_value(&rows), diffusion_table(&rows))
-            }
-            "density" => {
-                let rows = crate::research::network_density(events, every);
-                (serde_json::to_value(&rows), density_table(&rows))
-            }
-            "relationships" => {
-                let graph = crate::research::relationships(events, ask.at_secs.unwrap_or(u64::MAX));
-                (serde_json::to_value(&graph), relationships_table(&graph))
-            }
-            "cost" => {
-                let rows = crate::research::cost_over_time(events, every, &ask.prices);
-                (serde_json::to_value(&rows), cost_table(&rows))
-            }
-            other => {
-                return Err(ViewError::Research(format!(
-                    "no measurement `{other}`: diffusion, density, relationships or cost"
-                )))
-            }
-        };
-        let csv = table.csv();
-        let rows = rows.map_err(|e| ViewError::Research(e.to_string()))?;
-        Ok(ResearchAnswer { what: ask.what.clone(), rows, csv })
+        Ok(self.session.research(self.source.log(), name, ask)?)
     }
 
     /// A branch with its ancestry as a recording's bytes (checkpoints included), cut after
     /// seq `until` if given: a store's branch only (a recording is a file already).
     pub fn export(&mut self, name: &str, until: Option<u64>) -> Result<Vec<u8>, ViewError> {
-        let id = self.branch(name)?.id;
+        let id = self.session.branch(name)?.id;
         let Some(store) = self.source.store() else { return Err(ViewError::ReadOnly) };
         crate::history::export_until_with_checkpoints(store, Some(id), until, Vec::new())
             .map_err(ViewError::from)
@@ -584,55 +357,6 @@ impl<'a> Viewer<'a> {
         to: u64,
         agent: Option<u32>,
     ) -> Result<Vec<CallView>, ViewError> {
-        let (_, events) = self.events(name)?;
-        let past = Past::new(events);
-        Ok(past.calls(from, to, agent.map(AgentId)))
+        Ok(self.session.calls(self.source.log(), name, from, to, agent)?)
     }
-}
-
-/// A measurement the window asks of a branch ([`Viewer::research`]).
-#[derive(Clone, Debug, Default, serde::Deserialize)]
-pub struct ResearchAsk {
-    /// `diffusion`, `density`, `relationships` or `cost`.
-    pub what: String,
-    /// What `diffusion` follows: a memory holding every keyword (any case).
-    #[serde(default)]
-    pub keywords: Vec<String>,
-    /// Seconds between rows (at least 60).
-    #[serde(default = "hourly")]
-    pub every_secs: u64,
-    /// The moment of `relationships` (default: the end).
-    #[serde(default)]
-    pub at_secs: Option<u64>,
-    /// Prices by model, for `cost` (the window passes the config file's).
-    #[serde(skip)]
-    pub prices: BTreeMap<String, hamlet_gateway::cost::Price>,
-}
-
-fn hourly() -> u64 {
-    3600
-}
-
-/// A measurement's rows (as `hamlet research --format json` has them) and its table as CSV.
-#[derive(Clone, Debug, Serialize)]
-pub struct ResearchAnswer {
-    /// What was measured.
-    pub what: String,
-    /// The rows.
-    pub rows: serde_json::Value,
-    /// The same as CSV, a header first.
-    pub csv: String,
-}
-
-/// The most events a "why?" graph walks before it stops (and says so).
-pub const WHY_MAX_NODES: usize = 400;
-
-/// An agent as the agent panel shows it.
-#[derive(Clone, Debug, Serialize)]
-pub struct AgentPanel {
-    /// The agent as it was.
-    #[serde(flatten)]
-    pub agent: AgentView,
-    /// The conversations it took part in by then, in the order they started.
-    pub conversations: Vec<ConversationView>,
 }
