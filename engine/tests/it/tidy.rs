@@ -113,7 +113,8 @@ fn one_rust_version_everywhere() {
         .expect("the workspace names its rust-version")
         .trim_matches('"')
         .to_owned();
-    for member in ["log-format", "core", "gateway", "engine", "cli", "testkit", "src-tauri"] {
+    for member in ["log-format", "core", "gateway", "engine", "cli", "testkit", "src-tauri", "web"]
+    {
         let manifest = std::fs::read_to_string(root().join(member).join("Cargo.toml")).unwrap();
         assert!(
             manifest.lines().any(|l| l.trim() == "rust-version.workspace = true"),
@@ -213,7 +214,7 @@ fn the_viewer_page_sets_recording_text_as_text_and_trusts_nothing_remote() {
     for entry in std::fs::read_dir(&dir).unwrap() {
         let path = entry.unwrap().path();
         let ext = path.extension().and_then(|e| e.to_str()).unwrap_or("");
-        if !["js", "html", "css"].contains(&ext) {
+        if !["js", "mjs", "html", "css"].contains(&ext) {
             continue;
         }
         let text = std::fs::read_to_string(&path).unwrap();
@@ -288,12 +289,12 @@ fn the_viewer_page_sets_recording_text_as_text_and_trusts_nothing_remote() {
     assert!(!own.contains(&"allow-answer-next-dialog"), "the test build's command, granted");
 }
 
-/// The crates of `hamlet-core`'s tree for `target` (the host's if none; normal
-/// dependencies), one crate a line.
-fn core_tree(target: Option<&str>) -> String {
+/// The crates of `package`'s tree for `target` (the host's if none; normal dependencies),
+/// one crate a line.
+fn core_tree(package: &str, target: Option<&str>) -> String {
     let out = std::process::Command::new(env!("CARGO"))
         .current_dir(root())
-        .args(["tree", "--locked", "-p", "hamlet-core", "-e", "normal", "--prefix", "none"])
+        .args(["tree", "--locked", "-p", package, "-e", "normal", "--prefix", "none"])
         .args(["--format", "{p}"])
         .args(target.map(|t| ["--target", t]).iter().flatten())
         .output()
@@ -304,19 +305,22 @@ fn core_tree(target: Option<&str>) -> String {
 
 #[test]
 fn the_read_path_needs_no_store_gateway_runtime_or_c() {
-    let banned = |tree: &str, names: &[&str]| {
-        for line in tree.lines() {
-            let name = line.split_whitespace().next().unwrap_or("");
-            assert!(
-                !names.iter().any(|b| name == *b || name.starts_with("llama-cpp")),
-                "hamlet-core depends on {line}: the read path must build without it"
-            );
-        }
-    };
-    let host = core_tree(None);
-    assert!(host.contains("hamlet-log"), "the tree was read: {host}");
-    banned(&host, &["sled", "tokio", "reqwest", "hamlet-gateway", "hamlet-engine"]);
-    let browser = core_tree(Some("wasm32-unknown-unknown"));
-    assert!(browser.contains("ruzstd"), "on wasm32 chunks are read by ruzstd: {browser}");
-    banned(&browser, &["sled", "tokio", "reqwest", "hamlet-gateway", "zstd-sys", "zstd"]);
+    // hamlet-core, and the browser's build of its read commands (hamlet-web).
+    for package in ["hamlet-core", "hamlet-web"] {
+        let banned = |tree: &str, names: &[&str]| {
+            for line in tree.lines() {
+                let name = line.split_whitespace().next().unwrap_or("");
+                assert!(
+                    !names.iter().any(|b| name == *b || name.starts_with("llama-cpp")),
+                    "{package} depends on {line}: the read path must build without it"
+                );
+            }
+        };
+        let host = core_tree(package, None);
+        assert!(host.contains("hamlet-log"), "the tree was read: {host}");
+        banned(&host, &["sled", "tokio", "reqwest", "hamlet-gateway", "hamlet-engine"]);
+        let browser = core_tree(package, Some("wasm32-unknown-unknown"));
+        assert!(browser.contains("ruzstd"), "on wasm32 chunks are read by ruzstd: {browser}");
+        banned(&browser, &["sled", "tokio", "reqwest", "hamlet-gateway", "zstd-sys", "zstd"]);
+    }
 }
