@@ -5,7 +5,7 @@
 // shown as it words them.
 
 import { app, emit } from './state.js';
-import { call, answerNextDialog } from './ipc.js';
+import { call, answerNextDialog, inBrowser, message } from './ipc.js';
 import { el, button, untrusted, setChildren, fmtCount, fmtTime } from './dom.js';
 
 let root = null;
@@ -50,6 +50,21 @@ export function initBranches(host) {
   storeLine = el('div', { class: 'branches-store dim small' });
   status = el('div', { class: 'branches-status', attrs: { 'aria-live': 'polite' } });
   list = el('ul', { class: 'branch-tree', attrs: { role: 'tree', 'aria-label': 'Branches' } });
+  if (inBrowser()) {
+    // A page in a browser reads the recording: forks and exports need the desktop app.
+    const save = button({
+      label: 'Save recording', cls: 'btn-ghost',
+      title: 'Save the recording this page shows, byte for byte as it was shared',
+      onClick: () => call('save_recording').catch((err) => { status.textContent = message(err); }),
+    });
+    root.append(
+      el('p', { class: 'dim small browser-only', text: 'Forking a branch and exporting one need Hamlet’s desktop app; this page only reads the recording.' }),
+      el('div', { class: 'branches-controls row' }, save),
+      status,
+      list,
+    );
+    return;
+  }
   root.append(
     el('div', { class: 'branches-controls row' }, forkButton, nameInput),
     storeLine,

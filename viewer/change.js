@@ -5,7 +5,7 @@
 // shown next to the field they name. A server's key lives in this page's memory only.
 
 import { app, emit, on } from './state.js';
-import { call, listen } from './ipc.js';
+import { call, listen, inBrowser } from './ipc.js';
 import { el, button, untrusted, setChildren, fmtMany, fmtTime, fmtClock, fmtDuration } from './dom.js';
 
 let root = null;
@@ -45,6 +45,11 @@ const STRATEGIES = ['full', 'no_reflection', 'no_reflection_no_planning'];
 
 export function initChange(host) {
   root = host;
+  if (inBrowser()) {
+    root.append(el('h3', { text: 'Intervene' }),
+      el('p', { class: 'dim small browser-only', text: 'Changing the town and running it on need Hamlet’s desktop app; this page only reads the recording.' }));
+    return;
+  }
   headLine = el('p', { class: 'dim small change-head' });
   kindSelect = el('select', { class: 'input', attrs: { 'aria-label': 'What to change' }, on: { change: () => drawFields() } },
     ...Object.entries(KINDS).map(([k, d]) => el('option', { value: k, text: d.label })));

@@ -1,4 +1,8 @@
-// The bridge to the window's Rust side: invoke, listen, errors as words, and latest-only requests.
+// The bridge to the window's Rust side: invoke, listen, errors as words, and latest-only
+// requests. In a browser (no window around the page) the same calls go to `browser.js`, the
+// WebAssembly build in a worker, and the page works on unchanged.
+
+import { callHere, listenHere } from './browser.js';
 
 function tauri() {
   return window.__TAURI__ || null;
@@ -7,6 +11,11 @@ function tauri() {
 export function hasBridge() {
   const t = tauri();
   return !!(t && t.core && typeof t.core.invoke === 'function');
+}
+
+/** True in a browser: the page reads a recording and changes nothing (no desktop app). */
+export function inBrowser() {
+  return !hasBridge();
 }
 
 /** Turns whatever a rejected invoke gives into one readable sentence. */
@@ -23,10 +32,8 @@ export function message(err) {
 
 /** Calls a command; rejects with an Error whose message is ready to show. */
 export async function call(name, args = {}) {
-  if (!hasBridge()) {
-    throw new Error('This page runs outside the Hamlet window: there is no Tauri bridge to ask.');
-  }
   try {
+    if (inBrowser()) return await callHere(name, args);
     return await tauri().core.invoke(name, args);
   } catch (err) {
     const e = new Error(message(err));
@@ -43,6 +50,7 @@ export async function call(name, args = {}) {
 /** Listens to an event from Rust; the handler receives the payload. */
 export async function listen(name, handler) {
   const t = tauri();
+  if (inBrowser()) return listenHere(name, handler);
   if (!t || !t.event || typeof t.event.listen !== 'function') return () => {};
   return t.event.listen(name, (e) => handler(e ? e.payload : undefined));
 }

@@ -1,7 +1,8 @@
 // The page's wiring: boot, opening files, toolbar, side panel, status bar, keys, menu events and window.hamlet.
 
 import { app, emit, on, DEFAULT_SETTINGS, agentInFrame } from './state.js';
-import { call, listen, hasBridge, message as errorText, answerNextDialog } from './ipc.js';
+import { call, listen, hasBridge, inBrowser, message as errorText, answerNextDialog } from './ipc.js';
+import { openBytes, openFile, openUrl } from './browser.js';
 import { seek, resetSeek, stats, wake, record, lessOftenWhilePlaying } from './seek.js';
 import { loadTracks, frameAt } from './tracks.js';
 import {
@@ -57,9 +58,6 @@ function boot() {
   setView('welcome');
   updateStatus();
 
-  if (!hasBridge()) {
-    showError('This page is not running inside Hamlet’s viewer window, so it cannot open files.', 'No bridge');
-  }
   listen('opened', (o) => handleOpened(o));
   listen('open-failed', (p) => {
     setOpening(false);
@@ -82,9 +80,19 @@ function boot() {
     const { seq } = app.frame;
     momentTimer = setTimeout(() => { call('remember_moment', { seq }).catch(() => {}); }, 1000);
   });
-  // A file named on the command line was opened before this page loaded: show it.
+  // A file named on the command line was opened before this page loaded: show it. In a
+  // browser, the recording the address names (`?url=`), or the one the shared file carries.
   if (hasBridge()) {
     call('current').then((o) => { if (o) handleOpened(o); }, (err) => openFailed(errorText(err)));
+  } else {
+    document.body.classList.add('in-browser');
+    const url = new URLSearchParams(location.search).get('url');
+    const carried = window.HAMLET_EMBEDDED && window.HAMLET_EMBEDDED.recording;
+    if (carried || url) {
+      setOpening(true);
+      const opening = carried ? carried().then(({ name, bytes }) => openBytes(name, bytes)) : openUrl(url);
+      opening.catch(() => {}).finally(() => setOpening(false));
+    }
   }
 }
 
@@ -730,7 +738,15 @@ function wireDrop() {
   window.addEventListener('dragenter', (e) => { e.preventDefault(); depth++; showDrop(true); });
   window.addEventListener('dragover', (e) => { e.preventDefault(); });
   window.addEventListener('dragleave', () => { depth = Math.max(0, depth - 1); if (!depth) showDrop(false); });
-  window.addEventListener('drop', (e) => { e.preventDefault(); depth = 0; showDrop(false); });
+  window.addEventListener('drop', (e) => {
+    e.preventDefault(); depth = 0; showDrop(false);
+    // In a browser the page opens it itself.
+    const file = e.dataTransfer && e.dataTransfer.files && e.dataTransfer.files[0];
+    if (inBrowser() && file) {
+      setOpening(true);
+      openFile(file).catch(() => {}).finally(() => setOpening(false));
+    }
+  });
 }
 
 // ---------------------------------------------------------------- test helpers
@@ -826,5 +842,8 @@ const hooks = {
 boot();
 if (hasBridge()) {
   call('answer_next_dialog', { path: null }).then(() => { window.hamlet = hooks; }, () => {});
+} else if (new URLSearchParams(location.search).has('test')) {
+  // A browser's page only reads: the end-to-end tests drive it with the same hooks.
+  window.hamlet = hooks;
 }
 wake();

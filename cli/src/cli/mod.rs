@@ -9,6 +9,7 @@ mod recording;
 mod research;
 mod resim;
 mod run;
+mod serve;
 mod show;
 mod store;
 mod town;
@@ -61,6 +62,14 @@ The viewer is the `hamlet-viewer` program beside `hamlet` (cargo build --release
 on the PATH, or at $HAMLET_VIEWER. In the window: Space plays and pauses, ← → step, Home/End jump, \
 click an agent for its panel and \"why?\"; File ▸ Open… or drop a .hamlet file to open another.")]
     View(view::ViewArgs),
+    /// Show recordings in a browser: a read-only local web server that lists the
+    /// recordings of a folder (or serves one) and opens each in the viewer's page, running
+    /// in the browser with no install
+    #[command(after_help = "Examples:\n  hamlet serve recordings/\n  \
+hamlet serve recordings/willowmere-day.hamlet --port 9000\n\n\
+It answers GET only, from 127.0.0.1 unless --bind says otherwise, and serves nothing but the \
+folder's .hamlet files and the viewer's own page.")]
+    Serve(serve::ServeArgs),
     /// Write a synthetic, town-shaped recording (for benchmarks and for trying the tools)
     #[command(after_help = "Example:\n  hamlet synth --events 1000000 --out big.hamlet")]
     Synth(recording::SynthArgs),
@@ -282,6 +291,7 @@ pub fn agent_named(
 pub fn run(cli: Cli) -> anyhow::Result<Outcome> {
     match cli.command {
         Command::View(a) => view::view(a),
+        Command::Serve(a) => serve::serve(a),
         Command::Synth(a) => recording::synth(a),
         Command::Inspect(a) => recording::inspect(a),
         Command::Verify(a) => recording::verify(a),

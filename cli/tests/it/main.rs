@@ -4,5 +4,6 @@
 mod cli;
 mod llm;
 mod run;
+mod serve;
 
 pub use hamlet_testkit::{forge, loopback, rules};
