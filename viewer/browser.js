@@ -51,8 +51,9 @@ function start() {
   if (started) return started;
   started = (async () => {
     const e = embedded();
-    const url = e && e.worker ? e.worker() : new URL('worker.mjs', document.baseURI);
-    worker = new Worker(url, { type: 'module' });
+    // A shared file's worker is one script (its modules joined), started from its own text:
+    // a classic worker, since a page opened from a file may not start a module worker.
+    worker = e && e.worker ? new Worker(e.worker()) : new Worker(new URL('worker.mjs', document.baseURI), { type: 'module' });
     worker.onmessage = (m) => {
       const { id, ok, text } = m.data || {};
       const w = waiting.get(id);

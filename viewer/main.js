@@ -299,7 +299,13 @@ function buildStatus() {
   st.verify.addEventListener('click', () => {
     if (app.opened && !app.opened.sound) setView('unsound');
   });
-  bar.append(st.file, st.branch, st.time, st.seq, st.hash, st.micros, el('span', { class: 'spacer' }), st.verify);
+  // A shared file carries its whole recording: say so where it is always seen.
+  const carried = window.HAMLET_EMBEDDED ? [el('span', {
+    class: 'sb-item sb-carried',
+    text: 'every prompt and answer is inside this file',
+    title: 'This page carries the whole recording: every prompt the model was given and every answer, every memory and line. Whoever has the file can read them all.',
+  })] : [];
+  bar.append(st.file, st.branch, st.time, st.seq, st.hash, st.micros, ...carried, el('span', { class: 'spacer' }), st.verify);
 }
 
 // While playing, the status bar's words change at most four times a second.

@@ -10,6 +10,7 @@ mod research;
 mod resim;
 mod run;
 mod serve;
+mod share;
 mod show;
 mod store;
 mod town;
@@ -70,6 +71,16 @@ hamlet serve recordings/willowmere-day.hamlet --port 9000\n\n\
 It answers GET only, from 127.0.0.1 unless --bind says otherwise, and serves nothing but the \
 folder's .hamlet files and the viewer's own page.")]
     Serve(serve::ServeArgs),
+    /// Write one HTML file that shows a recording in any browser, offline: the viewer's
+    /// page, its WebAssembly and the recording itself, verified as it opens
+    #[command(
+        after_help = "Examples:\n  hamlet share recordings/willowmere-day.hamlet --out day.html\n  \
+hamlet share run.hamlet --branch main --until 'day0 12:00' --out morning.html\n\n\
+The file connects to nothing (its policy forbids it) and carries every prompt and answer of the \
+recording: whoever has it can read them. Its Save recording gives the .hamlet back byte for byte. \
+A recording over 64 MiB is refused: show it with `hamlet serve`."
+    )]
+    Share(share::ShareArgs),
     /// Write a synthetic, town-shaped recording (for benchmarks and for trying the tools)
     #[command(after_help = "Example:\n  hamlet synth --events 1000000 --out big.hamlet")]
     Synth(recording::SynthArgs),
@@ -292,6 +303,7 @@ pub fn run(cli: Cli) -> anyhow::Result<Outcome> {
     match cli.command {
         Command::View(a) => view::view(a),
         Command::Serve(a) => serve::serve(a),
+        Command::Share(a) => share::share(a),
         Command::Synth(a) => recording::synth(a),
         Command::Inspect(a) => recording::inspect(a),
         Command::Verify(a) => recording::verify(a),

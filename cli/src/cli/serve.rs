@@ -50,6 +50,14 @@ pub fn module() -> anyhow::Result<&'static [u8]> {
     }
 }
 
+/// The viewer's page file `name`.
+pub fn page_file(name: &str) -> anyhow::Result<&'static [u8]> {
+    match page::PAGE.iter().find(|(n, _)| *n == name) {
+        Some((_, bytes)) => Ok(bytes),
+        None => bail!("this hamlet carries no page file `{name}`"),
+    }
+}
+
 /// `hamlet serve`.
 pub fn serve(args: ServeArgs) -> anyhow::Result<Outcome> {
     module()?;

@@ -1,5 +1,7 @@
-//! `hamlet serve`: lists a folder's recordings and serves them, the viewer's page and its
-//! module, read-only: GET only, nothing outside the folder, nothing but `.hamlet` files.
+//! `hamlet serve` and `hamlet share`. `serve` lists a folder's recordings and serves them,
+//! the viewer's page and its module, read-only: GET only, nothing outside the folder, nothing
+//! but `.hamlet` files. `share` writes one HTML file that carries a recording and connects
+//! nowhere.
 
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::TcpStream;
@@ -65,4 +67,60 @@ fn serve_shows_a_folders_recordings_and_nothing_else_read_only() {
     child.kill().unwrap();
     let _ = child.wait();
     assert_eq!(std::fs::read(dir.path().join("a morning.hamlet")).unwrap(), morning);
+}
+
+#[test]
+fn share_writes_one_page_that_carries_the_recording_and_connects_nowhere() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).parent().unwrap();
+    let file = root.join("recordings/willowmere-morning.hamlet");
+    let out = dir.path().join("morning.html");
+    let done = Command::new(env!("CARGO_BIN_EXE_hamlet"))
+        .args(["share"])
+        .arg(&file)
+        .arg("--out")
+        .arg(&out)
+        .output()
+        .unwrap();
+    assert!(done.status.success(), "{}", String::from_utf8_lossy(&done.stderr));
+    assert!(String::from_utf8_lossy(&done.stderr).contains("Every prompt and answer"));
+    let html = std::fs::read_to_string(&out).unwrap();
+    // One file: no script, style or module fetched from anywhere.
+    assert!(!html.contains("src=\"") && !html.contains("href=\"style.css\""), "nothing linked");
+    let csp = html.split("Content-Security-Policy\" content=\"").nth(1).unwrap();
+    let csp = csp.split('"').next().unwrap();
+    for must in ["default-src 'none'", "connect-src 'none'", "'wasm-unsafe-eval'", "'sha256-"] {
+        assert!(csp.contains(must), "{must}: {csp}");
+    }
+    // It carries the recording, byte for byte.
+    let carried = html.split("id=\"hamlet-recording\">").nth(1).unwrap();
+    let carried = carried.split("</script>").next().unwrap();
+    use base64::Engine as _;
+    let bytes = base64::engine::general_purpose::STANDARD.decode(carried.trim()).unwrap();
+    assert_eq!(bytes, std::fs::read(&file).unwrap());
+    // The page's modules, joined: every one of them, each once.
+    for module in ["\"main.js\"", "\"browser.js\"", "\"dom.js\""] {
+        assert_eq!(html.matches(&format!("modules[{module}] = ")).count(), 1, "{module}");
+    }
+    // A file that is not a recording, and one that does not verify, are refused in words.
+    let bad = dir.path().join("bad.hamlet");
+    std::fs::write(&bad, b"not a recording").unwrap();
+    let mut damaged = std::fs::read(&file).unwrap();
+    let at = damaged.len() / 2;
+    damaged[at] ^= 0x55;
+    let unsound = dir.path().join("unsound.hamlet");
+    std::fs::write(&unsound, &damaged).unwrap();
+    for (f, says) in [(&bad, "is not a Hamlet recording"), (&unsound, "does not verify")] {
+        let refused = Command::new(env!("CARGO_BIN_EXE_hamlet"))
+            .arg("share")
+            .arg(f)
+            .arg("--out")
+            .arg(dir.path().join("x.html"))
+            .output()
+            .unwrap();
+        assert!(!refused.status.success());
+        let err = String::from_utf8_lossy(&refused.stderr);
+        assert!(err.contains(says), "{err}");
+    }
+    assert!(!dir.path().join("x.html").exists(), "nothing written for a refusal");
 }
