@@ -19,6 +19,7 @@
 //! the embedded embedding model (`./hamlet-dev setup` installs them);
 //! HAMLET_SKIP_VIEWER_E2E=1 skips.
 
+mod browser;
 mod hostile;
 mod measure;
 mod scripted_server;

@@ -2,7 +2,8 @@
 //! WebKitWebDriver (Debian's `webkit2gtk-driver`): a virtual X display (Xvfb), the driver,
 //! one session on the real `hamlet-viewer` binary, scripts run in the page, clicks,
 //! screenshots of the X screen (WebDriver's own screenshot command hangs under Xvfb), and
-//! the viewer killed with SIGKILL as a crash would end it.
+//! the viewer killed with SIGKILL as a crash would end it. The same page in a browser is
+//! driven through ChromeDriver and headless Chromium (Debian's `chromium-driver`).
 
 use std::io::{Read, Write};
 use std::net::TcpStream;
@@ -24,8 +25,27 @@ fn http(port: u16, method: &str, path: &str, body: Option<&Value>) -> Result<Val
         body.len()
     )
     .map_err(|e| e.to_string())?;
+    // Read to the end of the body: its length when the head gives one (ChromeDriver keeps
+    // the connection open), else to the end of the stream.
     let mut raw = Vec::new();
-    s.read_to_end(&mut raw).map_err(|e| e.to_string())?;
+    let mut buf = [0u8; 65536];
+    loop {
+        if let Some(split) = raw.windows(4).position(|w| w == b"\r\n\r\n") {
+            let head = String::from_utf8_lossy(&raw[..split]).to_lowercase();
+            let length = head
+                .lines()
+                .find_map(|l| l.strip_prefix("content-length:"))
+                .and_then(|n| n.trim().parse::<usize>().ok());
+            if length.is_some_and(|n| raw.len() >= split + 4 + n) {
+                break;
+            }
+        }
+        let n = s.read(&mut buf).map_err(|e| e.to_string())?;
+        if n == 0 {
+            break;
+        }
+        raw.extend_from_slice(&buf[..n]);
+    }
     let split = raw.windows(4).position(|w| w == b"\r\n\r\n").ok_or("no HTTP header")?;
     let head = String::from_utf8_lossy(&raw[..split]).to_lowercase();
     let mut payload = raw[split + 4..].to_vec();
@@ -62,7 +82,8 @@ fn free_port() -> u16 {
 
 /// Xvfb, WebKitWebDriver and a session on the viewer, all ended when dropped.
 pub struct Window {
-    xvfb: Child,
+    /// The X display's server (none for a headless browser).
+    xvfb: Option<Child>,
     driver: Child,
     port: u16,
     session: String,
@@ -149,8 +170,56 @@ impl Window {
             .as_str()
             .unwrap_or_else(|| panic!("no session: {created}"))
             .to_owned();
-        let mut window = Window { xvfb, driver, port, session, display, shots: shots.to_owned() };
+        let mut window =
+            Window { xvfb: Some(xvfb), driver, port, session, display, shots: shots.to_owned() };
         window.set_size(1600, 1000);
+        window
+    }
+
+    /// Headless Chromium on `url` (the page `hamlet share` wrote, or one `hamlet serve`
+    /// serves), its downloads going to `downloads`.
+    pub fn browser(url: &str, downloads: &Path, shots: &Path) -> Window {
+        need("chromium", "chromium");
+        need("chromedriver", "chromium-driver");
+        std::fs::create_dir_all(shots).unwrap();
+        let port = free_port();
+        let driver = Command::new("chromedriver")
+            .arg(format!("--port={port}"))
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("chromedriver starts");
+        // Tries, not a clock: about 30 s.
+        let mut tries = 300;
+        while http(port, "GET", "/status", None).is_err() {
+            tries -= 1;
+            assert!(tries > 0, "chromedriver did not answer on port {port}");
+            std::thread::sleep(Duration::from_millis(100));
+        }
+        let created = http(
+            port,
+            "POST",
+            "/session",
+            Some(&json!({ "capabilities": { "alwaysMatch": { "goog:chromeOptions": {
+                "binary": "/usr/bin/chromium",
+                "args": ["--headless=new", "--no-sandbox", "--disable-gpu", "--window-size=1600,1000"],
+                "prefs": { "download.default_directory": downloads, "download.prompt_for_download": false },
+            }}}})),
+        )
+        .expect("a WebDriver session");
+        let session = created["value"]["sessionId"]
+            .as_str()
+            .unwrap_or_else(|| panic!("no session: {created}"))
+            .to_owned();
+        let window = Window {
+            xvfb: None,
+            driver,
+            port,
+            session,
+            display: String::new(),
+            shots: shots.to_owned(),
+        };
+        window.call("POST", "/url", Some(&json!({ "url": url })));
         window
     }
 
@@ -248,10 +317,18 @@ impl Window {
         panic!("the viewer (pid {viewer}) outlived SIGKILL");
     }
 
-    /// A picture of the X screen, saved as `name.png`.
+    /// A picture of the X screen (of the page, in a browser), saved as `name.png`.
     pub fn screenshot(&self, name: &str) -> PathBuf {
         std::thread::sleep(Duration::from_millis(300));
         let path = self.shots.join(format!("{name}.png"));
+        if self.xvfb.is_none() {
+            use base64::Engine as _;
+            let png = self.call("GET", "/screenshot", None);
+            let png =
+                base64::engine::general_purpose::STANDARD.decode(png.as_str().unwrap()).unwrap();
+            std::fs::write(&path, png).unwrap();
+            return path;
+        }
         let ok = Command::new("import")
             .args(["-window", "root", "-display", &self.display])
             .arg(&path)
@@ -336,7 +413,9 @@ impl Drop for Window {
         let _ = http(self.port, "DELETE", &format!("/session/{}", self.session), None);
         let _ = self.driver.kill();
         let _ = self.driver.wait();
-        let _ = self.xvfb.kill();
-        let _ = self.xvfb.wait();
+        if let Some(xvfb) = &mut self.xvfb {
+            let _ = xvfb.kill();
+            let _ = xvfb.wait();
+        }
     }
 }
