@@ -124,3 +124,45 @@ fn share_writes_one_page_that_carries_the_recording_and_connects_nowhere() {
     }
     assert!(!dir.path().join("x.html").exists(), "nothing written for a refusal");
 }
+
+#[test]
+fn share_cuts_a_branch_at_a_moment() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).parent().unwrap();
+    let out = dir.path().join("early.html");
+    let done = Command::new(env!("CARGO_BIN_EXE_hamlet"))
+        .arg("share")
+        .arg(root.join("recordings/willowmere-morning.hamlet"))
+        .args(["--branch", "main", "--until", "day0 07:30", "--out"])
+        .arg(&out)
+        .output()
+        .unwrap();
+    assert!(done.status.success(), "{}", String::from_utf8_lossy(&done.stderr));
+    let html = std::fs::read_to_string(&out).unwrap();
+    let carried = html.split("id=\"hamlet-recording\">").nth(1).unwrap();
+    let carried = carried.split("</script>").next().unwrap();
+    use base64::Engine as _;
+    let bytes = base64::engine::general_purpose::STANDARD.decode(carried.trim()).unwrap();
+    let cut = dir.path().join("cut.hamlet");
+    std::fs::write(&cut, &bytes).unwrap();
+    // A recording that verifies, whose last event is at 07:30 at the latest.
+    let verified =
+        Command::new(env!("CARGO_BIN_EXE_hamlet")).arg("verify").arg(&cut).output().unwrap();
+    assert!(verified.status.success(), "{}", String::from_utf8_lossy(&verified.stdout));
+    let rec = hamlet_log::Recording::open(&bytes).unwrap();
+    let main = rec.root().unwrap().id;
+    let last = rec.events(main, 0).unwrap().last().unwrap().unwrap();
+    assert!(last.sim_time_secs() <= 7 * 3600 + 30 * 60, "{}", last.sim_time_secs());
+    assert!(last.sim_time_secs() >= 7 * 3600 + 20 * 60, "cut near 07:30: {}", last.sim_time_secs());
+    // A branch that is not there is refused in words.
+    let refused = Command::new(env!("CARGO_BIN_EXE_hamlet"))
+        .arg("share")
+        .arg(root.join("recordings/willowmere-morning.hamlet"))
+        .args(["--branch", "nowhere", "--out"])
+        .arg(dir.path().join("x.html"))
+        .output()
+        .unwrap();
+    assert!(
+        String::from_utf8_lossy(&refused.stderr).contains("no branch `nowhere`; there are: main")
+    );
+}
