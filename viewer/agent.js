@@ -1,6 +1,7 @@
 // The agent panel: one agent at the moment shown — doing, plans, memories (virtualised), reflections, people, talks.
 
 import { app, emit, on, agentInFrame } from './state.js';
+import { iconNode } from './glyphs.js';
 import { call, latest } from './ipc.js';
 import { seekBusy, record } from './seek.js';
 import {
@@ -240,7 +241,7 @@ function renderHead(a) {
   const act = a.action;
   const doing = act
     ? el('div', { class: 'agent-doing' },
-      act.emoji ? untrusted(act.emoji, 'agent-emoji') : null,
+      iconNode(act.emoji, 'agent-emoji'),
       untrusted(act.description, 'agent-action'),
       whyButton({ agent: a.id, seq: app.frame ? app.frame.seq : undefined }, `${a.name}'s current action`))
     : el('div', { class: 'agent-doing dim', text: 'Not doing anything yet at this moment.' });

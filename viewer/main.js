@@ -787,7 +787,7 @@ const hooks = {
       view,
       playing: app.playing,
       tracks: !!app.tracks,
-      agents: f && Array.isArray(f.agents) ? f.agents.map((a) => ({ id: a.id, name: a.name, tile: a.tile })) : [],
+      agents: f && Array.isArray(f.agents) ? f.agents.map((a) => ({ id: a.id, name: a.name, tile: a.tile, emoji: a.emoji })) : [],
     };
   },
   play: () => setPlaying(true),

@@ -2,11 +2,11 @@
 
 import { app, emit, on } from './state.js';
 import { addPainter, wake } from './seek.js';
+import { iconShown, iconNode, EMOJI_FONTS } from './glyphs.js';
 import { el, hueOf, truncate, setChildren, untrusted, atPlace, notice, clear } from './dom.js';
 
 const WALL = '#394050';
 const GROUND = '#ebe6d8';
-const EMOJI_FONT = '"Noto Color Emoji","Apple Color Emoji","Segoe UI Emoji",sans-serif';
 const UI_FONT = 'system-ui,-apple-system,"Segoe UI",Roboto,"Noto Sans",sans-serif';
 
 /** Floor colours by sector kind, as HSL. */
@@ -568,17 +568,23 @@ const sprites = new Map();
 /** An agent's marker (halo, disc, initials, talk dot, emoji above, name below) as an image. */
 function spriteOf(agent, r, selected, hovered, talking, showName) {
   const initials = truncate(agent.initials || initialsOf(agent.name), 3);
-  const emoji = agent.emoji ? truncate(agent.emoji, 4) : '';
+  // The action's icon, or its word where no font here draws it.
+  const shown = agent.emoji ? iconShown(truncate(agent.emoji, 4)) : null;
+  const emoji = shown && shown.emoji ? shown.emoji : '';
+  const word = shown && shown.word ? shown.word : '';
   const name = showName ? truncate(agent.name, 24) : '';
-  const key = [agent.id, initials, emoji, name, r, dpr, selected, hovered, talking].join('\u0000');
+  const key = [agent.id, initials, emoji, word, name, r, dpr, selected, hovered, talking].join('\u0000');
   const known = sprites.get(key);
   if (known) return known;
   if (sprites.size > 1000) sprites.clear();
   const pad = 6;
-  const emojiH = emoji ? Math.round(r * 1.15) + 2 : 0;
+  const wordPx = Math.max(8, Math.round(r * 0.75));
+  const emojiH = emoji ? Math.round(r * 1.15) + 2 : word ? wordPx + 6 : 0;
   ctx.font = `600 11px ${UI_FONT}`;
   const nameW = name ? ctx.measureText(name).width + 8 : 0;
-  const w = Math.ceil(Math.max(2 * (r + pad), nameW));
+  ctx.font = `600 ${wordPx}px ${UI_FONT}`;
+  const wordW = word ? ctx.measureText(word).width + 10 : 0;
+  const w = Math.ceil(Math.max(2 * (r + pad), nameW, wordW));
   const h = Math.ceil(emojiH + 2 * (r + pad) + (name ? 18 : 0));
   const canvasEl = document.createElement('canvas');
   canvasEl.width = Math.max(1, Math.ceil(w * dpr));
@@ -623,10 +629,24 @@ function spriteOf(agent, r, selected, hovered, talking, showName) {
   g.font = `700 ${Math.round(r * (initials.length > 2 ? 0.72 : 0.88))}px ${UI_FONT}`;
   g.fillText(initials, x, y + 0.5);
   if (emoji) {
-    g.font = `${Math.round(r * 1.15)}px ${EMOJI_FONT}`;
+    g.font = `${Math.round(r * 1.15)}px ${EMOJI_FONTS}`;
     g.textBaseline = 'bottom';
     g.fillText(emoji, x, y - r - 1);
     g.textBaseline = 'middle';
+  } else if (word) {
+    // A small tag with the icon's word, where no font draws the emoji.
+    const tw = wordW - 4;
+    const th = wordPx + 4;
+    const top = y - r - 2 - th;
+    roundRect(x - tw / 2, top, tw, th, th / 2, g);
+    g.fillStyle = 'rgba(255,255,255,0.92)';
+    g.fill();
+    g.lineWidth = 1;
+    g.strokeStyle = 'rgba(29,34,48,0.35)';
+    g.stroke();
+    g.fillStyle = '#1d2230';
+    g.font = `600 ${wordPx}px ${UI_FONT}`;
+    g.fillText(word, x, top + th / 2 + 0.5);
   }
   if (name) {
     g.font = `600 11px ${UI_FONT}`;
@@ -733,14 +753,14 @@ function fitWidth(g, text, max) {
   return `${cps.slice(0, lo).join('').trimEnd()}…`;
 }
 
-function roundRect(x, y, w, h, rad) {
-  ctx.beginPath();
-  ctx.moveTo(x + rad, y);
-  ctx.arcTo(x + w, y, x + w, y + h, rad);
-  ctx.arcTo(x + w, y + h, x, y + h, rad);
-  ctx.arcTo(x, y + h, x, y, rad);
-  ctx.arcTo(x, y, x + w, y, rad);
-  ctx.closePath();
+function roundRect(x, y, w, h, rad, g = ctx) {
+  g.beginPath();
+  g.moveTo(x + rad, y);
+  g.arcTo(x + w, y, x + w, y + h, rad);
+  g.arcTo(x + w, y + h, x, y + h, rad);
+  g.arcTo(x, y + h, x, y, rad);
+  g.arcTo(x, y, x + w, y, rad);
+  g.closePath();
 }
 
 // ---------------------------------------------------------------- pointer
@@ -803,7 +823,7 @@ function fillTooltip(h) {
   if (h.kind === 'agent') {
     const a = h.agent;
     const lines = [el('div', { class: 'tt-title' }, untrusted(a.name))];
-    lines.push(el('div', { class: 'tt-line' }, a.emoji ? untrusted(a.emoji, 'tt-emoji') : null, untrusted(a.action || 'idle')));
+    lines.push(el('div', { class: 'tt-line' }, iconNode(a.emoji, 'tt-emoji'), untrusted(a.action || 'idle')));
     if (a.action) lines.push(el('div', { class: 'tt-line tt-dim' }, atPlace(a.address, '', 'tt-key')));
     if (Array.isArray(a.talking_with) && a.talking_with.length) {
       lines.push(el('div', { class: 'tt-line' }, el('span', { class: 'tt-key', text: 'talking with ' }), untrusted(a.talking_with.join(', '))));

@@ -185,3 +185,18 @@ fn the_browser_build_answers_every_read_command_byte_for_byte_as_the_desktop_doe
     }
     assert!(compared >= 200, "{compared} answers compared");
 }
+
+#[test]
+fn a_trap_in_the_module_fails_only_its_request_and_the_worker_starts_again() {
+    let wasm = module();
+    let out = Command::new("node")
+        .arg(root().join("web/tests/worker.mjs"))
+        .arg(&wasm)
+        .arg(root().join("recordings/willowmere-day.hamlet"))
+        .output()
+        .expect("node runs (the Debian package nodejs)");
+    assert!(out.status.success(), "node: {}", String::from_utf8_lossy(&out.stderr));
+    let told: Value = serde_json::from_slice(&out.stdout).unwrap();
+    // load, open, and the one made after the trap.
+    assert_eq!(told["instances"], 3, "{told}");
+}

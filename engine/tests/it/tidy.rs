@@ -324,3 +324,24 @@ fn the_read_path_needs_no_store_gateway_runtime_or_c() {
         banned(&browser, &["sled", "tokio", "reqwest", "hamlet-gateway", "zstd-sys", "zstd"]);
     }
 }
+
+#[test]
+fn every_action_icon_has_a_word_where_no_font_draws_it() {
+    // The viewer shows an icon's word where the machine has no font for the emoji
+    // (viewer/glyphs.js); each icon the engine may pick needs one, and only those.
+    let text = std::fs::read_to_string(root().join("viewer/glyphs.js")).unwrap();
+    let words: Vec<&str> = text
+        .split("['")
+        .skip(1)
+        .filter_map(|entry| entry.split_once("', '").map(|(icon, _)| icon))
+        .collect();
+    for icon in hamlet_engine::mind::plan::ACTION_ICONS {
+        assert!(words.contains(icon), "viewer/glyphs.js has no word for the action icon {icon}");
+    }
+    for icon in &words {
+        assert!(
+            hamlet_engine::mind::plan::ACTION_ICONS.contains(icon),
+            "viewer/glyphs.js has a word for {icon}, which is no action icon"
+        );
+    }
+}

@@ -237,3 +237,88 @@ fn serve_lists_a_folder_and_opens_each_recording_hostile_and_unsound_shown_safel
     let _ = server.kill();
     let _ = server.wait();
 }
+
+/// A fontconfig file: this machine's fonts less every colour emoji font.
+fn fonts_without_emoji(dir: &Path) -> PathBuf {
+    let conf = dir.join("fonts.conf");
+    std::fs::write(
+        &conf,
+        r#"<?xml version="1.0"?>
+<!DOCTYPE fontconfig SYSTEM "fonts.dtd">
+<fontconfig>
+  <include ignore_missing="yes">/etc/fonts/fonts.conf</include>
+  <selectfont>
+    <rejectfont>
+      <glob>*Emoji*</glob>
+      <pattern><patelt name="color"><bool>true</bool></patelt></pattern>
+    </rejectfont>
+  </selectfont>
+</fontconfig>
+"#,
+    )
+    .unwrap();
+    conf
+}
+
+/// Draws `text` and the box of a missing glyph on a canvas in the page: true when they differ.
+const DRAWS: &str = "const c = document.createElement('canvas'); c.width = c.height = 40; \
+    const g = c.getContext('2d'); g.font = '28px \"Noto Color Emoji\", sans-serif'; g.textBaseline = 'top'; \
+    const px = (t) => { g.clearRect(0, 0, 40, 40); g.fillText(t, 2, 2); return g.getImageData(0, 0, 40, 40).data.join(); }; \
+    return px(arguments[0]) !== px('\\u0378');";
+
+/// Seeks to the day's middle and opens the panel of an agent whose action's icon is `icon`;
+/// returns the panel's icon: [its classes, its text].
+fn panel_icon(w: &Window, file: &Path, icon: &str) -> Value {
+    let head = events_of(file).last().unwrap().seq();
+    let mut seq = head / 2;
+    // The first moment, from the middle on, when an agent's action carries the icon.
+    let agent = loop {
+        let shown = seek(w, seq);
+        let found = shown["agents"].as_array().unwrap().iter().find(|a| a["emoji"] == icon);
+        if let Some(a) = found {
+            break a["id"].clone();
+        }
+        seq += 200;
+        assert!(seq < head, "no action carries {icon} in the day's second half");
+    };
+    w.run("window.hamlet.select(arguments[0]); return true;", json!([agent]));
+    w.wait_for(
+        "the agent panel's icon",
+        "const a = window.hamlet.debug().agent; if (a.loading || a.agent !== arguments[0]) return null; \
+         const i = document.querySelector('#pane-agent .agent-doing .agent-emoji'); return i ? [i.className, i.textContent] : null;",
+        json!([agent]),
+    )
+}
+
+#[test]
+fn on_a_machine_without_colour_emoji_each_icon_shows_its_word_not_a_box() {
+    if skip() {
+        return;
+    }
+    let _one = one_window();
+    let dir = tempfile::tempdir().unwrap();
+    let file = shipped();
+    let page = dir.path().join("day.html");
+    let made =
+        Command::new(hamlet()).arg("share").arg(&file).arg("--out").arg(&page).output().unwrap();
+    assert!(made.status.success(), "{}", String::from_utf8_lossy(&made.stderr));
+    let url = format!("file://{}?test", page.display());
+    let icon = "💼";
+
+    // With the set-up's fonts, the emoji itself.
+    let w = Window::browser(&url, dir.path(), &shots());
+    wait_open(&w);
+    assert_eq!(w.run(DRAWS, json!([icon])), true, "set-up installs a colour emoji font");
+    let shown = panel_icon(&w, &file, icon);
+    assert_eq!(shown, json!(["u agent-emoji emoji", icon]));
+    drop(w);
+
+    // Without one: the browser draws a box for the emoji; the page shows its word instead.
+    let conf = fonts_without_emoji(dir.path());
+    let w = Window::browser_with(&url, dir.path(), &shots(), &[("FONTCONFIG_FILE", &conf)]);
+    wait_open(&w);
+    assert_eq!(w.run(DRAWS, json!([icon])), false, "no font here draws {icon}");
+    let shown = panel_icon(&w, &file, icon);
+    assert_eq!(shown, json!(["agent-emoji icon-word", "work"]));
+    w.screenshot("b08-no-emoji-font");
+}

@@ -179,12 +179,23 @@ impl Window {
     /// Headless Chromium on `url` (the page `hamlet share` wrote, or one `hamlet serve`
     /// serves), its downloads going to `downloads`.
     pub fn browser(url: &str, downloads: &Path, shots: &Path) -> Window {
+        Window::browser_with(url, downloads, shots, &[])
+    }
+
+    /// [`Window::browser`] with variables set in the browser's environment (its fonts).
+    pub fn browser_with(
+        url: &str,
+        downloads: &Path,
+        shots: &Path,
+        env: &[(&str, &Path)],
+    ) -> Window {
         need("chromium", "chromium");
         need("chromedriver", "chromium-driver");
         std::fs::create_dir_all(shots).unwrap();
         let port = free_port();
         let driver = Command::new("chromedriver")
             .arg(format!("--port={port}"))
+            .envs(env.iter().copied())
             .stdout(Stdio::null())
             .stderr(Stdio::null())
             .spawn()
