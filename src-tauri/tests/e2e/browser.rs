@@ -27,6 +27,15 @@ fn hamlet() -> PathBuf {
     hamlet
 }
 
+/// `hamlet share FILE` into `dir`: the page's path.
+fn share(file: &Path, dir: &Path) -> PathBuf {
+    let page = dir.join("day.html");
+    let made =
+        Command::new(hamlet()).arg("share").arg(file).arg("--out").arg(&page).output().unwrap();
+    assert!(made.status.success(), "{}", String::from_utf8_lossy(&made.stderr));
+    page
+}
+
 /// Seeks to three moments and holds every agent's tile to `hamlet show`'s.
 fn tiles_agree(w: &Window, file: &Path) {
     let head = events_of(file).last().unwrap().seq();
@@ -78,10 +87,7 @@ fn a_shared_day_opens_from_disk_with_nothing_fetched_and_answers_as_the_desktop(
     let _one = one_window();
     let dir = tempfile::tempdir().unwrap();
     let file = shipped();
-    let page = dir.path().join("day.html");
-    let made =
-        Command::new(hamlet()).arg("share").arg(&file).arg("--out").arg(&page).output().unwrap();
-    assert!(made.status.success(), "{}", String::from_utf8_lossy(&made.stderr));
+    let page = share(&file, dir.path());
     let size = std::fs::metadata(&page).unwrap().len();
     println!("day.html: {size} bytes ({:.2} MiB)", size as f64 / (1 << 20) as f64);
     assert!(size <= 8 << 20, "the shared day is {size} bytes, over 8 MiB");
@@ -298,10 +304,7 @@ fn on_a_machine_without_colour_emoji_each_icon_shows_its_word_not_a_box() {
     let _one = one_window();
     let dir = tempfile::tempdir().unwrap();
     let file = shipped();
-    let page = dir.path().join("day.html");
-    let made =
-        Command::new(hamlet()).arg("share").arg(&file).arg("--out").arg(&page).output().unwrap();
-    assert!(made.status.success(), "{}", String::from_utf8_lossy(&made.stderr));
+    let page = share(&file, dir.path());
     let url = format!("file://{}?test", page.display());
     let icon = "💼";
 
