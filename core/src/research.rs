@@ -612,6 +612,12 @@ pub struct BelievabilityRow {
     pub identity_slips: u32,
     /// Lines that speak as an assistant ("I'm sorry, but I can't help with that").
     pub out_of_character: u32,
+    /// Lines that call the one spoken to by another resident's name
+    /// ([`validate::misnames`](crate::mind::validate::misnames)): an identity slip too.
+    pub misnames: u32,
+    /// Lines in the planner's words ("540 minutes free", "at 07:01"):
+    /// [`validate::planner_words`](crate::mind::validate::planner_words).
+    pub planner_words: u32,
     /// Actions it started from its plans.
     pub actions: u32,
     /// Actions that copy one of its persona's statements.
@@ -628,6 +634,8 @@ impl BelievabilityRow {
         self.narrates += other.narrates;
         self.identity_slips += other.identity_slips;
         self.out_of_character += other.out_of_character;
+        self.misnames += other.misnames;
+        self.planner_words += other.planner_words;
         self.actions += other.actions;
         self.copies_persona += other.copies_persona;
         self.odd_hours += other.odd_hours;
@@ -723,6 +731,13 @@ pub fn believability(events: &[Event]) -> Vec<BelievabilityRow> {
                 }
                 if validate::out_of_character(&t.text) {
                     row.out_of_character += 1;
+                }
+                let listeners: Vec<&str> = others.iter().map(String::as_str).collect();
+                if validate::misnames(&t.text, &speaker, &listeners, &everyone).is_some() {
+                    row.misnames += 1;
+                }
+                if validate::planner_words(&t.text).is_some() {
+                    row.planner_words += 1;
                 }
                 open.entry(t.conversation).or_default().push(words);
             }

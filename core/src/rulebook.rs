@@ -17,6 +17,8 @@
 //! commitment when accepted ([`Mechanism::Invitations`]). Rulebook 6 adds two more: the
 //! events a persona hosts kept as its own appointments ([`Mechanism::Hosting`]), and an
 //! agent who means to invite starting the talk itself ([`Mechanism::Inviting`]).
+//! Rulebook 7 adds no mechanism: its validators also refuse a line that calls the one
+//! spoken to by another's name or reads the plan aloud ([`Rulebook::checks_speech`]).
 
 use std::fmt;
 
@@ -118,7 +120,7 @@ impl Rulebook {
     /// The rulebook of every run recorded before rulebooks were numbered.
     pub const FIRST: Rulebook = Rulebook(1, 0);
     /// The rulebook this engine starts a new run with.
-    pub const CURRENT: Rulebook = Rulebook(6, 0);
+    pub const CURRENT: Rulebook = Rulebook(7, 0);
 
     /// The rulebook numbered `n`, if this engine knows it.
     pub fn numbered(n: u32) -> Option<Rulebook> {
@@ -252,6 +254,14 @@ impl Rulebook {
         }
     }
 
+    /// Rulebook 7: with [`Mechanism::Validators`], a line is also refused when it calls the
+    /// one spoken to by another resident's name ("Hi, Sefa!" to Nnamdi) or speaks in the
+    /// planner's words ("I'll have 540 minutes free", "at 07:01")
+    /// (`validate::check_speech`). By rulebook 6 such lines were said.
+    pub fn checks_speech(self) -> bool {
+        self.0 >= 7 && self.uses(Mechanism::Validators)
+    }
+
     /// The version of the prompt template `name` this rulebook asks with: `None` for the
     /// newest. Rulebook 3 changed the layout of `turn` (v6: the conversation after what the
     /// speaker remembers, the time last), `react` (v4) and `attend` (v2) (memories first,
@@ -261,7 +271,7 @@ impl Rulebook {
     ///
     /// Rulebook 4 changed `turn` (v7: what the speaker wants from the talk, and the rules
     /// against narration and naming oneself); rulebook 3 keeps v6. Rulebook 5 added `script`
-    /// and `invitation` and changed no template; rulebook 6 none.
+    /// and `invitation` and changed no template; rulebooks 6 and 7 none.
     pub fn template_version(self, name: &str) -> Option<u32> {
         if self >= Rulebook(4, 0) {
             return None;
@@ -384,7 +394,7 @@ mod tests {
         let recorded = without.settings();
         assert_eq!(recorded[1], ("rulebook.off".to_owned(), "currently,commitments".to_owned()));
         assert_eq!(Rulebook::recorded(&recorded), Ok(without));
-        assert_eq!(without.to_string(), "rulebook 6 without currently, commitments");
+        assert_eq!(without.to_string(), "rulebook 7 without currently, commitments");
         let five = Rulebook::numbered(5).unwrap();
         assert!(five.uses(Mechanism::Invitations) && !five.uses(Mechanism::Hosting));
         assert!(five.without(Mechanism::Inviting).unwrap_err().contains("no mechanism"));
@@ -392,6 +402,11 @@ mod tests {
         assert_eq!(all_off.unwrap().left_out(), Mechanism::ALL.to_vec());
         // What an older rulebook decides is decided the same way.
         assert!(without.lists_memories_in_time_order());
+        // Rulebook 7's check of speech is a part of the validators.
+        assert!(
+            Rulebook::CURRENT.checks_speech() && !Rulebook::numbered(6).unwrap().checks_speech()
+        );
+        assert!(!Rulebook::CURRENT.without(Mechanism::Validators).unwrap().checks_speech());
         assert_eq!(Rulebook::CURRENT.settings().len(), 1);
     }
 }

@@ -50,7 +50,10 @@ pub enum ResearchCommand {
     /// name, "he" or "she" and a verb of description such as "smiles" or "looks"); an
     /// identity slip the town file can show (a spouse after "my husband"/"my wife", a sector
     /// after "I work at/in" or "I live at/in", that is not the speaker's); out of character
-    /// (speaking as an assistant: "I'm sorry, but I can't help with that"). Actions started
+    /// (speaking as an assistant: "I'm sorry, but I can't help with that"); misnaming the one
+    /// spoken to (another resident's first name as an address: "Hi Sefa!", "…, Sefa?" said to
+    /// Nnamdi; an identity slip too); the planner's words (a clock time on a minute that is
+    /// not a multiple of five, "540 minutes", "minutes free"). Actions started
     /// from a plan: copying a persona statement (60% of words in common, the name aside);
     /// at an hour they contradict (waking up outside 04:00–12:00, breakfast outside
     /// 05:00–11:30, lunch outside 11:00–15:30, dinner outside 16:30–23:00, going to bed
@@ -381,6 +384,8 @@ pub fn research(c: ResearchCommand) -> anyhow::Result<Outcome> {
                 "narrates",
                 "identity_slips",
                 "out_of_character",
+                "misnames",
+                "planner_words",
                 "actions",
                 "copies_persona",
                 "odd_hours",
@@ -397,6 +402,8 @@ pub fn research(c: ResearchCommand) -> anyhow::Result<Outcome> {
                         r.narrates.to_string(),
                         r.identity_slips.to_string(),
                         r.out_of_character.to_string(),
+                        r.misnames.to_string(),
+                        r.planner_words.to_string(),
                         r.actions.to_string(),
                         r.copies_persona.to_string(),
                         r.odd_hours.to_string(),
@@ -411,6 +418,8 @@ pub fn research(c: ResearchCommand) -> anyhow::Result<Outcome> {
                     lines(r.narrates),
                     lines(r.identity_slips),
                     lines(r.out_of_character),
+                    lines(r.misnames),
+                    lines(r.planner_words),
                     r.actions.to_string(),
                     acts(r.copies_persona),
                     acts(r.odd_hours),

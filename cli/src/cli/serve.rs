@@ -79,14 +79,17 @@ pub fn serve(args: ServeArgs) -> anyhow::Result<Outcome> {
         Some(name) => format!("http://{at}/viewer/index.html?url=/recordings/{}", encode(name)),
         None => format!("http://{at}/"),
     };
-    eprintln!("serving {} read-only at {shown}", args.path.display());
+    // Said in one write, and a closed stderr is no reason to stop serving: whoever started
+    // the server may read the address and close the pipe.
+    let mut said = format!("serving {} read-only at {shown}\n", args.path.display());
     if !args.bind.is_loopback() {
-        eprintln!(
-            "note: bound to {}: other machines on the network can read these recordings",
+        said += &format!(
+            "note: bound to {}: other machines on the network can read these recordings\n",
             args.bind
         );
     }
-    eprintln!("open that address in a browser; Ctrl-C stops");
+    said += "open that address in a browser; Ctrl-C stops\n";
+    let _ = std::io::stderr().write_all(said.as_bytes());
     let server = Server { dir, only };
     for stream in listener.incoming() {
         let Ok(stream) = stream else { continue };

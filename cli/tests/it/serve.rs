@@ -33,7 +33,10 @@ fn serve_shows_a_folders_recordings_and_nothing_else_read_only() {
         .spawn()
         .unwrap();
     let mut said = String::new();
-    BufReader::new(child.stderr.take().unwrap()).read_line(&mut said).unwrap();
+    let mut told = BufReader::new(child.stderr.take().unwrap());
+    told.read_line(&mut said).unwrap();
+    // The rest of what the server says is read, never left to fill or close the pipe.
+    std::thread::spawn(move || std::io::copy(&mut told, &mut std::io::sink()));
     let at = said.split("http://").nth(1).and_then(|r| r.split('/').next()).unwrap().to_owned();
     assert!(at.starts_with("127.0.0.1:"), "{said}");
 

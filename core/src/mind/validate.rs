@@ -71,6 +71,12 @@ pub enum LineFault {
     IdentitySlip(String),
     /// It speaks as an assistant, not as the person ("I'm sorry, but I can't help with that").
     OutOfCharacter,
+    /// Rulebook 7: it calls the one spoken to by another resident's name ("Hi, Sefa!" to
+    /// Nnamdi): the wrong name.
+    Misnames(String),
+    /// Rulebook 7: it speaks in the planner's words ("I'll have 540 minutes free", "at
+    /// 07:01"): the words.
+    PlannerWords(String),
 }
 
 /// What an assistant says and a person in a town does not.
@@ -112,6 +118,12 @@ impl LineFault {
             LineFault::OutOfCharacter => {
                 format!("it sounds like an assistant, not like {speaker} talking to a neighbour")
             }
+            LineFault::Misnames(wrong) => {
+                format!("it calls the person {speaker} is talking to \"{wrong}\", which is not their name")
+            }
+            LineFault::PlannerWords(words) => format!(
+                "\"{words}\" reads a schedule aloud; say times and lengths the way people do"
+            ),
         }
     }
 
@@ -123,6 +135,8 @@ impl LineFault {
             LineFault::Narrates => "narrates",
             LineFault::IdentitySlip(_) => "identity slip",
             LineFault::OutOfCharacter => "out of character",
+            LineFault::Misnames(_) => "misnames",
+            LineFault::PlannerWords(_) => "planner words",
         }
     }
 }
@@ -251,6 +265,139 @@ impl Facts {
         }
         None
     }
+}
+
+/// Words that open a line or sentence before the name of the one spoken to ("Hi, Sefa",
+/// "Thanks Oskar").
+const GREETINGS: &[&str] = &[
+    "hi",
+    "hello",
+    "hey",
+    "morning",
+    "evening",
+    "afternoon",
+    "thanks",
+    "thank you",
+    "oh",
+    "well",
+    "yes",
+    "no",
+    "sure",
+    "sorry",
+    "welcome",
+    "bye",
+    "goodbye",
+    "ah",
+    "good morning",
+    "good afternoon",
+    "good evening",
+    "good night",
+    "nice to see you",
+    "good to see you",
+    "see you",
+    "dear",
+];
+
+/// The name `line` calls the one spoken to, when it is another resident's: a first name of
+/// `everyone` but neither the speaker's nor one of `others` (those in the conversation), said
+/// as an address — opening a sentence before a comma ("Sefa, have you…"), after a greeting
+/// ("Hi Sefa!", "Good morning, Sefa."), or closing one after a comma ("How are you, Sefa?").
+/// A resident only spoken of ("Have you seen Sefa?", "Thanks, Sefa told me") is not one.
+pub fn misnames(line: &str, speaker: &str, others: &[&str], everyone: &[String]) -> Option<String> {
+    let present: Vec<&str> =
+        std::iter::once(speaker).chain(others.iter().copied()).map(first_name).collect();
+    let absent: Vec<&str> = everyone
+        .iter()
+        .map(|n| first_name(n))
+        .filter(|n| !present.iter().any(|p| p.eq_ignore_ascii_case(n)))
+        .collect();
+    // Sentences, each with the mark that ends it.
+    let mut sentences = Vec::new();
+    let mut start = 0;
+    for (i, c) in line.char_indices() {
+        if matches!(c, '.' | '!' | '?' | '\n') {
+            sentences.push(&line[start..i]);
+            start = i + c.len_utf8();
+        }
+    }
+    sentences.push(&line[start..]);
+    for sentence in sentences {
+        let sentence = sentence.trim().trim_start_matches(['"', '\'', '-', '—', ' ']);
+        // "…, Name" closing the sentence.
+        if let Some((_, last)) = sentence.rsplit_once(',') {
+            let last = last.trim();
+            if let Some(n) = absent.iter().find(|n| last == **n) {
+                return Some((*n).to_owned());
+            }
+        }
+        // "Name, …" or "Name" alone opening it, or after a greeting.
+        let mut rests = vec![sentence];
+        for g in GREETINGS {
+            let greets = sentence.get(..g.len()).is_some_and(|s| s.eq_ignore_ascii_case(g));
+            let Some(tail) = sentence.get(g.len()..).filter(|_| greets) else { continue };
+            if !tail.starts_with(char::is_alphanumeric) {
+                rests.push(tail.trim_start_matches([',', ' ']));
+            }
+        }
+        for rest in rests {
+            for n in &absent {
+                let Some(after) = rest.strip_prefix(n) else { continue };
+                let after = after.trim_start();
+                if after.is_empty() || after.starts_with([',', ';', ':']) {
+                    return Some((*n).to_owned());
+                }
+            }
+        }
+    }
+    None
+}
+
+/// The planner's words in a line, if it speaks them: a clock time on an odd minute ("at
+/// 07:01"; people round to five minutes), a length of a hundred minutes or more ("540
+/// minutes"; people say hours), or "minutes free". A plan reads as `HH:MM what (N min)`, and
+/// a small model reads it aloud.
+pub fn planner_words(line: &str) -> Option<String> {
+    let lower = line.to_lowercase();
+    if let Some(i) = lower.find("minutes free") {
+        let from = lower[..i].trim_end().rfind(' ').map_or(0, |j| j + 1);
+        return Some(lower[from..i + "minutes free".len()].trim().to_owned());
+    }
+    let bytes = line.as_bytes();
+    for (i, _) in line.match_indices(':') {
+        let digits = |r: std::ops::Range<usize>| {
+            r.end <= bytes.len() && bytes[r].iter().all(u8::is_ascii_digit)
+        };
+        if i >= 1 && digits(i - 1..i) && digits(i + 1..i + 3) && !digits(i + 3..i + 4) {
+            let minute = (bytes[i + 1] - b'0') * 10 + (bytes[i + 2] - b'0');
+            if minute % 5 != 0 && minute < 60 {
+                let from = if i >= 2 && digits(i - 2..i) { i - 2 } else { i - 1 };
+                return Some(line[from..i + 3].to_owned());
+            }
+        }
+    }
+    let tokens: Vec<&str> = line.split_whitespace().collect();
+    for pair in tokens.windows(2) {
+        let unit = pair[1].trim_matches(|c: char| !c.is_alphanumeric()).to_lowercase();
+        let n: Option<u32> = pair[0].trim_start_matches('(').parse().ok();
+        if matches!(unit.as_str(), "min" | "minutes" | "mins") && n.is_some_and(|n| n >= 100) {
+            return Some(format!("{} {}", pair[0].trim_start_matches('('), unit));
+        }
+    }
+    None
+}
+
+/// Checks a line the way rulebook 7 adds to [`check_line`]: the wrong name for the one
+/// spoken to ([`misnames`]) and the planner's words ([`planner_words`]).
+pub fn check_speech(
+    line: &str,
+    speaker: &str,
+    others: &[&str],
+    everyone: &[String],
+) -> Option<LineFault> {
+    if let Some(wrong) = misnames(line, speaker, others, everyone) {
+        return Some(LineFault::Misnames(wrong));
+    }
+    planner_words(line).map(LineFault::PlannerWords)
 }
 
 /// Checks a line of dialogue by `speaker` to `others` before it is said: the first fault
@@ -442,6 +589,46 @@ mod tests {
         assert_eq!(facts.slip("I work at Fernside market."), None);
         assert_eq!(facts.slip("I live in Ashcombe house."), None);
         assert!(facts.slip("I live at the Fernside market.").is_some());
+    }
+
+    #[test]
+    fn the_wrong_name_for_the_one_spoken_to_is_caught_and_a_name_spoken_of_is_not() {
+        let everyone: Vec<String> =
+            ["Oskar Lindqvist", "Nnamdi Okafor", "Sefa Mensah"].map(String::from).to_vec();
+        let to_nnamdi =
+            |line: &str| misnames(line, "Oskar Lindqvist", &["Nnamdi Okafor"], &everyone);
+        assert_eq!(to_nnamdi("Hi Sefa! Good to see you.").as_deref(), Some("Sefa"));
+        assert_eq!(to_nnamdi("Good morning, Sefa.").as_deref(), Some("Sefa"));
+        assert_eq!(to_nnamdi("How are you, Sefa?").as_deref(), Some("Sefa"));
+        assert_eq!(to_nnamdi("Sefa, have you heard about the party?").as_deref(), Some("Sefa"));
+        assert_eq!(to_nnamdi("Hi Nnamdi! Good to see you."), None);
+        assert_eq!(to_nnamdi("Have you seen Sefa today?"), None);
+        assert_eq!(to_nnamdi("Thanks, Sefa told me about it."), None);
+        assert_eq!(to_nnamdi("Sefa and I went to the market."), None);
+        assert_eq!(to_nnamdi("Hey, Oskar here."), None, "the speaker's own name is another check");
+    }
+
+    #[test]
+    fn the_planners_words_in_a_line_are_caught_and_a_persons_are_not() {
+        assert_eq!(
+            planner_words("I'll have 540 minutes free.").as_deref(),
+            Some("540 minutes free")
+        );
+        assert_eq!(planner_words("See you at 07:01 then!").as_deref(), Some("07:01"));
+        assert_eq!(planner_words("I'm reading (120 min) now.").as_deref(), Some("120 min"));
+        assert_eq!(planner_words("The party starts at 17:00, see you there."), None);
+        assert_eq!(planner_words("Let's meet at 5:30."), None);
+        assert_eq!(planner_words("I walked for 20 minutes."), None);
+        assert_eq!(planner_words("Ratio 3:1 is fine"), None);
+        assert!(matches!(
+            check_speech(
+                "Hi Sefa!",
+                "Oskar Lindqvist",
+                &["Nnamdi Okafor"],
+                &["Sefa Mensah".into()]
+            ),
+            Some(LineFault::Misnames(_))
+        ));
     }
 
     #[test]

@@ -157,6 +157,20 @@ pub struct LineCheck<'a> {
     pub facts: Option<&'a validate::Facts>,
     /// The words of lines said in earlier conversations, and the lines.
     pub earlier: &'a [(std::collections::BTreeSet<String>, String)],
+    /// Rulebook 7 ([`Rulebook::checks_speech`](hamlet_core::rulebook::Rulebook::checks_speech)):
+    /// a line calling the one spoken to by another's name, or in the planner's words, is
+    /// refused too ([`validate::check_speech`]).
+    pub speech: bool,
+}
+
+impl LineCheck<'_> {
+    /// What is wrong with `line`, said by `speaker` to `others`, if anything.
+    fn fault(&self, line: &str, speaker: &str, others: &[&str]) -> Option<validate::LineFault> {
+        validate::check_line(line, speaker, others, self.facts, self.earlier).or_else(|| {
+            let everyone = self.facts.map_or(&[][..], |f| f.everyone.as_slice());
+            self.speech.then(|| validate::check_speech(line, speaker, others, everyone)).flatten()
+        })
+    }
 }
 
 /// One line of a conversation: the speaker recalls what it remembers of the other (and of
@@ -241,8 +255,7 @@ pub async fn speak(
         let fault = if echo {
             Some("it says again what was already said in this conversation".to_owned())
         } else {
-            validate::check_line(&turn.say, who.name, &[other], check.facts, check.earlier)
-                .map(|f| f.why(who.name))
+            check.fault(&turn.say, who.name, &[other]).map(|f| f.why(who.name))
         };
         let Some(why) = fault else { break (turn, false, asked) };
         if corrections == LINE_CORRECTIONS {
@@ -405,7 +418,7 @@ fn script_faults(lines: &[(usize, String)], sides: [&Side<'_>; 2]) -> Vec<(usize
         }
         let Some(check) = &sides[*side].check else { continue };
         let other = sides[1 - side].who.name;
-        if let Some(f) = validate::check_line(text, name, &[other], check.facts, check.earlier) {
+        if let Some(f) = check.fault(text, name, &[other]) {
             faults.push((i, f.why(name)));
         }
     }

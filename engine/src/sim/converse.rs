@@ -155,8 +155,11 @@ impl<S: Storage> Sim<S> {
                         rulebook,
                     },
                     intent: intents[i].as_deref(),
-                    check: validators
-                        .then(|| LineCheck { facts: facts[i].as_ref(), earlier: &self.folds.said }),
+                    check: validators.then(|| LineCheck {
+                        facts: facts[i].as_ref(),
+                        earlier: &self.folds.said,
+                        speech: rulebook.checks_speech(),
+                    }),
                 })
                 .collect();
             let (written, at) = script(
@@ -200,7 +203,11 @@ impl<S: Storage> Sim<S> {
                 stream: self.folds.minds.stream(speaker),
                 rulebook,
             };
-            let check = LineCheck { facts: facts[i].as_ref(), earlier: &self.folds.said };
+            let check = LineCheck {
+                facts: facts[i].as_ref(),
+                earlier: &self.folds.said,
+                speech: rulebook.checks_speech(),
+            };
             let (spoken, at) = speak(
                 &self.gateway,
                 style,

@@ -786,7 +786,7 @@ fn a_line_that_names_its_speaker_or_repeats_an_earlier_talk_is_asked_again_with_
     let stream = hamlet_engine::mind::memory::MemoryStream::default();
     let who = mei_walking(&stream, Rulebook::CURRENT);
     let earlier = vec![(words(earlier_line), earlier_line.to_owned())];
-    let check = LineCheck { facts: None, earlier: &earlier };
+    let check = LineCheck { facts: None, earlier: &earlier, speech: true };
     let mut pending = Pending::new();
     let conversation = EventId([7; 32]);
     let (spoken, _) = rt
@@ -844,4 +844,64 @@ fn a_line_that_names_its_speaker_or_repeats_an_earlier_talk_is_asked_again_with_
         ))
         .unwrap();
     assert_eq!(plain.turn.say, "Hi, Mei! Lovely evening.");
+}
+
+#[test]
+fn by_rulebook_7_a_line_that_misnames_the_listener_or_reads_the_plan_aloud_is_asked_again() {
+    use hamlet_engine::mind::respond::{speak, LineCheck};
+    use hamlet_engine::mind::validate::Facts;
+    let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+    let everyone: Vec<String> =
+        ["Mei Lin", "Tamsin Hale", "Sefa Okafor"].map(String::from).to_vec();
+    let facts = Facts::of("Mei Lin", &[], "Lin house:bedroom", None, &everyone, &[]);
+    let answers = [
+        r#"{"say": "Hi Sefa! Lovely evening.", "end": false}"#, // Tamsin is the one spoken to
+        r#"{"say": "I'll have 540 minutes free, so see you at 17:46.", "end": false}"#,
+        r#"{"say": "Hi Tamsin! Will you come to the party at six?", "end": false}"#,
+    ];
+    let stream = hamlet_engine::mind::memory::MemoryStream::default();
+    let said = |rulebook: Rulebook, speech: bool| {
+        let gateway = scripted_gateway(answers.to_vec());
+        let who = mei_walking(&stream, rulebook);
+        let check = LineCheck { facts: Some(&facts), earlier: &[], speech };
+        let mut pending = Pending::new();
+        let (spoken, _) = rt
+            .block_on(speak(
+                &gateway,
+                Style::Chat,
+                &who,
+                "Tamsin Hale",
+                "Millbrook park",
+                EventId([7; 32]),
+                &[],
+                None,
+                Some(&check),
+                60,
+                &RetrievalSettings::default(),
+                &mut pending,
+            ))
+            .unwrap();
+        let asked: Vec<String> = pending
+            .events()
+            .iter()
+            .filter_map(|e| match &e.body {
+                Body::LlmRequested(r) if r.template == "turn" => match &r.prompt {
+                    Prompt::Chat(m) => Some(m[1].content.clone()),
+                    Prompt::Text(t) => Some(t.clone()),
+                },
+                _ => None,
+            })
+            .collect();
+        (spoken.turn.say, asked)
+    };
+    let (say, asked) = said(Rulebook::CURRENT, Rulebook::CURRENT.checks_speech());
+    assert_eq!(say, "Hi Tamsin! Will you come to the party at six?");
+    assert_eq!(asked.len(), 3);
+    assert!(asked[1].contains("calls the person Mei Lin is talking to \"Sefa\""), "{}", asked[1]);
+    assert!(asked[2].contains("\"540 minutes free\" reads a schedule aloud"), "{}", asked[2]);
+    // Rulebook 6 said the first.
+    let six = Rulebook::numbered(6).unwrap();
+    assert!(!six.checks_speech());
+    let (say, asked) = said(six, six.checks_speech());
+    assert_eq!((say.as_str(), asked.len()), ("Hi Sefa! Lovely evening.", 1));
 }

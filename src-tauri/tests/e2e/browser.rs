@@ -173,7 +173,10 @@ fn serve_lists_a_folder_and_opens_each_recording_hostile_and_unsound_shown_safel
         .spawn()
         .unwrap();
     let mut said = String::new();
-    BufReader::new(server.stderr.take().unwrap()).read_line(&mut said).unwrap();
+    let mut told = BufReader::new(server.stderr.take().unwrap());
+    told.read_line(&mut said).unwrap();
+    // The rest of what the server says is read, never left to fill or close the pipe.
+    std::thread::spawn(move || std::io::copy(&mut told, &mut std::io::sink()));
     let base = said
         .split_whitespace()
         .find(|w| w.starts_with("http://"))
