@@ -11,6 +11,7 @@ use clap::{Args, Subcommand};
 use hamlet_engine::describe::sim_time;
 use hamlet_engine::mind::prompt::Style;
 use hamlet_engine::mind::think::{rating_call, Who, RATINGS_PER_CALL};
+use hamlet_engine::rulebook::Rulebook;
 use hamlet_engine::sim::{Sim, SimSettings};
 use hamlet_engine::town::{Definition, WILLOWMERE};
 use hamlet_gateway::{config, Answer};
@@ -64,6 +65,10 @@ pub struct TownArgs {
     /// Keep the run in this store (a new directory) [default: a temporary one, removed]
     #[arg(long, value_name = "DIR")]
     store: Option<PathBuf>,
+    /// Decide by this older rulebook (a number), to compare the cost of what the engine
+    /// decides now with what it decided then on one machine [default: the newest]
+    #[arg(long, value_name = "N")]
+    rulebook: Option<u32>,
     #[command(flatten)]
     llm: LlmArgs,
 }
@@ -205,6 +210,16 @@ fn town(a: TownArgs) -> anyhow::Result<Outcome> {
         }
         town.personas.retain(|p| a.agents.iter().any(|n| p.name.eq_ignore_ascii_case(n.trim())));
     }
+    let rulebook = match a.rulebook {
+        None => Rulebook::CURRENT,
+        Some(n) => Rulebook::numbered(n).ok_or_else(|| {
+            anyhow::anyhow!(
+                "--rulebook {n}: this Hamlet decides by rulebooks {} to {}",
+                Rulebook::FIRST.number(),
+                Rulebook::CURRENT.number()
+            )
+        })?,
+    };
     let n_agents = town.personas.len();
     let plan = plan_line(&settings)?;
     let (dir, temporary) = match &a.store {
@@ -221,7 +236,7 @@ fn town(a: TownArgs) -> anyhow::Result<Outcome> {
     let gateway = config::gateway(&settings, llm, embedder);
     let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build()?;
     eprintln!(
-        "hamlet bench town: Willowmere, {n_agents} agents, {} simulated hours, model {} ({})",
+        "hamlet bench town: Willowmere, {n_agents} agents, {} simulated hours, {rulebook}, model {} ({})",
         a.hours,
         settings.model,
         machine()
@@ -229,7 +244,8 @@ fn town(a: TownArgs) -> anyhow::Result<Outcome> {
     let measured = rt.block_on(async {
         let store = super::store_at(&dir)?;
         let began = stopwatch();
-        let mut sim = Sim::start(store, "main", town, 0, gateway, SimSettings::default()).await?;
+        let sim_settings = SimSettings { rulebook, ..SimSettings::default() };
+        let mut sim = Sim::start(store, "main", town, 0, gateway, sim_settings).await?;
         let start_wall = began.elapsed().as_secs_f64();
         let start_seq = sim.store().branch(sim.branch()).map_or(0, |b| b.head_seq);
         let start_secs = sim.state().sim_time_secs;
@@ -275,7 +291,7 @@ fn town(a: TownArgs) -> anyhow::Result<Outcome> {
     println!("hamlet bench town");
     println!("machine: {}", machine());
     println!("model: {} ({} backend), {}", settings.model, backend_name(&settings), plan);
-    println!("town: Willowmere, {n_agents} agents, {sim_hours:.2} simulated hours from the start = {agent_hours:.2} agent-hours");
+    println!("town: Willowmere, {n_agents} agents, {sim_hours:.2} simulated hours from the start = {agent_hours:.2} agent-hours, {rulebook}");
     println!(
         "start (seed memories): {:.1} min of wall time, {} calls, {} prompt tokens ({} reused from the cache)",
         start_wall / 60.0,
