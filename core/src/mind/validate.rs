@@ -369,7 +369,7 @@ pub fn planner_words(line: &str) -> Option<String> {
         };
         if i >= 1 && digits(i - 1..i) && digits(i + 1..i + 3) && !digits(i + 3..i + 4) {
             let minute = (bytes[i + 1] - b'0') * 10 + (bytes[i + 2] - b'0');
-            if minute % 5 != 0 && minute < 60 {
+            if !minute.is_multiple_of(5) && minute < 60 {
                 let from = if i >= 2 && digits(i - 2..i) { i - 2 } else { i - 1 };
                 return Some(line[from..i + 3].to_owned());
             }

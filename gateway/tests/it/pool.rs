@@ -189,3 +189,44 @@ fn a_budget_too_small_for_the_model_is_refused_before_it_loads() {
     std::fs::write(&junk, b"GGUF but not really").unwrap();
     assert!(ModelShape::of(&junk).unwrap_err().contains("not a GGUF"));
 }
+
+/// Goal: a kind of call whose prompts share little with the cache sets aside only what it
+/// shares, and one whose prompts share most sets aside all of it. Method: one stream, room
+/// for both; agent 2 asks the same question three times, agent 1 three notes on texts of
+/// its own each time (a short fixed opening, then some 450 tokens read for that call alone).
+#[test]
+fn a_kind_of_call_that_shares_little_sets_aside_only_what_it_shares() {
+    let Some(path) = small() else { return };
+    let llm = start(&path, 1, 40 << 20);
+    let gateway = gateway(llm.clone(), 1);
+    let runtime = tokio::runtime::Runtime::new().unwrap();
+    let opening = "You write short notes for one resident of Willowmere about what they read. \
+                   A note is one plain sentence, with no list and no heading. "
+        .repeat(3);
+    let note = |n: u32| {
+        let text: String = preamble(100 + n).chars().take(1600).collect();
+        let mut call = Call::chat("text", &opening, &text, Shape::Text).template("notes", 1);
+        call.agent = Some(AgentId(1));
+        call.max_tokens = Some(4);
+        match runtime.block_on(gateway.ask(&call)).unwrap().events.last() {
+            Some(Body::LlmResponded(r)) => (r.tokens_prompt, r.tokens_cached),
+            other => panic!("{other:?}"),
+        }
+    };
+    for _ in 0..3 {
+        ask(&gateway, &runtime, 2);
+    }
+    for n in 0..3 {
+        note(n);
+    }
+    assert_eq!(llm.stats().cut_back, 0, "agent 2's question shares all: set aside whole");
+    // Agent 2 takes the stream back: its prefix whole, agent 1's notes cut to their opening.
+    let (read, cached, _) = ask(&gateway, &runtime, 2);
+    assert!(cached + 1 >= read, "agent 2's prefix came back whole: {cached} of {read}");
+    let stats = llm.stats();
+    assert_eq!((stats.cut_back, stats.evictions), (1, 0), "{stats:?}");
+    // The opening came back for the next note; the text of the last one did not.
+    let (read, cached) = note(3);
+    assert!((32..300).contains(&cached), "the opening, not the last text: {cached} of {read}");
+    assert!(llm.counters().unwrap().contains("(1 cut back)"));
+}
