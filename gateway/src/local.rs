@@ -11,11 +11,7 @@
 //! after the call; when the stream is needed for another slot, the prefix's keys and values
 //! are set aside in memory (llama.cpp's sequence state: bytes in proportion to its tokens) and
 //! brought back, in milliseconds, when the slot is next taken. Past the room for them
-//! ([`LocalConfig::cache_bytes`]) the prefixes set aside longest ago are dropped. A kind of
-//! call whose prompts share less than half their tokens with what was cached (a reflection's
-//! list of recent memories, a conversation's notes) sets aside only what its last call
-//! shared, its preamble most often, not the whole prompt it read: the room goes to the
-//! prefixes the next call will read again ([`Server::cut_back`]).
+//! ([`LocalConfig::cache_bytes`]) the prefixes set aside longest ago are dropped.
 //!
 //! A slot is kept for the prompts that share at least [`MIN_SHARED`] tokens with it, first
 //! for the calls of the agent and template that last took it; a call with no such slot takes
@@ -76,10 +72,6 @@ use crate::rating::expected_rating;
 
 /// The most slots (cached prefixes) the model keeps.
 pub const MAX_SLOTS: u32 = 256;
-
-/// Calls of a kind (a template) seen before its share of cached tokens decides whether its
-/// prefixes are cut back when set aside ([`Server::cut_back`]).
-const CUT_BACK_AFTER_CALLS: u64 = 3;
 
 /// Tokens a free slot must share with a prompt to be reused for it rather than an empty or
 /// least recently used one: more than the chat template's opening and a few words.
@@ -207,9 +199,6 @@ pub struct LocalStats {
     pub evictions: u64,
     /// Idle prefixes set aside from a stream into memory, and brought back into one.
     pub saved: u64,
-    /// Of those, prefixes cut back to what their kind of call shares before they were set
-    /// aside (see the module's documentation).
-    pub cut_back: u64,
     /// Prefixes brought back from memory into a stream.
     pub restored: u64,
     /// Calls that waited for a free stream before they were read.
@@ -323,14 +312,13 @@ impl LlmBackend for LocalLlm {
         let s = self.stats();
         Some(format!(
             "the embedded model: {} prompt tokens read, {} found cached; {} generated; {} \
-             prefixes copied, {} set aside ({} cut back), {} brought back, {} dropped; {} calls \
-             waited for a stream",
+             prefixes copied, {} set aside, {} brought back, {} dropped; {} calls waited for a \
+             stream",
             s.prompt_evaluated,
             s.prompt_cached,
             s.generated,
             s.copies,
             s.saved,
-            s.cut_back,
             s.restored,
             s.evictions,
             s.waited
@@ -452,9 +440,6 @@ struct Slot {
     stream: Option<usize>,
     /// `cached`'s keys and values set aside; none while a stream holds newer ones.
     saved: Option<SeqState>,
-    /// Of the prompt last read here, the tokens found cached: what the next prompt of its
-    /// kind is likely to share too.
-    shared: usize,
 }
 
 struct Active {
@@ -555,7 +540,6 @@ fn worker(
         pending: std::collections::VecDeque::new(),
         model_name: config.model_name,
         stats: LocalStats::default(),
-        reuse: std::collections::BTreeMap::new(),
     };
     server.run(inbox);
 }
@@ -579,9 +563,6 @@ struct Server<'m> {
     pending: std::collections::VecDeque<Box<Job>>,
     model_name: String,
     stats: LocalStats,
-    /// By template (the part of an affinity after `/`): calls, prompt tokens, and of those
-    /// the tokens found cached.
-    reuse: std::collections::BTreeMap<String, (u64, u64, u64)>,
 }
 
 impl Server<'_> {
@@ -835,10 +816,6 @@ impl Server<'_> {
         }
         self.streams[stream].slot = Some(i);
         self.slots[i].stream = Some(stream);
-        self.slots[i].shared = shared;
-        let kind = affinity.split_once('/').map_or(affinity, |(_, t)| t);
-        let seen = self.reuse.entry(kind.to_owned()).or_default();
-        *seen = (seen.0 + 1, seen.1 + tokens.len() as u64, seen.2 + shared as u64);
         Ok((stream, shared))
     }
 
@@ -898,9 +875,6 @@ impl Server<'_> {
         if self.slots[held].saved.is_some() || self.slots[held].cached.is_empty() {
             return;
         }
-        if held != source {
-            self.cut_back(stream, held);
-        }
         let size = self.ctx.state_seq_get_size_ext(stream as i32, LlamaStateSeqFlags::empty());
         if self.make_room(size, [held, taker, source]) {
             if let Ok(state) = self.ctx.state_seq_get(stream as i32, LlamaStateSeqFlags::empty()) {
@@ -912,27 +886,6 @@ impl Server<'_> {
         }
         self.slots[held].cached.clear();
         self.stats.evictions += 1;
-    }
-
-    /// Before slot `held`'s prefix in `stream` is set aside: when its kind of call has shared
-    /// less than half of its prompts' tokens with the cache (over at least
-    /// [`CUT_BACK_AFTER_CALLS`] calls), only what its last prompt shared is kept (at least
-    /// [`MIN_SHARED`] tokens): the rest, read for that call alone, would take the room of
-    /// prefixes that are read again.
-    fn cut_back(&mut self, stream: usize, held: usize) {
-        let slot = &self.slots[held];
-        let kind = slot.affinity.split_once('/').map_or(slot.affinity.as_str(), |(_, t)| t);
-        let Some(&(calls, read, shared)) = self.reuse.get(kind) else { return };
-        let keep = slot.shared.max(MIN_SHARED);
-        if calls < CUT_BACK_AFTER_CALLS || shared * 2 >= read || keep >= slot.cached.len() {
-            return;
-        }
-        if self.ctx.clear_kv_cache_seq(Some(stream as u32), Some(keep as u32), None).is_err() {
-            return;
-        }
-        self.slots[held].cached.truncate(keep);
-        self.streams[stream].cached.truncate(keep);
-        self.stats.cut_back += 1;
     }
 
     /// Drops the set-aside prefixes used longest ago (not those of the slots in `keep`) until
