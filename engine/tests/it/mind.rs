@@ -772,6 +772,21 @@ fn by_rulebook_3_a_reaction_lists_what_it_remembers_in_the_order_it_was_made() {
     assert!(at(&text, made[2]) < at(&text, made[0]), "by score, the most relevant first: {text}");
 }
 
+/// The questions of each `turn` call in `pending`, in order.
+fn turn_questions(pending: &Pending) -> Vec<String> {
+    pending
+        .events()
+        .iter()
+        .filter_map(|e| match &e.body {
+            Body::LlmRequested(r) if r.template == "turn" => match &r.prompt {
+                Prompt::Chat(m) => Some(m[1].content.clone()),
+                Prompt::Text(t) => Some(t.clone()),
+            },
+            _ => None,
+        })
+        .collect()
+}
+
 #[test]
 fn a_line_that_names_its_speaker_or_repeats_an_earlier_talk_is_asked_again_with_why() {
     use hamlet_engine::mind::respond::{speak, LineCheck};
@@ -808,17 +823,7 @@ fn a_line_that_names_its_speaker_or_repeats_an_earlier_talk_is_asked_again_with_
     assert_eq!(spoken.turn.say, "Tamsin, the party starts at six: will you come?");
     assert!(!spoken.echo);
     // Three tries, each recorded; the second and third told what was wrong with the last.
-    let asked: Vec<String> = pending
-        .events()
-        .iter()
-        .filter_map(|e| match &e.body {
-            Body::LlmRequested(r) if r.template == "turn" => match &r.prompt {
-                Prompt::Chat(m) => Some(m[1].content.clone()),
-                Prompt::Text(t) => Some(t.clone()),
-            },
-            _ => None,
-        })
-        .collect();
+    let asked = turn_questions(&pending);
     assert_eq!(asked.len(), 3);
     assert!(!asked[0].contains("was not used"));
     assert!(asked[0].contains("wants from this talk: to invite Tamsin to the party"));
@@ -881,18 +886,7 @@ fn by_rulebook_7_a_line_that_misnames_the_listener_or_reads_the_plan_aloud_is_as
                 &mut pending,
             ))
             .unwrap();
-        let asked: Vec<String> = pending
-            .events()
-            .iter()
-            .filter_map(|e| match &e.body {
-                Body::LlmRequested(r) if r.template == "turn" => match &r.prompt {
-                    Prompt::Chat(m) => Some(m[1].content.clone()),
-                    Prompt::Text(t) => Some(t.clone()),
-                },
-                _ => None,
-            })
-            .collect();
-        (spoken.turn.say, asked)
+        (spoken.turn.say, turn_questions(&pending))
     };
     let (say, asked) = said(Rulebook::CURRENT, Rulebook::CURRENT.checks_speech());
     assert_eq!(say, "Hi Tamsin! Will you come to the party at six?");
