@@ -825,3 +825,84 @@ pub fn commitments(events: &[Event], place: &str, from: u64, until: u64) -> Vec<
     }
     out
 }
+
+/// One branch in a comparison of forks (`hamlet research forks`): how it runs, and what came
+/// of it by one moment, the same moment for every branch compared.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct ForkRow {
+    /// The branch's name.
+    pub branch: String,
+    /// How it runs: its rulebook and what that leaves out, and a strategy every agent runs.
+    pub runs: String,
+    /// The moment measured at (simulated seconds): its last event at or before it.
+    pub until_secs: u64,
+    /// Agents in town by then.
+    pub agents: u32,
+    /// Conversations with at least one line.
+    pub conversations: u32,
+    /// Lines said.
+    pub lines: u32,
+    /// For each fact followed, as [`diffusion`] follows it: the agents whose memory holds it.
+    pub heard: Vec<u32>,
+    /// Pairs of agents who have talked, over all pairs ([`network_density`]).
+    pub density: f64,
+    /// Agents holding a commitment made by then ([`commitments`]).
+    pub committed: u32,
+    /// The believability counts over every agent: [`believability`]'s `all` row.
+    pub believability: BelievabilityRow,
+    /// Model calls by then, each try counted.
+    pub calls: u32,
+}
+
+/// Measures a branch's history (`events`: its ancestry, then its own) up to `until_secs`,
+/// for a comparison of forks: see [`ForkRow`]. `spreads` are the facts followed, each as
+/// the keywords every memory of it holds.
+pub fn fork_row(
+    branch: &str,
+    events: &[Event],
+    until_secs: u64,
+    spreads: &[Vec<String>],
+) -> ForkRow {
+    // A branch's history is in time order (the store refuses an event before its time).
+    let cut = events.iter().position(|e| e.sim_time_secs() > until_secs).unwrap_or(events.len());
+    let events = &events[..cut];
+    let settings = events
+        .iter()
+        .rev()
+        .find_map(|e| match &e.body {
+            Body::RunConfigured(c) => Some(c.settings.as_slice()),
+            _ => None,
+        })
+        .unwrap_or_default();
+    let mut runs = match crate::rulebook::Rulebook::recorded(settings) {
+        Ok(rulebook) => rulebook.to_string(),
+        Err(e) => format!("a rulebook this Hamlet does not know ({e})"),
+    };
+    if let Some((_, s)) = settings.iter().find(|(k, _)| k == crate::rulebook::STRATEGY_SETTING) {
+        runs.push_str(&format!("; every agent {s}"));
+    }
+    let density = network_density(events, u64::MAX).pop();
+    let heard = spreads
+        .iter()
+        .map(|keywords| {
+            let last = diffusion(events, keywords, u64::MAX).pop();
+            last.map_or(0, |row| row.knowing.len() as u32)
+        })
+        .collect();
+    let committed: BTreeSet<String> =
+        commitments(events, "", 0, u64::MAX).into_iter().map(|c| c.agent).collect();
+    let talk = dialogue(events);
+    ForkRow {
+        branch: branch.to_owned(),
+        runs,
+        until_secs: events.last().map_or(0, Event::sim_time_secs),
+        agents: density.as_ref().map_or(0, |d| d.agents),
+        conversations: talk.conversations,
+        lines: talk.lines,
+        heard,
+        density: density.map_or(0.0, |d| d.density),
+        committed: committed.len() as u32,
+        believability: believability(events).pop().unwrap_or_default(),
+        calls: events.iter().filter(|e| matches!(e.body, Body::LlmRequested(_))).count() as u32,
+    }
+}

@@ -513,6 +513,21 @@ fn embed(a: EmbedArgs) -> anyhow::Result<Outcome> {
     Ok(Outcome::Done)
 }
 
+/// The hours of a day a town's residents are awake in, for `hamlet cost`'s calls per waking
+/// agent-hour: the paper's day, as Willowmere's plans keep it.
+const WAKING_HOURS: std::ops::Range<u64> = 7..23;
+
+/// Seconds of `start..end` (simulated) that fall in the [`WAKING_HOURS`] of their day.
+fn waking_secs(start: u64, end: u64) -> u64 {
+    (start / 86_400..=end / 86_400)
+        .map(|day| {
+            let from = (day * 86_400 + WAKING_HOURS.start * 3600).max(start);
+            let until = (day * 86_400 + WAKING_HOURS.end * 3600).min(end);
+            until.saturating_sub(from)
+        })
+        .sum()
+}
+
 /// `part` of `whole` as a whole percentage ("57%"), or "-" when there is no whole.
 fn percent(part: u64, whole: u64) -> String {
     if whole == 0 {
@@ -593,6 +608,38 @@ pub fn cost(a: CostArgs) -> anyhow::Result<Outcome> {
     for (model, t) in &report.by_model {
         row(&mut out, model, t)?;
     }
+    // Calls per agent-hour, over the whole span and over its waking hours alone.
+    let start = events.iter().find(|(_, b)| matches!(b, Body::AgentJoined(_))).map(|(t, _)| *t);
+    let end = events.last().map(|(t, _)| *t);
+    if let (Some(start), Some(end), false) = (start, end, names.is_empty()) {
+        let agents = names.len() as f64;
+        let hours = agents * end.saturating_sub(start) as f64 / 3600.0;
+        let waking = agents * waking_secs(start, end) as f64 / 3600.0;
+        let awake_calls: u64 = report
+            .by_hour
+            .iter()
+            .filter(|(hour, _)| WAKING_HOURS.contains(&(*hour % 24)))
+            .map(|(_, t)| t.calls)
+            .sum();
+        let per = |calls: u64, hours: f64| {
+            if hours > 0.0 {
+                format!("{:.1}", calls as f64 / hours)
+            } else {
+                "-".into()
+            }
+        };
+        writeln!(
+            out,
+            "\ncalls per agent-hour: {} ({} calls in {hours:.0} agent-hours); over the waking \
+             hours, {:02}:00 to {:02}:00 of each day: {} ({awake_calls} calls in {waking:.0} \
+             agent-hours)",
+            per(report.total.calls, hours),
+            report.total.calls,
+            WAKING_HOURS.start,
+            WAKING_HOURS.end,
+            per(awake_calls, waking),
+        )?;
+    }
     if !report.unpriced.is_empty() {
         let list: Vec<&str> = report.unpriced.iter().map(String::as_str).collect();
         writeln!(out, "\nunpriced (add them to [prices] in the config file): {}", list.join(", "))?;
@@ -657,5 +704,20 @@ impl hamlet_gateway::LlmBackend for NoLanguageModel {
                 "`hamlet llm embed` does not ask a language model",
             ))
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::waking_secs;
+
+    #[test]
+    fn waking_hours_are_counted_day_by_day() {
+        let h = |day: u64, hour: u64| day * 86_400 + hour * 3600;
+        assert_eq!(waking_secs(h(0, 7), h(0, 23)), 16 * 3600, "a waking day");
+        assert_eq!(waking_secs(h(0, 7), h(2, 0)), 32 * 3600, "two days, nights left out");
+        assert_eq!(waking_secs(h(0, 0), h(0, 7)), 0, "a night");
+        assert_eq!(waking_secs(h(0, 22), h(1, 8)), 2 * 3600, "22:00–23:00 and 07:00–08:00");
+        assert_eq!(waking_secs(h(1, 9), h(1, 9)), 0);
     }
 }

@@ -212,7 +212,8 @@ hamlet run --town engine/towns/willowmere.toml --store run/ --base-url http://lo
     #[command(subcommand)]
     Bench(bench::BenchCommand),
     /// Add up a run's model calls: calls, tokens (with the share of prompt tokens reused from
-    /// the model's cache) and money per agent, purpose and hour
+    /// the model's cache) and money per agent, purpose and hour; calls per agent-hour, over
+    /// the whole span and over the waking hours (07:00 to 23:00) alone
     #[command(after_help = "Prices come from the [prices] table of the config file:\n\n  \
 [prices.\"gpt-4o-mini\"]\n  prompt_per_million = 0.15\n  completion_per_million = 0.60\n\n\
 Examples:\n  hamlet cost town.hamlet\n  hamlet cost --store run/ --branch what-if --config prices.toml")]

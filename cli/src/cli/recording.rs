@@ -561,8 +561,21 @@ pub fn source_events(source: &Source) -> anyhow::Result<Vec<Event>> {
 /// [`source_events`], each event passed through `map` as it is decoded (from a recording;
 /// a store's come all at once).
 fn events_mapped(source: &Source, map: fn(Event) -> Event) -> anyhow::Result<Vec<Event>> {
+    with_reader(source.file.as_deref(), source.store.as_deref(), |reader, what| {
+        let branch = picked(reader.log(), what, source.branch.as_deref())?;
+        branch_events(reader, &branch, map)
+    })
+}
+
+/// Opens a recording `file` (checked; an unsound one is read with a warning) or a store to
+/// read, and gives it to `read` with what it is ("recording" or "store").
+fn with_reader<T>(
+    file: Option<&Path>,
+    store: Option<&Path>,
+    read: impl FnOnce(&Reader, &str) -> anyhow::Result<T>,
+) -> anyhow::Result<T> {
     let bytes;
-    let reader = match (&source.file, &source.store) {
+    let reader = match (file, store) {
         (Some(file), _) => {
             bytes = read_file(file)?;
             let (rec, report) = open_checked(&bytes, file)?;
@@ -576,7 +589,15 @@ fn events_mapped(source: &Source, map: fn(Event) -> Event) -> anyhow::Result<Vec
         (None, None) => bail!("give a recording FILE or --store DIR"),
     };
     let what = if reader.store().is_some() { "store" } else { "recording" };
-    let branch = picked(reader.log(), what, source.branch.as_deref())?;
+    read(&reader, what)
+}
+
+/// Every event of `branch` (its ancestry, then its own), each passed through `map`.
+fn branch_events(
+    reader: &Reader,
+    branch: &Branch,
+    map: fn(Event) -> Event,
+) -> anyhow::Result<Vec<Event>> {
     let mut events = Vec::new();
     reader
         .log()
@@ -584,8 +605,27 @@ fn events_mapped(source: &Source, map: fn(Event) -> Event) -> anyhow::Result<Vec
             events.push(map(e));
             true
         })
-        .context("cannot read the events")?;
+        .with_context(|| format!("cannot read the events of branch `{}`", branch.name))?;
     Ok(events)
+}
+
+/// The branch `of` names (as [`picked`] picks it) of a recording `file` or a store, and each
+/// branch forked from it, with every event of each (its ancestry, then its own) passed
+/// through `map`: the branch first, then its forks in the order branches are listed.
+pub fn fork_histories(
+    file: Option<&Path>,
+    store: Option<&Path>,
+    of: Option<&str>,
+    map: fn(Event) -> Event,
+) -> anyhow::Result<Vec<(Branch, Vec<Event>)>> {
+    with_reader(file, store, |reader, what| {
+        let parent = picked(reader.log(), what, of)?;
+        let forks = reader.log().branches().into_iter().filter(|b| b.parent == Some(parent.id));
+        std::iter::once(parent.clone())
+            .chain(forks)
+            .map(|branch| Ok((branch.clone(), branch_events(reader, &branch, map)?)))
+            .collect()
+    })
 }
 
 pub fn log(a: LogArgs) -> anyhow::Result<Outcome> {

@@ -12,7 +12,7 @@ use hamlet_engine::describe::{printable, sim_time};
 use hamlet_engine::history::Moment;
 use hamlet_engine::research::{
     attendance, battery, believability, commitments, density_table, dialogue, diffusion,
-    diffusion_table, network_density, Table,
+    diffusion_table, fork_row, network_density, ForkRow, Table,
 };
 use hamlet_engine::sim::{Sim, SimSettings};
 use hamlet_gateway::config;
@@ -76,6 +76,15 @@ pub enum ResearchCommand {
 --from 'day0 17:00' --until 'day0 19:00'"
     )]
     Attendance(AttendanceArgs),
+    /// A branch and its forks side by side, each measured up to the same moment: how each
+    /// runs (its rulebook, the mechanisms it leaves out, a strategy every agent runs), its
+    /// conversations and lines, who has heard each fact followed, network density, who holds
+    /// a commitment, the believability counts over every agent, and its model calls (no
+    /// model). Made for forks that leave a mechanism out (`hamlet fork --without`) or run an
+    /// ablation (`--strategy`): what each buys, measured against their parent
+    #[command(after_help = "Example:\n  hamlet research forks run.hamlet --until 'day0 11:00' \
+--spread party --spread wendell,council")]
+    Forks(ForksArgs),
     /// Ask every agent one question at a moment, from memory, on a scratch fork (e.g. "Do
     /// you know about a party?"); answers beginning with "yes" are counted
     #[command(after_help = "Example:\n  hamlet research ask --store run/ --at 'day1 12:00' \
@@ -167,6 +176,32 @@ pub struct AttendanceArgs {
     /// The window's end
     #[arg(long, value_parser = parse_time)]
     until: u64,
+    /// Output format
+    #[arg(long, value_enum, default_value = "table")]
+    format: TableFormat,
+}
+
+/// `hamlet research forks`.
+#[derive(Debug, Args)]
+pub struct ForksArgs {
+    /// A recording file (.hamlet)
+    #[arg(value_name = "FILE", required_unless_present = "store", conflicts_with = "store")]
+    file: Option<PathBuf>,
+    /// A store directory, instead of a file
+    #[arg(long, value_name = "DIR")]
+    store: Option<PathBuf>,
+    /// The branch whose forks are compared with it [default: main, else the first root by
+    /// name]
+    #[arg(long = "of", value_name = "BRANCH")]
+    of: Option<String>,
+    /// Measure every branch up to this time (`day<N> <HH:MM>`) [default: the earliest head
+    /// among them, so that each is measured over the same span]
+    #[arg(long, value_parser = parse_time)]
+    until: Option<u64>,
+    /// A fact to follow, as words every memory of it holds (comma-separated, any case); give
+    /// it again for another fact: columns heard_1, heard_2, …
+    #[arg(long = "spread", value_name = "KEYWORDS")]
+    spreads: Vec<String>,
     /// Output format
     #[arg(long, value_enum, default_value = "table")]
     format: TableFormat,
@@ -436,6 +471,7 @@ pub fn research(c: ResearchCommand) -> anyhow::Result<Outcome> {
             let rows = diffusion(&events, &a.keywords, a.every);
             write_table(a.format, &diffusion_table(&rows), &rows)?;
         }
+        ResearchCommand::Forks(a) => forks(&a)?,
         ResearchCommand::Ask(a) => {
             let question = a.question.clone();
             let rows = ask(&a.asked, |_| vec![("question", question.clone())])?;
@@ -455,6 +491,100 @@ pub fn research(c: ResearchCommand) -> anyhow::Result<Outcome> {
         }
     }
     Ok(Outcome::Done)
+}
+
+/// `hamlet research forks`: the branch and each of its forks, measured to one moment.
+fn forks(a: &ForksArgs) -> anyhow::Result<()> {
+    let spreads: Vec<Vec<String>> = a
+        .spreads
+        .iter()
+        .map(|s| s.split(',').map(|k| k.trim().to_owned()).filter(|k| !k.is_empty()).collect())
+        .collect();
+    if let Some(i) = spreads.iter().position(Vec::is_empty) {
+        anyhow::bail!("--spread `{}` names no word to follow", a.spreads[i]);
+    }
+    let histories = super::recording::fork_histories(
+        a.file.as_deref(),
+        a.store.as_deref(),
+        a.of.as_deref(),
+        hamlet_engine::query::without_bulk,
+    )?;
+    let until = a
+        .until
+        .unwrap_or_else(|| histories.iter().map(|(b, _)| b.head_time).min().unwrap_or(u64::MAX));
+    let rows: Vec<ForkRow> =
+        histories.iter().map(|(b, events)| fork_row(&b.name, events, until, &spreads)).collect();
+    let heard: Vec<&'static str> = ["heard_1", "heard_2", "heard_3", "heard_4", "heard_5"]
+        .into_iter()
+        .take(spreads.len())
+        .collect();
+    if heard.len() < spreads.len() {
+        anyhow::bail!("follow at most {} facts at once (--spread)", heard.len());
+    }
+    let mut header = vec!["branch", "runs", "until", "agents", "conversations", "lines"];
+    header.extend(&heard);
+    header.extend([
+        "density",
+        "committed",
+        "repeats_earlier",
+        "names_itself",
+        "narrates",
+        "identity_slips",
+        "misnames",
+        "planner_words",
+        "actions",
+        "copies_persona",
+        "odd_hours",
+        "calls",
+    ]);
+    let csv = a.format == TableFormat::Csv;
+    write_rows(a.format, &header, &rows, |r| {
+        let v = &r.believability;
+        let share = |n: u32, of: f64| {
+            if csv {
+                n.to_string()
+            } else {
+                format!("{n} ({of:.1}%)")
+            }
+        };
+        let mut cells = vec![
+            r.branch.clone(),
+            r.runs.clone(),
+            sim_time(r.until_secs),
+            r.agents.to_string(),
+            r.conversations.to_string(),
+            r.lines.to_string(),
+        ];
+        cells.extend(r.heard.iter().map(u32::to_string));
+        cells.extend([
+            format!("{:.3}", r.density),
+            r.committed.to_string(),
+            share(v.repeats_earlier, v.of_lines(v.repeats_earlier)),
+            share(v.names_itself, v.of_lines(v.names_itself)),
+            share(v.narrates, v.of_lines(v.narrates)),
+            share(v.identity_slips, v.of_lines(v.identity_slips)),
+            share(v.misnames, v.of_lines(v.misnames)),
+            share(v.planner_words, v.of_lines(v.planner_words)),
+            v.actions.to_string(),
+            share(v.copies_persona, v.of_actions(v.copies_persona)),
+            share(v.odd_hours, v.of_actions(v.odd_hours)),
+            r.calls.to_string(),
+        ]);
+        cells
+    })?;
+    if a.format == TableFormat::Table {
+        println!();
+        for (column, keywords) in heard.iter().zip(&a.spreads) {
+            println!("{column}: agents whose memory holds every one of `{keywords}`");
+        }
+        println!(
+            "{} branch{} measured to {}",
+            rows.len(),
+            if rows.len() == 1 { "" } else { "es" },
+            sim_time(until)
+        );
+    }
+    Ok(())
 }
 
 /// One answer.

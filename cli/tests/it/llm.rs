@@ -117,6 +117,38 @@ async fn a_recorded_call_keeps_no_secret_and_is_costed() {
         cost.contains("unpriced (add them to [prices] in the config file): loopback-model"),
         "{cost}"
     );
+    assert!(!cost.contains("per agent-hour"), "no agent, no agent-hours: {cost}");
+}
+
+#[tokio::test]
+async fn cost_says_calls_per_agent_hour_over_the_waking_hours() {
+    let day = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../recordings/willowmere-day.hamlet");
+    let out = hamlet(vec!["cost".to_owned(), day.display().to_string()]).await;
+    let cost = String::from_utf8_lossy(&out.stdout);
+    let calls_in = |row: &str| -> u64 {
+        let line = cost.lines().find(|l| l.starts_with(row)).unwrap_or_else(|| panic!("{cost}"));
+        line[row.len()..].split_whitespace().next().unwrap().parse().unwrap()
+    };
+    let (calls, late) = (calls_in("total"), calls_in("day0 23:00"));
+    assert!(late > 0 && late < calls, "{cost}");
+    // Ten agents, 07:00 to 23:00 of day 0: the span is the waking hours, and what was asked
+    // at 23:00 is outside them.
+    let line = cost
+        .lines()
+        .find(|l| l.starts_with("calls per agent-hour"))
+        .unwrap_or_else(|| panic!("{cost}"));
+    let per = |n: u64| format!("{:.1}", n as f64 / 160.0);
+    assert_eq!(
+        line,
+        format!(
+            "calls per agent-hour: {} ({calls} calls in 160 agent-hours); over the waking hours, \
+             07:00 to 23:00 of each day: {} ({} calls in 160 agent-hours)",
+            per(calls),
+            per(calls - late),
+            calls - late
+        )
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

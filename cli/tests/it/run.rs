@@ -291,6 +291,22 @@ async fn a_fork_at_any_moment_goes_on_by_itself_and_leaves_its_parent_alone() {
     let fork = events(&store, "what-if");
     assert!(fork.last().unwrap().sim_time_secs() >= 7 * 3600 + 70, "it ran on");
     assert_eq!(events(&store, "main").len(), main.len(), "the parent is untouched");
+    // The branch and its fork side by side, measured to the same moment.
+    let out = plain(&["research", "forks", "--spread", "party", "--format", "csv"]);
+    assert!(out.status.success(), "{}", text(&out));
+    let table = String::from_utf8_lossy(&out.stdout).into_owned();
+    let rows: Vec<Vec<&str>> = table.lines().map(|l| l.split(',').collect()).collect();
+    assert_eq!(rows.len(), 3, "a header, main, what-if:\n{table}");
+    assert_eq!(
+        rows[0][..7],
+        ["branch", "runs", "until", "agents", "conversations", "lines", "heard_1"]
+    );
+    assert_eq!((rows[1][0], rows[2][0]), ("main", "what-if"), "{table}");
+    assert_eq!(rows[1][2], rows[2][2], "one moment for both: {table}");
+    let out = plain(&["research", "forks", "--of", "what-if"]);
+    assert!(text(&out).contains("1 branch measured to"), "a fork with no forks: {}", text(&out));
+    let out = plain(&["research", "forks", "--spread", " , "]);
+    assert!(text(&out).contains("names no word to follow"), "{}", text(&out));
 
     // The recording of the run replays to the state the live run ended in.
     let file = tmp.path().join("run.hamlet");

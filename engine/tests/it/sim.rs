@@ -1174,6 +1174,34 @@ fn a_fork_runs_without_a_mechanism_or_as_an_ablation_and_resimulates_identically
     assert!(after(&parent, "intention") > 0 && after(&parent, "talk_notes") > 0);
     assert_eq!((after(&fork, "intention"), after(&fork, "talk_notes")), (0, 0));
     assert!(after(&fork, "script") > 0, "the fork's agents still talk");
+    // `hamlet research forks`: each measured to the same moment, saying how it runs.
+    use hamlet_engine::research::{believability, dialogue, fork_row};
+    let spreads = [vec!["party".to_owned()]];
+    let until = parent.last().unwrap().sim_time_secs().min(fork.last().unwrap().sim_time_secs());
+    let (p, f) = (
+        fork_row("main", &parent, until, &spreads),
+        fork_row("plain-talk", &fork, until, &spreads),
+    );
+    assert_eq!(p.runs, Rulebook::CURRENT.to_string());
+    assert_eq!(
+        f.runs,
+        format!("{} without commitments, intentions; every agent no_reflection", Rulebook::CURRENT)
+    );
+    assert!(p.until_secs <= until && f.until_secs <= until);
+    let cut: Vec<_> = fork.iter().filter(|e| e.sim_time_secs() <= until).cloned().collect();
+    assert_eq!((f.conversations, f.lines), {
+        let d = dialogue(&cut);
+        (d.conversations, d.lines)
+    });
+    assert_eq!(Some(&f.believability), believability(&cut).last());
+    assert_eq!(f.heard.len(), 1);
+    assert!(f.calls > 0 && f.agents > 0);
+    // Before the fork point the two are one history.
+    let before = fork.iter().find(|e| e.seq() > fork_from).unwrap().sim_time_secs() - 1;
+    let (p0, f0) =
+        (fork_row("x", &parent, before, &spreads), fork_row("x", &fork, before, &spreads));
+    assert_eq!(p0, f0);
+    assert!(p0.calls < p.calls.min(f.calls), "each went on from the fork point");
     for log in [&parent, &fork] {
         let scratch = tempfile::tempdir().unwrap();
         match rt.block_on(resimulate(log, scratch.path(), |_, _| {})).unwrap() {
