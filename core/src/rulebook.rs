@@ -19,6 +19,8 @@
 //! agent who means to invite starting the talk itself ([`Mechanism::Inviting`]).
 //! Rulebook 7 adds no mechanism: its validators also refuse a line that calls the one
 //! spoken to by another's name or reads the plan aloud ([`Rulebook::checks_speech`]).
+//! Rulebook 8 adds none either: an object seen in one of the states its town declares is a
+//! routine sight, rated by rule rather than by a call ([`Rulebook::rates_routine_sights`]).
 
 use std::fmt;
 
@@ -120,7 +122,7 @@ impl Rulebook {
     /// The rulebook of every run recorded before rulebooks were numbered.
     pub const FIRST: Rulebook = Rulebook(1, 0);
     /// The rulebook this engine starts a new run with.
-    pub const CURRENT: Rulebook = Rulebook(7, 0);
+    pub const CURRENT: Rulebook = Rulebook(8, 0);
 
     /// The rulebook numbered `n`, if this engine knows it.
     pub fn numbered(n: u32) -> Option<Rulebook> {
@@ -262,6 +264,17 @@ impl Rulebook {
         self.0 >= 7 && self.uses(Mechanism::Validators)
     }
 
+    /// Rulebook 8: what an agent sees of an object in one of the states the town declares
+    /// for it (a bed made, a stove idle, a coffee machine brewing) is remembered at
+    /// [`ROUTINE_IMPORTANCE`], as the importance prompt's own scale rates "an object standing
+    /// idle", without a call. By rulebook 7 the model rated each one, about 5 of 10 on
+    /// average for the small model — a third of its single ratings, and a sum of importance
+    /// that made agents reflect every few hours. An object in a state its town does not
+    /// declare (out of order, on fire) is still rated by the model.
+    pub fn rates_routine_sights(self) -> bool {
+        self >= Rulebook(8, 0)
+    }
+
     /// The version of the prompt template `name` this rulebook asks with: `None` for the
     /// newest. Rulebook 3 changed the layout of `turn` (v6: the conversation after what the
     /// speaker remembers, the time last), `react` (v4) and `attend` (v2) (memories first,
@@ -271,7 +284,7 @@ impl Rulebook {
     ///
     /// Rulebook 4 changed `turn` (v7: what the speaker wants from the talk, and the rules
     /// against narration and naming oneself); rulebook 3 keeps v6. Rulebook 5 added `script`
-    /// and `invitation` and changed no template; rulebooks 6 and 7 none.
+    /// and `invitation` and changed no template; rulebooks 6, 7 and 8 none.
     pub fn template_version(self, name: &str) -> Option<u32> {
         if self >= Rulebook(4, 0) {
             return None;
@@ -287,6 +300,10 @@ impl Rulebook {
         }
     }
 }
+
+/// The importance of a routine sight by rulebook 8 ([`Rulebook::rates_routine_sights`]):
+/// the importance prompt's "routine, forgotten by tomorrow".
+pub const ROUTINE_IMPORTANCE: u8 = 2;
 
 /// The key of the setting that gives every agent one strategy (a fork of the paper's
 /// ablations: `no_reflection`, `no_reflection_no_planning`), over the town file's.
@@ -394,7 +411,7 @@ mod tests {
         let recorded = without.settings();
         assert_eq!(recorded[1], ("rulebook.off".to_owned(), "currently,commitments".to_owned()));
         assert_eq!(Rulebook::recorded(&recorded), Ok(without));
-        assert_eq!(without.to_string(), "rulebook 7 without currently, commitments");
+        assert_eq!(without.to_string(), "rulebook 8 without currently, commitments");
         let five = Rulebook::numbered(5).unwrap();
         assert!(five.uses(Mechanism::Invitations) && !five.uses(Mechanism::Hosting));
         assert!(five.without(Mechanism::Inviting).unwrap_err().contains("no mechanism"));
@@ -408,5 +425,9 @@ mod tests {
         );
         assert!(!Rulebook::CURRENT.without(Mechanism::Validators).unwrap().checks_speech());
         assert_eq!(Rulebook::CURRENT.settings().len(), 1);
+        assert!(
+            Rulebook::CURRENT.rates_routine_sights()
+                && !Rulebook::numbered(7).unwrap().rates_routine_sights()
+        );
     }
 }

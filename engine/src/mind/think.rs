@@ -166,22 +166,73 @@ pub async fn remember_cited(
     now: u64,
     pending: &mut Pending,
 ) -> Result<Vec<PendingId>, ThinkError> {
+    let by_model = vec![None; descriptions.len()];
+    remember_rated(
+        gateway,
+        style,
+        who,
+        kind,
+        descriptions,
+        &by_model,
+        evidence,
+        causes,
+        now,
+        pending,
+    )
+    .await
+}
+
+/// [`remember_cited`], where `by_rule[i]`, when it is set, is `descriptions[i]`'s importance
+/// and no call asks it (rulebook 8's routine sights); the model rates the others. The
+/// memories are added in the order given.
+#[allow(clippy::too_many_arguments)]
+pub async fn remember_rated(
+    gateway: &Gateway,
+    style: Style,
+    who: &Who<'_>,
+    kind: MemoryKind,
+    descriptions: &[String],
+    by_rule: &[Option<u8>],
+    evidence: &[Vec<EventId>],
+    causes: &[Cause],
+    now: u64,
+    pending: &mut Pending,
+) -> Result<Vec<PendingId>, ThinkError> {
     let agent = who.agent;
     if descriptions.is_empty() {
         return Ok(Vec::new());
     }
-    let mut ratings = Vec::with_capacity(descriptions.len());
-    for group in descriptions.chunks(RATINGS_PER_CALL) {
+    let asked: Vec<String> = descriptions
+        .iter()
+        .zip(by_rule.iter().chain(std::iter::repeat(&None)))
+        .filter(|(_, rule)| rule.is_none())
+        .map(|(d, _)| d.clone())
+        .collect();
+    let mut from_model = Vec::with_capacity(asked.len());
+    for group in asked.chunks(RATINGS_PER_CALL) {
         let call = rating_call(who, style, group)?;
         let purpose = call.purpose.clone();
         let (answered, last) = ask(gateway, call, &[], now, pending).await?;
         match answered.answer {
-            Answer::Importance(r) if group.len() == 1 => ratings.push((r, last)),
+            Answer::Importance(r) if group.len() == 1 => from_model.push((r, last)),
             Answer::Ratings(rs) if rs.len() == group.len() => {
-                ratings.extend(rs.into_iter().map(|r| (r, last)));
+                from_model.extend(rs.into_iter().map(|r| (r, last)));
             }
             other => return Err(ThinkError::WrongAnswer { purpose, answer: other.to_json() }),
         }
+    }
+    // Each memory's rating and the answer it came from (none for a rating by rule), in order.
+    let mut from_model = from_model.into_iter();
+    let mut ratings = Vec::with_capacity(descriptions.len());
+    for i in 0..descriptions.len() {
+        let rating = match by_rule.get(i).copied().flatten() {
+            Some(rating) => (rating, None),
+            None => from_model.next().ok_or_else(|| ThinkError::WrongAnswer {
+                purpose: "importance".into(),
+                answer: format!("fewer ratings than the {} memories asked", asked.len()),
+            })?,
+        };
+        ratings.push(rating);
     }
     let mut call = EmbedCall::new("memory", descriptions.to_vec());
     call.agent = Some(agent);

@@ -15,9 +15,9 @@ use crate::mind::plan::{
 };
 use crate::mind::respond::{should_attend, should_react, Situation};
 use crate::mind::schedule::Need;
-use crate::mind::think::{recall, reflect, reflection_due, remember, Who};
+use crate::mind::think::{recall, reflect, reflection_due, remember_rated, Who};
 use crate::pending::{Cause, Pending, PendingId};
-use crate::rulebook::Mechanism;
+use crate::rulebook::{Mechanism, ROUTINE_IMPORTANCE};
 use crate::store::Storage;
 use crate::town::{actions, objects, perception, walk};
 
@@ -140,14 +140,31 @@ impl<S: Storage> Sim<S> {
                 }
             }
             if !observations.is_empty() {
+                // Rulebook 8: an object in a state its town declares is a routine sight,
+                // rated by rule; the rest by the model.
+                let by_rule: Vec<Option<u8>> = observations
+                    .iter()
+                    .map(|o| {
+                        let routine = self.settings.rulebook.rates_routine_sights()
+                            && percepts.iter().any(|p| {
+                                perception::observation(p) == *o
+                                    && !perception::is_happening(p)
+                                    && objects::object(&self.town, &p.subject)
+                                        .is_some_and(|obj| obj.states.contains(&p.description))
+                            });
+                        routine.then_some(ROUTINE_IMPORTANCE)
+                    })
+                    .collect();
                 let summary = self.summary(agent);
-                remember(
+                let evidence = vec![Vec::new(); observations.len()];
+                remember_rated(
                     &self.gateway,
                     style,
                     &Who { agent, name, summary: &summary },
                     MemoryKind::Observation,
                     &observations,
-                    &[],
+                    &by_rule,
+                    &evidence,
                     &[Cause::Pending(at)],
                     now,
                     pending,

@@ -1210,3 +1210,71 @@ fn a_fork_runs_without_a_mechanism_or_as_an_ablation_and_resimulates_identically
         }
     }
 }
+
+#[test]
+fn by_rulebook_8_an_object_seen_in_a_declared_state_is_rated_by_rule_not_by_a_call() {
+    use hamlet_engine::rulebook::ROUTINE_IMPORTANCE;
+    let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+    let run = |rulebook: Rulebook| {
+        let tmp = tempfile::tempdir().unwrap();
+        rt.block_on(async {
+            let settings = SimSettings { rulebook, ..SimSettings::default() };
+            let store = Store::open(tmp.path()).unwrap();
+            let mut sim = Sim::start(store, "main", town(), 7, rules(), settings).await.unwrap();
+            for _ in 0..12 {
+                sim.step().await.unwrap();
+            }
+            let main = sim.branch();
+            let head = sim.store().branch(main).unwrap().head_seq;
+            sim.store().events(main, 0, head).unwrap()
+        })
+    };
+    // Each observation, whether a model's answer caused it (its rating), and what it says.
+    let observations = |log: &[hamlet_log::Event]| {
+        let answers: std::collections::BTreeSet<EventId> =
+            log.iter().filter(|e| matches!(e.body, Body::LlmResponded(_))).map(|e| e.id).collect();
+        let people: Vec<String> = log
+            .iter()
+            .filter_map(|e| match &e.body {
+                Body::AgentJoined(j) => Some(j.name.clone()),
+                _ => None,
+            })
+            .collect();
+        log.iter()
+            .filter_map(|e| match &e.body {
+                Body::MemoryAdded(m) if m.kind == MemoryKind::Observation => Some((
+                    e.header.causes.iter().any(|c| answers.contains(c)),
+                    m.importance,
+                    people.iter().any(|p| m.description.starts_with(p.as_str())),
+                    m.description.clone(),
+                )),
+                _ => None,
+            })
+            .collect::<Vec<_>>()
+    };
+    // Whether a rating call (one memory or a numbered list) named it.
+    let asked = |log: &[hamlet_log::Event], description: &str| {
+        log.iter().any(|e| {
+            matches!(&e.body, Body::LlmRequested(r)
+                if (r.template == "importance" || r.template == "ratings")
+                    && (r.items.iter().any(|i| i.contains(description))
+                        || matches!(&r.prompt, hamlet_log::event::Prompt::Chat(m)
+                            if m.iter().any(|m| m.content.contains(description)))))
+        })
+    };
+    let seven = run(Rulebook::numbered(7).unwrap());
+    let old = observations(&seven);
+    assert!(old.iter().any(|(_, _, person, _)| !person), "objects were seen");
+    assert!(old.iter().all(|(by_model, ..)| *by_model), "by rulebook 7 the model rates each");
+
+    let eight = run(Rulebook::CURRENT);
+    let new = observations(&eight);
+    let by_rule: Vec<_> = new.iter().filter(|(by_model, ..)| !by_model).collect();
+    assert!(!by_rule.is_empty(), "{new:?}");
+    for (_, importance, person, description) in &by_rule {
+        assert_eq!(*importance, ROUTINE_IMPORTANCE, "{description}");
+        assert!(!person, "only objects are routine sights: {description}");
+        assert!(!asked(&eight, description), "no call rated `{description}`");
+    }
+    assert!(new.iter().any(|(by_model, _, person, _)| *by_model && *person), "people still are");
+}
