@@ -130,29 +130,27 @@ impl<S: Storage> Sim<S> {
                 .map(perception::observation)
                 .filter(|o| !known.contains(o.as_str()))
                 .collect();
+            // Rulebook 8: an object in a state its town declares is a routine sight, rated
+            // by rule; the rest by the model.
+            let mut routine: BTreeSet<String> = BTreeSet::new();
             for p in &percepts {
                 let words = perception::observation(p);
+                let object = objects::object(&self.town, &p.subject);
                 let odd = perception::is_happening(p)
-                    || objects::object(&self.town, &p.subject)
-                        .is_some_and(|object| !object.states.contains(&p.description));
+                    || object.is_some_and(|object| !object.states.contains(&p.description));
                 if odd && observations.contains(&words) {
                     unusual.push(words);
+                } else if !odd && object.is_some() {
+                    routine.insert(words);
                 }
             }
             if !observations.is_empty() {
-                // Rulebook 8: an object in a state its town declares is a routine sight,
-                // rated by rule; the rest by the model.
                 let by_rule: Vec<Option<u8>> = observations
                     .iter()
                     .map(|o| {
-                        let routine = self.settings.rulebook.rates_routine_sights()
-                            && percepts.iter().any(|p| {
-                                perception::observation(p) == *o
-                                    && !perception::is_happening(p)
-                                    && objects::object(&self.town, &p.subject)
-                                        .is_some_and(|obj| obj.states.contains(&p.description))
-                            });
-                        routine.then_some(ROUTINE_IMPORTANCE)
+                        let by_rule =
+                            self.settings.rulebook.rates_routine_sights() && routine.contains(o);
+                        by_rule.then_some(ROUTINE_IMPORTANCE)
                     })
                     .collect();
                 let summary = self.summary(agent);
