@@ -506,6 +506,9 @@ pub enum Intervention {
         strategy: String,
         /// Its cash, in cents.
         cash_cents: i64,
+        /// The model it thinks with, by name (`None`: the run's).
+        #[serde(default)]
+        model: Option<String>,
     },
     /// A copy of a building.
     AddBuilding {
@@ -586,9 +589,9 @@ impl Intervention {
             Intervention::EditPersona { agent, persona } => {
                 sim.check_edit_persona(AgentId(*agent), persona).map(|_| ())
             }
-            Intervention::AddAgent { name, persona, home, strategy, cash_cents } => {
-                sim.check_add_agent(name, persona, home, strategy, *cash_cents).map(|_| ())
-            }
+            Intervention::AddAgent { name, persona, home, strategy, cash_cents, model } => sim
+                .check_add_agent(name, persona, home, strategy, *cash_cents, model.as_deref())
+                .map(|_| ()),
             Intervention::AddBuilding { template, name, x, y } => {
                 sim.check_add_building(template, name, Tile { x: *x, y: *y })
             }
@@ -630,8 +633,10 @@ impl Intervention {
                     new.len()
                 )
             }
-            Intervention::AddAgent { name, persona, home, strategy, cash_cents } => {
-                let id = sim.add_agent(name, persona, home, strategy, *cash_cents).await?;
+            Intervention::AddAgent { name, persona, home, strategy, cash_cents, model } => {
+                let id = sim
+                    .add_agent(name, persona, home, strategy, *cash_cents, model.as_deref())
+                    .await?;
                 format!("{name} joins the town at {home} (agent {})", id.0)
             }
             Intervention::AddBuilding { template, name, x, y } => {

@@ -13,19 +13,20 @@
 //! too; a recording that stops part way through a step (a crash, a second Ctrl-C) is
 //! identical when everything it holds is made again.
 
+use std::collections::BTreeMap;
 use std::path::Path;
 use std::sync::Arc;
 
 use hamlet_gateway::replay::Replay;
 use hamlet_gateway::{Gateway, GatewayError, RetryPolicy};
-use hamlet_log::event::Intervention;
+use hamlet_log::event::{AgentId, Intervention};
 use hamlet_log::{Body, Event};
 
 use crate::mind::think::ThinkError;
 use crate::rulebook::Rulebook;
 use crate::sim::{Sim, SimError, SimSettings};
 use crate::store::{Store, StoreError};
-use crate::town::Definition;
+use crate::town::{Definition, MODEL_TRAIT};
 
 /// What a re-simulation found.
 #[derive(Debug)]
@@ -126,9 +127,22 @@ pub async fn resimulate(
         Replay::from_events(recorded.iter().map(|e| &e.body)).recorded_params().unwrap_or_default();
     // Each part of the history (a branch's, up to where its fork begins) answers from its
     // own events: a parent run that goes past the fork point must not use up the fork's.
+    // An agent whose town named its model answers from that model's calls alone, as the
+    // run asked it (each model hashes its requests by its own name).
+    let models = models_of(recorded);
     let answering = |part: &[Event]| {
-        let replay = Arc::new(Replay::from_events(part.iter().map(|e| &e.body)));
-        Gateway::new(replay.clone(), replay, params.clone(), RetryPolicy::default(), 4)
+        let replay = |name: Option<&str>| {
+            let bodies = bodies_of(part, |agent| {
+                agent.and_then(|a| models.get(&a)).map(String::as_str) == name
+            });
+            let replay = Arc::new(Replay::from_events(bodies));
+            Gateway::new(replay.clone(), replay, params.clone(), RetryPolicy::default(), 4)
+        };
+        let gateway = replay(None);
+        for name in models.values().collect::<std::collections::BTreeSet<_>>() {
+            gateway.add_model(name, replay(Some(name)));
+        }
+        gateway
     };
     let first_limit = forks.last().map_or(recorded.len(), |(i, _, _)| *i);
     let mut gateway = answering(&recorded[..first_limit]);
@@ -256,7 +270,17 @@ pub async fn resimulate(
                         j.traits.iter().find(|(k, _)| k == key).map_or("", |(_, v)| v.as_str())
                     };
                     let (home, strategy) = (trait_of("home"), trait_of("strategy"));
-                    sim.add_agent(name, persona, home, strategy, j.cash_cents).await.map(|_| ())
+                    let model = j.traits.iter().find(|(k, _)| k == MODEL_TRAIT).map(|(_, v)| v);
+                    sim.add_agent(
+                        name,
+                        persona,
+                        home,
+                        strategy,
+                        j.cash_cents,
+                        model.map(String::as_str),
+                    )
+                    .await
+                    .map(|_| ())
                 }
             },
             _ => sim.step().await,
@@ -354,4 +378,34 @@ fn written_since(
         return Ok(Vec::new());
     }
     sim.store().events(sim.branch(), from as u64, head)
+}
+
+/// Each agent's model as its `AgentJoined` names it, for the agents whose town (or
+/// add-agent) named one.
+fn models_of(recorded: &[Event]) -> BTreeMap<AgentId, String> {
+    recorded
+        .iter()
+        .filter_map(|e| match &e.body {
+            Body::AgentJoined(j) => {
+                j.traits.iter().find(|(k, _)| k == MODEL_TRAIT).map(|(_, m)| (j.agent, m.clone()))
+            }
+            _ => None,
+        })
+        .collect()
+}
+
+/// The bodies of `part` a replay answers for the agents `mine` keeps: their model calls,
+/// each with its answers and failures; every other event (embeddings too) when `mine`
+/// keeps calls for no agent.
+fn bodies_of(part: &[Event], mine: impl Fn(Option<AgentId>) -> bool) -> Vec<&Body> {
+    let mut asked: BTreeMap<[u8; 32], bool> = BTreeMap::new();
+    part.iter()
+        .map(|e| &e.body)
+        .filter(|body| match body {
+            Body::LlmRequested(r) => *asked.entry(r.request_hash).or_insert_with(|| mine(r.agent)),
+            Body::LlmResponded(r) => asked.get(&r.request_hash).copied().unwrap_or(false),
+            Body::LlmFailed(f) => asked.get(&f.request_hash).copied().unwrap_or(false),
+            _ => mine(None),
+        })
+        .collect()
 }

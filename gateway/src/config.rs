@@ -24,7 +24,9 @@
 //!
 //! The config file is `--config FILE`, else `$HAMLET_CONFIG`, else
 //! `$XDG_CONFIG_HOME/hamlet/config.toml` (or `~/.config/hamlet/config.toml`) if it exists.
-//! A price table for `hamlet cost` lives in the same file (see [`crate::cost`]).
+//! A price table for `hamlet cost` lives in the same file (see [`crate::cost`]), and the
+//! models personas may name besides the embedded ones (`[models.NAME]`, [`Profile`];
+//! [`add_models`] gives a run's gateway each one its town names).
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -135,6 +137,117 @@ pub struct ConfigFile {
     /// Prices by model name.
     #[serde(default)]
     pub prices: BTreeMap<String, Price>,
+    /// Models personas may name besides the embedded `default` and `small` (`[models.NAME]`).
+    #[serde(default)]
+    pub models: BTreeMap<String, Profile>,
+}
+
+/// A model a persona may name (`model = "NAME"` in a town file, `add-agent --model`): an
+/// OpenAI-compatible server and the model it serves. Its key is read from the environment
+/// variable `api_key_env` names, never from the file.
+#[derive(Clone, Debug, Default, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct Profile {
+    /// The server's base URL.
+    pub base_url: String,
+    /// The model it serves.
+    pub model: String,
+    /// The environment variable holding its API key, if it needs one.
+    pub api_key_env: Option<String>,
+    /// Calls at once [default: 8, or 4 for a server on this machine].
+    pub concurrency: Option<usize>,
+    /// Seconds one try may take [default: 120, or 900 for a server on this machine].
+    pub timeout_secs: Option<u64>,
+}
+
+/// The embedded models a persona may name without a profile.
+pub const EMBEDDED_MODELS: &[&str] = &["default", "small"];
+
+/// The settings of the model a persona names: `default` or `small` (the embedded models,
+/// with the run's memory, slots and threads), or a profile of `file`. Sampling and retries
+/// are the run's. A name that is neither is an error saying what names there are.
+pub fn model_settings(
+    run: &Settings,
+    file: &ConfigFile,
+    name: &str,
+    var: &dyn Fn(&str) -> Option<String>,
+) -> Result<Settings, ConfigError> {
+    if let Some(problem) = hamlet_core::town::model_name_problem(name) {
+        return Err(ConfigError(problem));
+    }
+    if EMBEDDED_MODELS.contains(&name) {
+        let concurrency =
+            if run.backend == Kind::Local { run.concurrency } else { (run.slots as usize).min(4) };
+        let policy = RetryPolicy { timeout: Duration::from_secs(900), ..run.policy.clone() };
+        return Ok(Settings {
+            backend: Kind::Local,
+            model: name.to_owned(),
+            concurrency,
+            policy,
+            structured: None,
+            ..run.clone()
+        });
+    }
+    let Some(p) = file.models.get(name) else {
+        let mut known: Vec<String> = EMBEDDED_MODELS.iter().map(|m| (*m).to_owned()).collect();
+        known.extend(file.models.keys().cloned());
+        return Err(ConfigError(format!(
+            "no model named `{name}`: the names are {} — add `[models.{name}]` with its base_url \
+             and model to the config file",
+            known.join(", ")
+        )));
+    };
+    if p.model.trim().is_empty() || p.base_url.trim().is_empty() {
+        return Err(ConfigError(format!("[models.{name}] needs both base_url and model")));
+    }
+    let api_key = match &p.api_key_env {
+        None => String::new(),
+        Some(v) => var(v).filter(|k| !k.trim().is_empty()).ok_or_else(|| {
+            ConfigError(format!("[models.{name}] reads its key from ${v}, which is not set"))
+        })?,
+    };
+    let here = is_this_machine(&p.base_url);
+    let timeout = p.timeout_secs.unwrap_or(if here { 900 } else { 120 }).max(1);
+    Ok(Settings {
+        backend: Kind::OpenAi,
+        base_url: p.base_url.clone(),
+        api_key,
+        model: p.model.clone(),
+        policy: RetryPolicy { timeout: Duration::from_secs(timeout), ..run.policy.clone() },
+        concurrency: p.concurrency.unwrap_or(if here { 4 } else { 8 }).max(1),
+        structured: None,
+        ..run.clone()
+    })
+}
+
+/// Whether the run's own model is the one `name` names (no second model to start).
+pub fn is_run_model(run: &Settings, name: &str) -> bool {
+    run.backend == Kind::Local && run.model == name
+}
+
+/// Gives `gateway` (the run's) a gateway for each model in `names` that is not the run's
+/// own, each started once; an error, before any is started, for a name it cannot resolve.
+pub fn add_models(
+    gateway: &Gateway,
+    run: &Settings,
+    file: &ConfigFile,
+    names: &[String],
+    embedder: &Arc<dyn EmbedBackend>,
+) -> Result<(), ConfigError> {
+    let var = |k: &str| std::env::var(k).ok();
+    let mut wanted = Vec::new();
+    for name in names {
+        if is_run_model(run, name) {
+            gateway.call_own([name.clone()]);
+        } else if !gateway.has_model(name) && !wanted.iter().any(|(n, _)| n == name) {
+            wanted.push((name.clone(), model_settings(run, file, name, &var)?));
+        }
+    }
+    for (name, settings) in wanted {
+        let llm = llm_backend(&settings)?;
+        gateway.add_model(&name, self::gateway(&settings, llm, embedder.clone()));
+    }
+    Ok(())
 }
 
 impl ConfigFile {

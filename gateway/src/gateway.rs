@@ -23,6 +23,10 @@
 //! call that timed out (at most an hour). [`Gateway::in_flight`] tells a progress line
 //! what is being waited for, and for how long.
 //!
+//! Several models in one run: a gateway may hold other gateways by the name a persona gives
+//! its model ([`Gateway::add_model`]) and send each agent's calls to the one it was routed
+//! to ([`Gateway::route`]); embeddings, and calls for no agent, stay with this one.
+//!
 //! The gateway returns the events of a call with its answer instead of writing them: the
 //! simulation commits the calls of a step in a canonical order, so a concurrent run and a
 //! serial run produce the same log.
@@ -129,6 +133,17 @@ pub enum GatewayError {
     /// Replay found no recorded answer for this call.
     #[error("{0}")]
     NotRecorded(String),
+    /// The agent thinks with a model this run was not given.
+    #[error(
+        "this run has no model named `{name}` ({purpose}): name `default`, `small`, or a \
+         profile of the config file (`[models.{name}]`, with its base_url and model)"
+    )]
+    NoModel {
+        /// The call's purpose.
+        purpose: String,
+        /// The name.
+        name: String,
+    },
 }
 
 impl GatewayError {
@@ -136,7 +151,7 @@ impl GatewayError {
     pub fn events(&self) -> &[Body] {
         match self {
             GatewayError::Refused { events, .. } | GatewayError::Exhausted { events, .. } => events,
-            GatewayError::NotRecorded(_) => &[],
+            GatewayError::NotRecorded(_) | GatewayError::NoModel { .. } => &[],
         }
     }
 
@@ -146,7 +161,7 @@ impl GatewayError {
             GatewayError::Refused { hint, .. } | GatewayError::Exhausted { hint, .. } => {
                 hint.as_deref()
             }
-            GatewayError::NotRecorded(_) => None,
+            GatewayError::NotRecorded(_) | GatewayError::NoModel { .. } => None,
         }
     }
 }
@@ -218,6 +233,20 @@ pub struct Gateway {
     /// Set by the user: the one form to use, with no stepping down.
     structured: Option<StructuredForm>,
     learned: Arc<Mutex<Learned>>,
+    routes: Arc<Mutex<Routes>>,
+}
+
+/// The other models of a run and which agents think with each.
+#[derive(Default)]
+struct Routes {
+    /// The names that mean this gateway's own model.
+    own: Vec<String>,
+    /// Other models' gateways, by name.
+    models: BTreeMap<String, Gateway>,
+    /// Agents routed to a name; one not among `models` (nor `own`) gets an error per call.
+    agents: BTreeMap<AgentId, String>,
+    /// Whether [`Gateway::learn_from_the_log`] was called: passed on to models added later.
+    from_log: bool,
 }
 
 impl Gateway {
@@ -237,7 +266,61 @@ impl Gateway {
             permits: Arc::new(Semaphore::new(concurrency.max(1))),
             structured: None,
             learned: Arc::new(Mutex::new(Learned::default())),
+            routes: Arc::new(Mutex::new(Routes::default())),
         }
+    }
+
+    /// `names` mean this gateway's own model (`default` where it runs the embedded default):
+    /// an agent routed to one stays here.
+    pub fn call_own(&self, names: impl IntoIterator<Item = String>) {
+        let mut routes = self.routes.lock().unwrap_or_else(|p| p.into_inner());
+        routes.own.extend(names);
+    }
+
+    /// Another model of this run, by the name personas give it. Its own routes are not used.
+    pub fn add_model(&self, name: &str, gateway: Gateway) {
+        let mut routes = self.routes.lock().unwrap_or_else(|p| p.into_inner());
+        if routes.from_log {
+            gateway.learn_from_the_log();
+        }
+        routes.models.insert(name.to_owned(), gateway);
+    }
+
+    /// Whether `name` is this gateway's model or one added to it.
+    pub fn has_model(&self, name: &str) -> bool {
+        let routes = self.routes.lock().unwrap_or_else(|p| p.into_inner());
+        routes.own.iter().any(|n| n == name) || routes.models.contains_key(name)
+    }
+
+    /// The names of the models added to this gateway, with each one's model as recorded.
+    pub fn models(&self) -> Vec<(String, String)> {
+        let routes = self.routes.lock().unwrap_or_else(|p| p.into_inner());
+        routes.models.iter().map(|(n, g)| (n.clone(), g.llm.model())).collect()
+    }
+
+    /// From now on `agent`'s calls go to the model named `name`: this gateway's own, or one
+    /// added with [`Gateway::add_model`]. A name this run has no model for fails each of the
+    /// agent's calls, saying so (a run checks its names before it starts).
+    pub fn route(&self, agent: AgentId, name: &str) {
+        let mut routes = self.routes.lock().unwrap_or_else(|p| p.into_inner());
+        routes.agents.insert(agent, name.to_owned());
+    }
+
+    /// Where `agent`'s calls go: `Ok(None)` here, `Ok(Some(g))` another model's gateway, or
+    /// the name that has no model.
+    fn routed(&self, agent: Option<AgentId>) -> Result<Option<Gateway>, String> {
+        let Some(agent) = agent else { return Ok(None) };
+        let routes = self.routes.lock().unwrap_or_else(|p| p.into_inner());
+        let Some(name) = routes.agents.get(&agent) else { return Ok(None) };
+        if routes.own.iter().any(|n| n == name) {
+            return Ok(None);
+        }
+        routes.models.get(name).cloned().map(Some).ok_or_else(|| name.clone())
+    }
+
+    fn other_models(&self) -> Vec<Gateway> {
+        let routes = self.routes.lock().unwrap_or_else(|p| p.into_inner());
+        routes.models.values().cloned().collect()
     }
 
     /// The same gateway, asking every structured answer in `form` (no negotiation).
@@ -257,6 +340,14 @@ impl Gateway {
         if let Ok(mut learned) = self.learned.lock() {
             learned.from_log = true;
         }
+        let others = {
+            let mut routes = self.routes.lock().unwrap_or_else(|p| p.into_inner());
+            routes.from_log = true;
+            routes.models.values().cloned().collect::<Vec<_>>()
+        };
+        for g in others {
+            g.learn_from_the_log();
+        }
     }
 
     /// True unless [`Gateway::learn_from_the_log`] was called.
@@ -275,25 +366,28 @@ impl Gateway {
 
     /// The tries waiting for an answer now, the longest-waiting first.
     pub fn in_flight(&self) -> Vec<InFlight> {
-        let Ok(learned) = self.learned.lock() else { return Vec::new() };
-        let mut out: Vec<InFlight> = learned
-            .flights
-            .values()
-            .map(|(purpose, agent, attempt, watch)| InFlight {
-                purpose: purpose.clone(),
-                agent: *agent,
-                attempt: *attempt,
-                seconds: f64::from(watch.millis()) / 1000.0,
-            })
-            .collect();
+        let mut out: Vec<InFlight> =
+            self.other_models().iter().flat_map(Gateway::in_flight).collect();
+        let Ok(learned) = self.learned.lock() else { return out };
+        out.extend(learned.flights.values().map(|(purpose, agent, attempt, watch)| InFlight {
+            purpose: purpose.clone(),
+            agent: *agent,
+            attempt: *attempt,
+            seconds: f64::from(watch.millis()) / 1000.0,
+        }));
         out.sort_by(|a, b| b.seconds.total_cmp(&a.seconds));
         out
     }
 
     /// The tries sent so far in this run.
     pub fn tries(&self) -> Tries {
+        let others =
+            self.other_models().iter().map(Gateway::tries).fold(Tries::default(), |a, b| Tries {
+                sent: a.sent + b.sent,
+                again: a.again + b.again,
+            });
         let learned = self.learned.lock().unwrap_or_else(|p| p.into_inner());
-        Tries { sent: learned.next_flight, again: learned.again }
+        Tries { sent: others.sent + learned.next_flight, again: others.again + learned.again }
     }
 
     fn fly(&self, purpose: &str, agent: Option<AgentId>, attempt: u32) -> Flight<'_> {
@@ -374,6 +468,15 @@ impl Gateway {
 
     /// Asks, retries, validates, and falls back as documented.
     pub async fn ask(&self, call: &Call) -> Result<Answered, GatewayError> {
+        match self.routed(call.agent) {
+            Ok(None) => self.ask_here(call).await,
+            Ok(Some(other)) => other.ask_here(call).await,
+            Err(name) => Err(GatewayError::NoModel { purpose: call.purpose.clone(), name }),
+        }
+    }
+
+    /// [`Gateway::ask`] of this gateway's own model.
+    async fn ask_here(&self, call: &Call) -> Result<Answered, GatewayError> {
         let model = self.llm.model();
         // A call may sample warmer than the gateway's default (a line of dialogue).
         let params = match call.temperature {
@@ -598,7 +701,48 @@ impl Gateway {
     /// and the length of the embedding vectors (a resumed run embedded by another model is
     /// refused, not compared across two spaces). A run resumed so asks as the run before it
     /// would have gone on asking.
+    ///
+    /// With other models added, each try is learned by the gateway its agent's calls go to.
     pub fn learn_from<'a>(&self, events: impl IntoIterator<Item = &'a Body>) {
+        let (models, agents) = {
+            let routes = self.routes.lock().unwrap_or_else(|p| p.into_inner());
+            if routes.models.is_empty() {
+                drop(routes);
+                return self.learn_here(events);
+            }
+            (routes.models.clone(), routes.agents.clone())
+        };
+        let mut mine: Vec<&Body> = Vec::new();
+        let mut theirs: BTreeMap<&str, Vec<&Body>> = BTreeMap::new();
+        let mut whose: BTreeMap<[u8; 32], &str> = BTreeMap::new();
+        for body in events {
+            let name = match body {
+                Body::LlmRequested(r) => {
+                    let name = r.agent.and_then(|a| agents.get(&a)).map(String::as_str);
+                    let name = name.filter(|n| models.contains_key(*n));
+                    if let Some(n) = name {
+                        whose.insert(r.request_hash, n);
+                    }
+                    name
+                }
+                Body::LlmResponded(r) => whose.get(&r.request_hash).copied(),
+                Body::LlmFailed(f) => whose.get(&f.request_hash).copied(),
+                _ => None,
+            };
+            match name {
+                Some(n) => theirs.entry(n).or_default().push(body),
+                None => mine.push(body),
+            }
+        }
+        self.learn_here(mine);
+        for (name, bodies) in theirs {
+            if let Some(g) = models.get(name) {
+                g.learn_here(bodies);
+            }
+        }
+    }
+
+    fn learn_here<'a>(&self, events: impl IntoIterator<Item = &'a Body>) {
         let mut asked: BTreeMap<[u8; 32], StructuredForm> = BTreeMap::new();
         for body in events {
             match body {

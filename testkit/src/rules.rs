@@ -227,6 +227,28 @@ impl LlmBackend for RuleModel {
     }
 }
 
+/// A second model for runs that mix models: [`RuleModel`]'s rules under another model's
+/// name (`rules-b`), so each call's model tells which one answered.
+pub struct SecondRuleModel;
+
+impl LlmBackend for SecondRuleModel {
+    fn name(&self) -> &str {
+        "rule-test-double"
+    }
+    fn server(&self) -> String {
+        String::new()
+    }
+    fn model(&self) -> String {
+        "rules-b".into()
+    }
+    fn recorded_latency_ms(&self, _: [u8; 32]) -> Option<u32> {
+        Some(0)
+    }
+    fn complete<'a>(&'a self, a: Attempt<'a>) -> BoxFuture<'a, Result<Completion, BackendError>> {
+        RuleModel.complete(a)
+    }
+}
+
 /// The doubles' completion of `text`: fixed token counts, finished.
 fn completion(text: String) -> Completion {
     Completion {

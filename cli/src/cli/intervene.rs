@@ -85,6 +85,10 @@ pub struct AddAgentArgs {
     /// Its cash, in cents
     #[arg(long, default_value_t = 2000)]
     cash_cents: i64,
+    /// The model it thinks with: `default` or `small` (the embedded models), or a profile of
+    /// the config file (`[models.NAME]`) [default: the run's]
+    #[arg(long, value_name = "NAME")]
+    model: Option<String>,
     #[command(flatten)]
     target: Target,
     #[command(flatten)]
@@ -129,7 +133,8 @@ fn go_on(t: &Target, branch: &str) {
 
 pub fn set_object(a: SetObjectArgs) -> anyhow::Result<Outcome> {
     let rt = runtime()?;
-    let (mut sim, branch, _) = open(&a.target.store, &a.target.branch, None, false, &a.llm, &rt)?;
+    let (mut sim, branch, _) =
+        open(&a.target.store, &a.target.branch, None, false, &a.llm, &[], &rt)?;
     sim.check_set_object(&a.address, &a.state)?;
     finish_step(&mut sim, &rt)?;
     sim.set_object(&a.address, &a.state)?;
@@ -140,7 +145,8 @@ pub fn set_object(a: SetObjectArgs) -> anyhow::Result<Outcome> {
 
 pub fn happen(a: HappenArgs) -> anyhow::Result<Outcome> {
     let rt = runtime()?;
-    let (mut sim, branch, _) = open(&a.target.store, &a.target.branch, None, false, &a.llm, &rt)?;
+    let (mut sim, branch, _) =
+        open(&a.target.store, &a.target.branch, None, false, &a.llm, &[], &rt)?;
     let until =
         |sim: &hamlet_engine::sim::Sim<_>| sim.state().sim_time_secs.saturating_add(a.lasts);
     sim.check_happen(&a.place, &a.text, until(&sim))?;
@@ -163,7 +169,7 @@ pub fn edit_persona(a: EditPersonaArgs) -> anyhow::Result<Outcome> {
     let rt = runtime()?;
     let target = &a.target;
     let (mut sim, branch, agent) =
-        open(&target.store, &target.branch, Some(&a.agent), false, &a.llm, &rt)?;
+        open(&target.store, &target.branch, Some(&a.agent), false, &a.llm, &[], &rt)?;
     let agent = agent.ok_or_else(|| anyhow::anyhow!("no agent `{}`", a.agent))?;
     sim.check_edit_persona(agent, &a.persona)?;
     finish_step(&mut sim, &rt)?;
@@ -180,10 +186,13 @@ pub fn edit_persona(a: EditPersonaArgs) -> anyhow::Result<Outcome> {
 pub fn add_agent(a: AddAgentArgs) -> anyhow::Result<Outcome> {
     let rt = runtime()?;
     let target = &a.target;
-    let (mut sim, branch, _) = open(&target.store, &target.branch, None, false, &a.llm, &rt)?;
-    sim.check_add_agent(&a.name, &a.persona, &a.home, &a.strategy, a.cash_cents)?;
+    let more: Vec<&str> = a.model.as_deref().into_iter().collect();
+    let (mut sim, branch, _) =
+        open(&target.store, &target.branch, None, false, &a.llm, &more, &rt)?;
+    let model = a.model.as_deref();
+    sim.check_add_agent(&a.name, &a.persona, &a.home, &a.strategy, a.cash_cents, model)?;
     finish_step(&mut sim, &rt)?;
-    let added = sim.add_agent(&a.name, &a.persona, &a.home, &a.strategy, a.cash_cents);
+    let added = sim.add_agent(&a.name, &a.persona, &a.home, &a.strategy, a.cash_cents, model);
     let agent = rt.block_on(added)?;
     println!("{} joins the town at {} (agent {})", a.name, a.home, agent.0);
     go_on(target, &branch);
@@ -193,7 +202,7 @@ pub fn add_agent(a: AddAgentArgs) -> anyhow::Result<Outcome> {
 pub fn add_building(a: AddBuildingArgs) -> anyhow::Result<Outcome> {
     let rt = runtime()?;
     let target = &a.target;
-    let (mut sim, branch, _) = open(&target.store, &target.branch, None, false, &a.llm, &rt)?;
+    let (mut sim, branch, _) = open(&target.store, &target.branch, None, false, &a.llm, &[], &rt)?;
     sim.check_add_building(&a.template, &a.name, a.at)?;
     finish_step(&mut sim, &rt)?;
     sim.add_building(&a.template, &a.name, a.at)?;

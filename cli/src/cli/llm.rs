@@ -707,6 +707,47 @@ impl hamlet_gateway::LlmBackend for NoLanguageModel {
     }
 }
 
+/// The models a branch's agents think with, by the names their `AgentJoined` give, each once.
+pub fn models_named(events: &[hamlet_log::Event]) -> Vec<String> {
+    let mut names: Vec<String> = events
+        .iter()
+        .filter_map(|e| match &e.body {
+            Body::AgentJoined(j) => j
+                .traits
+                .iter()
+                .find(|(k, _)| k == hamlet_engine::town::MODEL_TRAIT)
+                .map(|(_, m)| m.clone()),
+            _ => None,
+        })
+        .collect();
+    names.sort();
+    names.dedup();
+    names
+}
+
+/// The run's gateway: its own model, and each model in `names` besides it (the embedded
+/// `default` or `small`, or a profile of the config file), each started once. A name it
+/// cannot resolve is an error before any model is loaded.
+pub fn gateway_with_models(
+    file: &ConfigFile,
+    settings: &Settings,
+    names: &[String],
+) -> anyhow::Result<hamlet_gateway::Gateway> {
+    let var = |k: &str| std::env::var(k).ok();
+    for name in names {
+        if !config::is_run_model(settings, name) {
+            config::model_settings(settings, file, name, &var)?;
+        }
+    }
+    let embedder = config::embed_backend(settings)?;
+    let gateway = config::gateway(settings, config::llm_backend(settings)?, embedder.clone());
+    config::add_models(&gateway, settings, file, names, &embedder)?;
+    for (name, model) in gateway.models() {
+        eprintln!("agents naming `{name}` think with {model}");
+    }
+    Ok(gateway)
+}
+
 #[cfg(test)]
 mod tests {
     use super::waking_secs;

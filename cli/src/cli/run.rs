@@ -14,7 +14,6 @@ use hamlet_engine::ops;
 use hamlet_engine::rulebook::{Mechanism, Rulebook};
 use hamlet_engine::sim::{Sim, SimSettings};
 use hamlet_engine::town::{Definition, WILLOWMERE};
-use hamlet_gateway::config;
 
 use super::llm::LlmArgs;
 use super::Outcome;
@@ -119,10 +118,21 @@ pub fn run(a: RunArgs) -> anyhow::Result<Outcome> {
         }
         (Some(_), true) => None,
     };
+    // The models the agents think with besides the run's: from the town file, or from the
+    // branch a run resumes.
+    let models = match (&town, &existing) {
+        (Some(town), _) => {
+            let mut names: Vec<String> =
+                town.personas.iter().filter_map(|p| p.model.clone()).collect();
+            names.sort();
+            names.dedup();
+            names
+        }
+        (None, Some(info)) => super::llm::models_named(&store.events(info.id, 0, info.head_seq)?),
+        (None, None) => Vec::new(),
+    };
     super::llm::say_memory_plan(&settings);
-    let llm = config::llm_backend(&settings)?;
-    let embedder = config::embed_backend(&settings)?;
-    let gateway = config::gateway(&settings, llm, embedder);
+    let gateway = super::llm::gateway_with_models(&file, &settings, &models)?;
     let watched = gateway.clone();
     let mut rulebook = Rulebook::CURRENT;
     for m in &a.without {

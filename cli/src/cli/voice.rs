@@ -6,7 +6,6 @@ use clap::Args;
 use hamlet_engine::sim::{Sim, SimSettings};
 use hamlet_engine::store::FsStorage;
 use hamlet_engine::why::CauseIndex;
-use hamlet_gateway::config;
 use hamlet_log::event::AgentId;
 
 use super::llm::LlmArgs;
@@ -64,19 +63,18 @@ pub(super) fn open(
     agent: Option<&str>,
     fork: bool,
     llm: &LlmArgs,
+    more_models: &[&str],
     rt: &tokio::runtime::Runtime,
 ) -> anyhow::Result<(Sim<FsStorage>, String, Option<AgentId>)> {
     if !store_dir.is_dir() {
         anyhow::bail!("no store at {} (`hamlet run --store DIR` makes one)", store_dir.display());
     }
-    let (_, settings) = llm.settings()?;
-    let gateway = config::gateway(
-        &settings,
-        config::llm_backend(&settings)?,
-        config::embed_backend(&settings)?,
-    );
+    let (file, settings) = llm.settings()?;
     let mut store = super::store_at(store_dir)?;
     let info = store.find_branch(branch)?;
+    let mut models = super::llm::models_named(&store.events(info.id, 0, info.head_seq)?);
+    models.extend(more_models.iter().map(|m| (*m).to_owned()));
+    let gateway = super::llm::gateway_with_models(&file, &settings, &models)?;
     let id = match agent {
         Some(agent) => {
             let events = store.events(info.id, 0, info.head_seq)?;
@@ -123,7 +121,7 @@ fn open_for(
     llm: &LlmArgs,
     rt: &tokio::runtime::Runtime,
 ) -> anyhow::Result<(Sim<FsStorage>, String, AgentId)> {
-    let (mut sim, name, id) = open(store_dir, branch, Some(agent), fork, llm, rt)?;
+    let (mut sim, name, id) = open(store_dir, branch, Some(agent), fork, llm, &[], rt)?;
     let id = id.ok_or_else(|| anyhow::anyhow!("no agent `{agent}`"))?;
     if !fork {
         finish_step(&mut sim, rt)?;

@@ -615,3 +615,103 @@ fn the_shipped_recording_is_sound_and_answers_every_query() {
     .unwrap();
     assert!(!out.status.success() && text(&out).contains("Marigold café"), "{}", text(&out));
 }
+
+/// The shipped town with its first persona thinking with the model named `model`.
+fn town_naming(dir: &Path, model: &str) -> (std::path::PathBuf, String) {
+    let source = hamlet_engine::town::WILLOWMERE.replacen(
+        "strategy = \"full\"",
+        &format!("strategy = \"full\"\nmodel = \"{model}\""),
+        1,
+    );
+    let first =
+        hamlet_engine::town::Definition::parse("t.toml", &source).unwrap().personas[0].name.clone();
+    let path = dir.join(format!("town-{model}.toml"));
+    std::fs::write(&path, source).unwrap();
+    (path, first)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_persona_thinks_with_the_model_its_town_names_from_the_config_files_profile() {
+    let run_server = LoopbackServer::start(vec![], Reply::Rules(over_http)).await;
+    let b_server = LoopbackServer::start(vec![], Reply::Rules(over_http)).await;
+    let tmp = tempfile::tempdir().unwrap();
+    let config = tmp.path().join("config.toml");
+    std::fs::write(
+        &config,
+        format!(
+            "[models.b]\nbase_url = \"{}\"\nmodel = \"rules-b\"\napi_key_env = \"B_KEY\"\n",
+            b_server.base_url()
+        ),
+    )
+    .unwrap();
+    let (town, first) = town_naming(tmp.path(), "b");
+    let store = tmp.path().join("run");
+    let mut a = args(&run_server, &store, &["run", "--hours", "0.05", "--town"]);
+    a.insert(4, town.display().to_string());
+    a.extend(["--config".to_owned(), config.display().to_string()]);
+
+    // Its key is read from the environment, and a profile without one is refused up front.
+    let out = tokio::task::spawn_blocking({
+        let a = a.clone();
+        move || command(&a).env_remove("B_KEY").output().unwrap()
+    })
+    .await
+    .unwrap();
+    assert!(!out.status.success());
+    assert!(text(&out).contains("reads its key from $B_KEY, which is not set"), "{}", text(&out));
+    assert_eq!(b_server.count() + run_server.count(), 0, "nothing asked before the check");
+
+    let out =
+        tokio::task::spawn_blocking(move || command(&a).env("B_KEY", "sk-b").output().unwrap())
+            .await
+            .unwrap();
+    assert!(out.status.success(), "{}", text(&out));
+    assert!(text(&out).contains("agents naming `b` think with rules-b"), "{}", text(&out));
+    assert!(b_server.count() > 0 && run_server.count() > 0);
+    for r in b_server.requests() {
+        assert_eq!(r.body["model"], "rules-b", "{}", r.line);
+        assert_eq!(r.authorization.as_deref(), Some("Bearer sk-b"), "its own key");
+    }
+
+    let log = events(&store, "main");
+    let agent = log.iter().find_map(|e| match &e.body {
+        Body::AgentJoined(j) if j.name == first => Some(j.agent),
+        _ => None,
+    });
+    let (mut mine, mut others) = (0, 0);
+    for e in &log {
+        if let Body::LlmRequested(r) = &e.body {
+            if r.agent.is_some() && r.agent == agent {
+                assert_eq!(
+                    (r.model.as_str(), r.server.as_str()),
+                    ("rules-b", b_server.base_url().as_str())
+                );
+                mine += 1;
+            } else {
+                assert_eq!(r.model, "rules");
+                others += 1;
+            }
+        }
+    }
+    assert!(mine > 0 && others > 0, "{mine} calls by b, {others} by the run's model");
+    let to_b = b_server.requests().iter().filter(|r| r.line.contains("/chat/completions")).count();
+    assert_eq!(to_b, mine, "every call of that agent's went to its server, and no other");
+
+    // The costs, broken down by model; resumed, the agent still asks its own.
+    let cost = at_store(&store, &["cost"]);
+    let cost_text = text(&cost);
+    let by_model = cost_text.split("by model").nth(1).unwrap_or_default();
+    assert!(by_model.contains("rules-b") && by_model.contains("rules "), "{cost_text}");
+
+    // A name with no model is refused before the run starts, saying what names there are.
+    let (lacking, _) = town_naming(tmp.path(), "c");
+    let other = tmp.path().join("other");
+    let mut a = args(&run_server, &other, &["run", "--hours", "0.01", "--town"]);
+    a.insert(4, lacking.display().to_string());
+    a.extend(["--config".to_owned(), config.display().to_string()]);
+    let out = hamlet(a).await;
+    assert!(!out.status.success());
+    let said = text(&out);
+    assert!(said.contains("no model named `c`") && said.contains("default, small, b"), "{said}");
+    assert!(Store::open(&other).map_or(true, |s| s.branches().is_empty()), "no run was started");
+}

@@ -5,7 +5,7 @@
 
 use hamlet_log::event::{AgentId, AgentJoined, Body, NewEvent, RunConfigured, TownLoaded};
 
-use super::Definition;
+use super::{Definition, MODEL_TRAIT};
 use crate::rulebook::Rulebook;
 
 /// The settings recorded in `RunConfigured`, sorted by key.
@@ -32,6 +32,10 @@ fn traits(p: &super::Persona) -> Vec<(String, String)> {
     ];
     if let Some(w) = &p.workplace {
         out.push(("workplace".to_owned(), w.clone()));
+    }
+    // Only where the town names one, so a town without models starts as it always has.
+    if let Some(m) = &p.model {
+        out.push((MODEL_TRAIT.to_owned(), m.clone()));
     }
     out.sort();
     out

@@ -180,6 +180,8 @@ struct RawPersona {
     currently: Option<String>,
     #[serde(default)]
     hosts: Vec<RawHosted>,
+    #[serde(default)]
+    model: Option<String>,
 }
 
 #[derive(Deserialize)]
@@ -207,6 +209,29 @@ pub const CURRENTLY_CHARS: usize = 400;
 
 /// The longest `what` of an event a persona hosts, in characters.
 pub const HOSTED_WHAT_CHARS: usize = 200;
+
+/// The trait of an agent (in its `AgentJoined`) naming the model it thinks with, where its
+/// town or its `add-agent` named one.
+pub const MODEL_TRAIT: &str = "model";
+
+/// The longest name of a model a persona may name.
+pub const MODEL_NAME_CHARS: usize = 64;
+
+/// Why `name` cannot name a model (a persona's `model`, a config file's profile), or `None`:
+/// one word of letters, digits, `-`, `_` and `.`, at most [`MODEL_NAME_CHARS`] long.
+pub fn model_name_problem(name: &str) -> Option<String> {
+    if name.is_empty() {
+        Some("a model's name is empty".into())
+    } else if name.chars().count() > MODEL_NAME_CHARS {
+        Some(format!("a model's name is at most {MODEL_NAME_CHARS} characters"))
+    } else if !name.chars().all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.')) {
+        Some(format!(
+            "`{name}` is not a model's name: one word of letters, digits, `-`, `_` and `.`"
+        ))
+    } else {
+        None
+    }
+}
 
 /// The agent strategies: the paper's full architecture and its two ablations.
 pub const STRATEGIES: &[&str] = &["full", "no_reflection", "no_reflection_no_planning"];
@@ -306,6 +331,10 @@ pub struct Persona {
     /// The events the persona hosts (a party, a reading, a meeting it calls), in the town
     /// author's words: each is the host's own fixed appointment on its day.
     pub hosts: Vec<Hosted>,
+    /// The language model this persona thinks with, by name: `default` or `small` (the
+    /// embedded models) or a profile of the config file (`[models.NAME]`). `None`: the run's
+    /// model. Whether the name is known is the run's to check, not the town file's.
+    pub model: Option<String>,
 }
 
 /// An event a persona hosts: what, where, and when.
@@ -695,6 +724,9 @@ impl Definition {
                     );
                 }
             }
+            if let Some(problem) = r.model.as_deref().and_then(model_name_problem) {
+                bad(p.span(), format!("{key}.model"), problem);
+            }
             let mut hosts = Vec::new();
             for (h, e) in r.hosts.iter().enumerate() {
                 let at = format!("{key}.hosts[{h}]");
@@ -772,6 +804,7 @@ impl Definition {
                 strategy: r.strategy.clone(),
                 currently: r.currently.as_ref().map(|c| c.trim().to_owned()),
                 hosts,
+                model: r.model.clone(),
             });
         }
 

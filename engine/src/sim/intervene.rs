@@ -319,9 +319,10 @@ impl<S: Storage> Sim<S> {
 
     /// The user adds an agent: `name`, with the seed paragraph `persona`, joins at its
     /// `home` (a `sector:arena` of the town, which it knows from the start) with `strategy`
-    /// and `cash_cents`; its seed memories are rated and embedded now, and it plans its day
-    /// on its next waking step, as everyone does. Refused, writing nothing, when the name is
-    /// taken or a value is wrong. Returns its id.
+    /// and `cash_cents`, thinking with `model` (a name the run's gateway has, or the run's
+    /// model); its seed memories are rated and embedded now, and it plans its day on its next
+    /// waking step, as everyone does. Refused, writing nothing, when the name is taken or a
+    /// value is wrong. Returns its id.
     pub async fn add_agent(
         &mut self,
         name: &str,
@@ -329,8 +330,9 @@ impl<S: Storage> Sim<S> {
         home: &str,
         strategy: &str,
         cash_cents: i64,
+        model: Option<&str>,
     ) -> Result<AgentId, SimError> {
-        let tile = self.check_add_agent(name, persona, home, strategy, cash_cents)?;
+        let tile = self.check_add_agent(name, persona, home, strategy, cash_cents, model)?;
         let statements: Vec<String> =
             seed_statements(persona).into_iter().map(str::to_owned).collect();
         let agent = AgentId(self.folds.state.agents.keys().next_back().map_or(0, |a| a.0 + 1));
@@ -338,14 +340,19 @@ impl<S: Storage> Sim<S> {
         let added = self.intervene(added)?;
         let now = self.folds.state.sim_time_secs;
         let mut pending = Pending::new();
+        let mut traits = vec![
+            ("home".to_owned(), home.to_owned()),
+            ("strategy".to_owned(), strategy.to_owned()),
+        ];
+        if let Some(m) = model {
+            traits.push((crate::town::MODEL_TRAIT.to_owned(), m.to_owned()));
+        }
+        traits.sort();
         let joined = AgentJoined {
             agent,
             name: name.to_owned(),
             persona: persona.to_owned(),
-            traits: vec![
-                ("home".to_owned(), home.to_owned()),
-                ("strategy".to_owned(), strategy.to_owned()),
-            ],
+            traits,
             tile,
             cash_cents,
         };
@@ -378,6 +385,7 @@ impl<S: Storage> Sim<S> {
         home: &str,
         strategy: &str,
         cash_cents: i64,
+        model: Option<&str>,
     ) -> Result<Tile, SimError> {
         let refuse = |field, why: String| Err(SimError::refused(field, why));
         if name.trim().is_empty() {
@@ -408,6 +416,20 @@ impl<S: Storage> Sim<S> {
         }
         if cash_cents < 0 {
             return refuse("cash_cents", "cash is not negative".into());
+        }
+        if let Some(m) = model {
+            if let Some(problem) = crate::town::model_name_problem(m) {
+                return refuse("model", problem);
+            }
+            if !self.gateway.has_model(m) {
+                return refuse(
+                    "model",
+                    format!(
+                        "this run has no model named `{m}`: name `default`, `small`, or a \
+                         profile of the config file (`[models.{m}]`)"
+                    ),
+                );
+            }
         }
         Ok(tile)
     }

@@ -350,6 +350,11 @@ impl<S: Storage> Sim<S> {
                 }
             }
             Body::AgentJoined(j) => {
+                // An agent its town (or add-agent) gave a model thinks with it.
+                let model = j.traits.iter().find(|(k, _)| k == hamlet_core::town::MODEL_TRAIT);
+                if let Some((_, name)) = model {
+                    self.gateway.route(j.agent, name);
+                }
                 let named = j.traits.iter().find(|(k, _)| k == "strategy");
                 // A run's strategy for everyone stands over the town file's.
                 let all = self.folds.configured.as_ref().and_then(|c| {

@@ -40,14 +40,23 @@ fn changed_run() -> (tempfile::TempDir, Vec<Event>, u16) {
         assert_eq!(refused(sim.set_object("Nowhere:at:all", "on")), "address");
         assert_eq!(refused(sim.set_object(CAFE_MACHINE, " ")), "state");
         let dorm = "Reedbank dorm:common room";
-        assert_eq!(refused(sim.add_agent("tamsin hale", ADA, dorm, "full", 0).await), "name");
+        assert_eq!(refused(sim.add_agent("tamsin hale", ADA, dorm, "full", 0, None).await), "name");
         assert_eq!(
-            refused(sim.add_agent("Ada Brook", ADA, "Nowhere:hall", "full", 0).await),
+            refused(sim.add_agent("Ada Brook", ADA, "Nowhere:hall", "full", 0, None).await),
             "home"
         );
-        assert_eq!(refused(sim.add_agent("Ada Brook", ADA, dorm, "clever", 0).await), "strategy");
-        assert_eq!(refused(sim.add_agent("Ada Brook", " ; ", dorm, "full", 0).await), "persona");
-        assert_eq!(refused(sim.add_agent("Ada Brook", ADA, dorm, "full", -1).await), "cash_cents");
+        assert_eq!(
+            refused(sim.add_agent("Ada Brook", ADA, dorm, "clever", 0, None).await),
+            "strategy"
+        );
+        assert_eq!(
+            refused(sim.add_agent("Ada Brook", " ; ", dorm, "full", 0, None).await),
+            "persona"
+        );
+        assert_eq!(
+            refused(sim.add_agent("Ada Brook", ADA, dorm, "full", -1, None).await),
+            "cash_cents"
+        );
         let on_the_cafe = Tile { x: 3, y: 16 };
         assert_eq!(
             refused(sim.add_building("Marigold café", "Second café", on_the_cafe)),
@@ -75,7 +84,7 @@ fn changed_run() -> (tempfile::TempDir, Vec<Event>, u16) {
         let new = sim.edit_persona(tamsin, TAMSIN).await.unwrap();
         assert_eq!(new.len(), 2);
         assert_eq!(sim.state().agents[&tamsin].persona, TAMSIN);
-        let ada = sim.add_agent("Ada Brook", ADA, dorm, "full", 1500).await.unwrap();
+        let ada = sim.add_agent("Ada Brook", ADA, dorm, "full", 1500, None).await.unwrap();
         assert_eq!(ada, AgentId(town().personas.len() as u32));
         assert_eq!(sim.state().agents[&ada].cash_cents, 1500);
         let width = sim.definition().grid.width();

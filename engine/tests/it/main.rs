@@ -6,6 +6,7 @@ mod fold;
 mod golden;
 mod intervene;
 mod mind;
+mod models;
 mod ops;
 mod power_loss;
 mod query;

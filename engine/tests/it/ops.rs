@@ -191,8 +191,20 @@ fn the_windows_changes_are_checked_by_field_and_written_at_the_head() {
                 home: text("Reedbank dorm:common room"),
                 strategy: text("clever"),
                 cash_cents: 0,
+                model: None,
             },
             "strategy",
+        ),
+        (
+            Intervention::AddAgent {
+                name: text("Ada Brook"),
+                persona: text("Ada Brook sings"),
+                home: text("Reedbank dorm:common room"),
+                strategy: text("full"),
+                cash_cents: 0,
+                model: Some(text("gpt-99")),
+            },
+            "model",
         ),
     ] {
         let e = rt.block_on(change.make(&mut sim)).unwrap_err();
