@@ -37,7 +37,7 @@ export function initPlots(host) {
   keywords = el('input', { type: 'text', class: 'input', value: 'party', attrs: { 'aria-label': 'Keywords (all must be in a memory)', placeholder: 'keywords, e.g. party or council election', spellcheck: 'false' } });
   keywords.addEventListener('keydown', (e) => { e.stopPropagation(); if (e.key === 'Enter') plot(); });
   costBy = el('select', { class: 'input', attrs: { 'aria-label': 'Cost by' }, on: { change: () => draw() } },
-    el('option', { value: 'agent', text: 'by agent' }), el('option', { value: 'purpose', text: 'by purpose' }));
+    el('option', { value: 'agent', text: 'by agent' }), el('option', { value: 'purpose', text: 'by purpose' }), el('option', { value: 'model', text: 'by model' }));
   every = el('select', { class: 'input', attrs: { 'aria-label': 'Every' }, on: { change: () => plot() } },
     ...[[900, 'every 15 min'], [1800, 'every 30 min'], [3600, 'every hour'], [7200, 'every 2 h']].map(([v, t]) => el('option', { value: String(v), text: t })));
   every.value = '1800';

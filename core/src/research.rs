@@ -185,14 +185,14 @@ pub fn relationships(events: &[Event], at_secs: u64) -> RelationshipGraph {
     }
 }
 
-/// What the model cost in one stretch of simulated time, for one agent or one purpose.
+/// What the model cost in one stretch of simulated time, for one agent, purpose or model.
 #[derive(Clone, Debug, Default, PartialEq, Serialize)]
 pub struct CostRow {
     /// The stretch's start.
     pub at_secs: u64,
-    /// `agent` or `purpose`: what `key` is.
+    /// `agent`, `purpose` or `model`: what `key` is.
     pub by: &'static str,
-    /// The agent's name (`(town)` for calls for no agent), or the purpose.
+    /// The agent's name (`(town)` for calls for no agent), the purpose, or the model.
     pub key: String,
     /// Model calls (first tries).
     pub calls: u64,
@@ -245,6 +245,9 @@ pub fn cost_over_time(
         }
         for (purpose, t) in &report.by_purpose {
             rows.push(row("purpose", purpose.clone(), t));
+        }
+        for (model, t) in &report.by_model {
+            rows.push(row("model", model.clone(), t));
         }
     }
     rows

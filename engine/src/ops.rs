@@ -391,6 +391,36 @@ impl ModelSpec {
     /// The gateway this asks through (the embedded model is loaded now: seconds, and its
     /// memory), or what is wrong with the choice, in words for the user.
     pub fn gateway(&self) -> Result<hamlet_gateway::Gateway, OpsError> {
+        use hamlet_gateway::config;
+        let (_, settings) = self.settings()?;
+        let wrong = |why: String| OpsError::Model(why);
+        let llm = config::llm_backend(&settings).map_err(|e| wrong(e.0))?;
+        let embedder = config::embed_backend(&settings).map_err(|e| wrong(e.0))?;
+        Ok(config::gateway(&settings, llm, embedder))
+    }
+
+    /// Gives `gateway` (this choice's) the models in `names` it lacks: the embedded `default`
+    /// or `small`, or profiles of the config file — what a branch's agents think with.
+    pub fn add_models(
+        &self,
+        gateway: &hamlet_gateway::Gateway,
+        names: &[String],
+    ) -> Result<(), OpsError> {
+        use hamlet_gateway::config;
+        if names.iter().all(|n| gateway.has_model(n)) {
+            return Ok(());
+        }
+        let (file, settings) = self.settings()?;
+        let embedder = config::embed_backend(&settings).map_err(|e| OpsError::Model(e.0))?;
+        config::add_models(gateway, &settings, &file, names, &embedder)
+            .map_err(|e| OpsError::Model(e.0))
+    }
+
+    /// The config file and the settings this choice resolves to, loading nothing.
+    fn settings(
+        &self,
+    ) -> Result<(hamlet_gateway::config::ConfigFile, hamlet_gateway::config::Settings), OpsError>
+    {
         use hamlet_gateway::config::{self, Env, FileSettings, Flags, Kind};
         let wrong = |why: String| OpsError::Model(why);
         let embed = match self.embed.as_str() {
@@ -436,16 +466,14 @@ impl ModelSpec {
         let file = config::ConfigFile::discover(None, &Env::from_process())
             .map_err(|e| wrong(format!("the config file: {}", e.0)))?;
         let sizing = FileSettings {
-            memory: file.llm.memory,
-            kv_cache: file.llm.kv_cache,
+            memory: file.llm.memory.clone(),
+            kv_cache: file.llm.kv_cache.clone(),
             ..FileSettings::default()
         };
         let mut settings =
             config::resolve(&sizing, &Env::default(), &flags).map_err(|e| wrong(e.0))?;
         settings.api_key.clone_from(&self.api_key);
-        let llm = config::llm_backend(&settings).map_err(|e| wrong(e.0))?;
-        let embedder = config::embed_backend(&settings).map_err(|e| wrong(e.0))?;
-        Ok(config::gateway(&settings, llm, embedder))
+        Ok((file, settings))
     }
 }
 
@@ -559,6 +587,14 @@ impl Intervention {
                 | Intervention::SetObject { .. }
                 | Intervention::Happen { .. }
         )
+    }
+
+    /// The model it names for an agent, if any (an added agent's).
+    pub fn model(&self) -> Option<&str> {
+        match self {
+            Intervention::AddAgent { model, .. } => model.as_deref(),
+            _ => None,
+        }
     }
 
     /// Whether it would be refused at the head of `sim`'s branch, and why (the field at

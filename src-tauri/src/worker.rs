@@ -488,13 +488,22 @@ fn make_change(
     } else {
         ops::no_model()
     };
-    let (mut sim, state) = match open_run(held, desk, branch, gateway) {
+    let (mut sim, state) = match open_run(held, desk, branch, gateway.clone()) {
         Ok(x) => x,
         Err(failed) => {
             let (viewer, f) = *failed;
             return (viewer, Err(f));
         }
     };
+    // The models the branch's agents (and an added one) think with, besides the one chosen.
+    if let Some(spec) = model.filter(|_| change.needs_model()) {
+        let mut names = sim.models_named();
+        names.extend(change.model().map(str::to_owned));
+        if let Err(e) = spec.add_models(&gateway, &names) {
+            let f = Failure { field: Some("model"), ..Failure::of_ops(&e) };
+            return (Viewer::from_parts(sim.into_store(), state), Err(f));
+        }
+    }
     let answer = match desk.runtime() {
         Ok(rt) => rt.block_on(change.make(&mut sim)).map_err(|e| Failure::of_ops(&e)),
         Err(f) => Err(f),
@@ -532,13 +541,18 @@ fn continue_run(
         Ok(g) => g,
         Err(f) => return (held, Err(f)),
     };
-    let (mut sim, state) = match open_run(held, desk, branch, gateway) {
+    let (mut sim, state) = match open_run(held, desk, branch, gateway.clone()) {
         Ok(x) => x,
         Err(failed) => {
             let (viewer, f) = *failed;
             return (viewer, Err(f));
         }
     };
+    // The models the branch's agents think with, besides the one chosen.
+    if let Err(e) = spec.add_models(&gateway, &sim.models_named()) {
+        let f = Failure { field: Some("model"), ..Failure::of_ops(&e) };
+        return (Viewer::from_parts(sim.into_store(), state), Err(f));
+    }
     let per_step = u64::from(sim.definition().seconds_per_step.max(1));
     let target = ops::target_step(&sim, ops::Hours::For(hours));
     let steps = target - sim.state().step;

@@ -300,6 +300,13 @@ impl<S: Storage> Sim<S> {
         &self.town
     }
 
+    /// The models the agents think with besides the run's, by the names their town or
+    /// add-agent gave, each once: what the gateway needs for this branch to go on.
+    pub fn models_named(&self) -> Vec<String> {
+        let names: std::collections::BTreeSet<&String> = self.folds.models.values().collect();
+        names.into_iter().cloned().collect()
+    }
+
     /// The rulebook the run decides by.
     pub fn rulebook(&self) -> Rulebook {
         self.settings.rulebook

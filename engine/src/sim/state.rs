@@ -67,6 +67,8 @@ const RELATIONSHIP: &str = "'s relationship with ";
 #[derive(Default)]
 pub(super) struct Folds {
     pub(super) state: Town,
+    /// The model each agent thinks with, where its town or add-agent named one.
+    pub(super) models: BTreeMap<AgentId, String>,
     pub(super) minds: Minds,
     pub(super) schedules: Schedules,
     pub(super) spatial: BTreeMap<AgentId, SpatialMemory>,
@@ -354,6 +356,7 @@ impl<S: Storage> Sim<S> {
                 let model = j.traits.iter().find(|(k, _)| k == hamlet_core::town::MODEL_TRAIT);
                 if let Some((_, name)) = model {
                     self.gateway.route(j.agent, name);
+                    self.folds.models.insert(j.agent, name.clone());
                 }
                 let named = j.traits.iter().find(|(k, _)| k == "strategy");
                 // A run's strategy for everyone stands over the town file's.
