@@ -34,7 +34,7 @@ const modelInputs = {};
 const KINDS = {
   'inner-voice': { label: 'Inner voice', model: true, fields: [['agent', 'Agent', 'agent'], ['text', 'The thought', 'textarea', 'e.g. “I should ask Juniper to the party”']] },
   interview: { label: 'Interview', model: true, fields: [['agent', 'Agent', 'agent'], ['question', 'Question', 'textarea', 'Asked as yourself; answered from memory'], ['remember', 'The agent remembers it', 'checkbox']] },
-  'edit-persona': { label: 'Edit persona', model: true, fields: [['agent', 'Agent', 'agent'], ['persona', 'Seed paragraph', 'textarea', 'Statements separated by “;”']] },
+  'edit-persona': { label: 'Edit persona', model: true, fields: [['agent', 'Agent', 'agent'], ['persona', 'Seed paragraph', 'textarea', 'Statements separated by “;” (empty: kept, when a model is given)'], ['model', 'Thinks with from now on (optional)', 'text', 'default, small, or a [models.NAME] profile']] },
   'add-agent': { label: 'Add an agent', model: true, fields: [['name', 'Name', 'text'], ['persona', 'Seed paragraph', 'textarea', 'Statements separated by “;”'], ['home', 'Home (sector:arena)', 'arena'], ['strategy', 'Strategy', 'strategy'], ['cash_cents', 'Cash (cents)', 'number'], ['model', 'Thinks with (optional)', 'text', 'the model chosen below; or default, small, a [models.NAME] profile']] },
   'add-building': { label: 'Add a building', model: false, fields: [['template', 'Copy of', 'sector'], ['name', 'Name', 'text'], ['x', 'West wall (x)', 'number'], ['y', 'North wall (y)', 'number']] },
   'set-object': { label: 'Set an object', model: false, fields: [['address', 'Object', 'object'], ['state', 'State', 'text', 'e.g. out of order']] },

@@ -190,6 +190,9 @@ pub fn summary(body: &Body, name: &dyn Fn(AgentId) -> String) -> String {
             Intervention::Happening { place, text, until_secs } => {
                 format!("at {place} until {}: {}", clock(*until_secs), clip(text, 80))
             }
+            Intervention::SetModel { agent, model } => {
+                format!("{} thinks with the model `{}` from now on", name(*agent), clip(model, 64))
+            }
         },
         Body::InterviewAnswered(a) => {
             format!("{} answers: \"{}\"", name(a.agent), clip(&a.answer, 90))

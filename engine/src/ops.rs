@@ -515,12 +515,15 @@ pub enum Intervention {
         #[serde(default)]
         remember: bool,
     },
-    /// The agent's seed paragraph rewritten.
+    /// The agent's seed paragraph rewritten, or the model it thinks with changed, or both.
     EditPersona {
         /// The agent.
         agent: u32,
-        /// The new paragraph.
+        /// The new paragraph (empty: kept as it is, when a model is given).
         persona: String,
+        /// The model it thinks with from now on, by name.
+        #[serde(default)]
+        model: Option<String>,
     },
     /// A new neighbour.
     AddAgent {
@@ -589,10 +592,12 @@ impl Intervention {
         )
     }
 
-    /// The model it names for an agent, if any (an added agent's).
+    /// The model it names for an agent, if any (an added agent's, or an edited one's).
     pub fn model(&self) -> Option<&str> {
         match self {
-            Intervention::AddAgent { model, .. } => model.as_deref(),
+            Intervention::AddAgent { model, .. } | Intervention::EditPersona { model, .. } => {
+                model.as_deref()
+            }
             _ => None,
         }
     }
@@ -622,8 +627,14 @@ impl Intervention {
             Intervention::Interview { agent, question, .. } => {
                 sim.check_voice(AgentId(*agent), question)
             }
-            Intervention::EditPersona { agent, persona } => {
-                sim.check_edit_persona(AgentId(*agent), persona).map(|_| ())
+            Intervention::EditPersona { agent, persona, model } => {
+                if let Some(m) = model {
+                    sim.check_set_model(AgentId(*agent), m)?;
+                }
+                if model.is_none() || !persona.trim().is_empty() {
+                    sim.check_edit_persona(AgentId(*agent), persona)?;
+                }
+                Ok(())
             }
             Intervention::AddAgent { name, persona, home, strategy, cash_cents, model } => sim
                 .check_add_agent(name, persona, home, strategy, *cash_cents, model.as_deref())
@@ -661,13 +672,21 @@ impl Intervention {
                 let answer = sim.interview(AgentId(*agent), question, *remember).await?;
                 format!("{}: {answer}", name(sim, *agent))
             }
-            Intervention::EditPersona { agent, persona } => {
-                let new = sim.edit_persona(AgentId(*agent), persona).await?;
-                format!(
-                    "{}'s persona is rewritten: {} new seed memories",
-                    name(sim, *agent),
-                    new.len()
-                )
+            Intervention::EditPersona { agent, persona, model } => {
+                let mut said = Vec::new();
+                if let Some(m) = model {
+                    sim.set_model(AgentId(*agent), m)?;
+                    said.push(format!("{} thinks with the model `{m}`", name(sim, *agent)));
+                }
+                if model.is_none() || !persona.trim().is_empty() {
+                    let new = sim.edit_persona(AgentId(*agent), persona).await?;
+                    said.push(format!(
+                        "{}'s persona is rewritten: {} new seed memories",
+                        name(sim, *agent),
+                        new.len()
+                    ));
+                }
+                said.join("; ")
             }
             Intervention::AddAgent { name, persona, home, strategy, cash_cents, model } => {
                 let id = sim

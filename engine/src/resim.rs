@@ -127,20 +127,18 @@ pub async fn resimulate(
         Replay::from_events(recorded.iter().map(|e| &e.body)).recorded_params().unwrap_or_default();
     // Each part of the history (a branch's, up to where its fork begins) answers from its
     // own events: a parent run that goes past the fork point must not use up the fork's.
-    // An agent whose town named its model answers from that model's calls alone, as the
-    // run asked it (each model hashes its requests by its own name).
-    let models = models_of(recorded);
+    // Each model the run asked answers from its own calls (a request's hash covers its
+    // model's name), under the name its agents gave it.
+    let (main_model, named) = models_of(recorded);
     let answering = |part: &[Event]| {
-        let replay = |name: Option<&str>| {
-            let bodies = bodies_of(part, |agent| {
-                agent.and_then(|a| models.get(&a)).map(String::as_str) == name
-            });
-            let replay = Arc::new(Replay::from_events(bodies));
+        let replay = |keep: &dyn Fn(&str) -> bool| {
+            let replay = Arc::new(Replay::from_events(bodies_of(part, keep)));
             Gateway::new(replay.clone(), replay, params.clone(), RetryPolicy::default(), 4)
         };
-        let gateway = replay(None);
-        for name in models.values().collect::<std::collections::BTreeSet<_>>() {
-            gateway.add_model(name, replay(Some(name)));
+        let routed: Vec<&str> = named.values().flatten().map(String::as_str).collect();
+        let gateway = replay(&|m| Some(m) == main_model.as_deref() || !routed.contains(&m));
+        for (name, model) in &named {
+            gateway.add_model(name, replay(&|m| Some(m) == model.as_deref()));
         }
         gateway
     };
@@ -250,6 +248,7 @@ pub async fn resimulate(
                 Intervention::EditPersona { agent, persona } => {
                     sim.edit_persona(*agent, persona).await.map(|_| ())
                 }
+                Intervention::SetModel { agent, model } => sim.set_model(*agent, model).map(|_| ()),
                 Intervention::AddBuilding { template, name, origin } => {
                     sim.add_building(template, name, *origin).map(|_| ())
                 }
@@ -380,32 +379,52 @@ fn written_since(
     sim.store().events(sim.branch(), from as u64, head)
 }
 
-/// Each agent's model as its `AgentJoined` names it, for the agents whose town (or
-/// add-agent) named one.
-fn models_of(recorded: &[Event]) -> BTreeMap<AgentId, String> {
-    recorded
-        .iter()
-        .filter_map(|e| match &e.body {
+/// The model the run's own calls were asked of (calls for no agent, or for an agent that
+/// named none), and each name agents gave a model with the model its calls were asked of
+/// (`None` if none was asked): from `AgentJoined` traits and `SetModel` interventions, as
+/// each agent's name stood when it asked.
+fn models_of(recorded: &[Event]) -> (Option<String>, BTreeMap<String, Option<String>>) {
+    let mut now: BTreeMap<AgentId, String> = BTreeMap::new();
+    let (mut main, mut named) = (None, BTreeMap::<String, Option<String>>::new());
+    for e in recorded {
+        match &e.body {
             Body::AgentJoined(j) => {
-                j.traits.iter().find(|(k, _)| k == MODEL_TRAIT).map(|(_, m)| (j.agent, m.clone()))
+                if let Some((_, m)) = j.traits.iter().find(|(k, _)| k == MODEL_TRAIT) {
+                    now.insert(j.agent, m.clone());
+                    named.entry(m.clone()).or_default();
+                }
             }
-            _ => None,
-        })
-        .collect()
+            Body::Intervened(i) => {
+                if let Intervention::SetModel { agent, model } = &i.intervention {
+                    now.insert(*agent, model.clone());
+                    named.entry(model.clone()).or_default();
+                }
+            }
+            Body::LlmRequested(r) => match r.agent.and_then(|a| now.get(&a)) {
+                Some(name) => {
+                    named.entry(name.clone()).or_default().get_or_insert_with(|| r.model.clone());
+                }
+                None => {
+                    main.get_or_insert_with(|| r.model.clone());
+                }
+            },
+            _ => {}
+        }
+    }
+    (main, named)
 }
 
-/// The bodies of `part` a replay answers for the agents `mine` keeps: their model calls,
-/// each with its answers and failures; every other event (embeddings too) when `mine`
-/// keeps calls for no agent.
-fn bodies_of(part: &[Event], mine: impl Fn(Option<AgentId>) -> bool) -> Vec<&Body> {
+/// The bodies of `part` a replay answers: the model calls whose recorded model `keep` keeps,
+/// each with its answers and failures, and every event that is not a model call's.
+fn bodies_of<'a>(part: &'a [Event], keep: &dyn Fn(&str) -> bool) -> Vec<&'a Body> {
     let mut asked: BTreeMap<[u8; 32], bool> = BTreeMap::new();
     part.iter()
         .map(|e| &e.body)
         .filter(|body| match body {
-            Body::LlmRequested(r) => *asked.entry(r.request_hash).or_insert_with(|| mine(r.agent)),
+            Body::LlmRequested(r) => *asked.entry(r.request_hash).or_insert_with(|| keep(&r.model)),
             Body::LlmResponded(r) => asked.get(&r.request_hash).copied().unwrap_or(false),
             Body::LlmFailed(f) => asked.get(&f.request_hash).copied().unwrap_or(false),
-            _ => mine(None),
+            _ => true,
         })
         .collect()
 }

@@ -142,7 +142,7 @@ pub struct ConfigFile {
     pub models: BTreeMap<String, Profile>,
 }
 
-/// A model a persona may name (`model = "NAME"` in a town file, `add-agent --model`): an
+/// A model a persona may name (`model = "NAME"` in a town file, `add-agent --thinks-with`): an
 /// OpenAI-compatible server and the model it serves. Its key is read from the environment
 /// variable `api_key_env` names, never from the file.
 #[derive(Clone, Debug, Default, Deserialize, PartialEq)]

@@ -42,8 +42,8 @@ pub const fn schema_version(kind: u16) -> u16 {
         // EmbeddingReturned v2 added whether the vectors were pooled from per-token ones.
         14 => 2,
         // Intervened v2: the same shape, and a new intervention (`Happening`) that a
-        // schema-1 reader would not know.
-        23 => 2,
+        // schema-1 reader would not know; v3 another (`SetModel`).
+        23 => 3,
         _ => 1,
     }
 }
@@ -1298,6 +1298,14 @@ pub enum Intervention {
         text: String,
         /// When it ends, in simulated seconds since midnight of day 0.
         until_secs: u64,
+    },
+    /// The model an agent thinks with from now on, by the name a town file would give it
+    /// (`default`, `small`, a config file's profile). Since `Intervened` schema 3.
+    SetModel {
+        /// Whose.
+        agent: AgentId,
+        /// The model's name.
+        model: String,
     },
 }
 

@@ -257,3 +257,40 @@ pub fn small_recording() -> Vec<u8> {
     out.write_chunk(&fork.finish().1).unwrap_or_else(|e| panic!("{e}"));
     out.finish().unwrap_or_else(|e| panic!("{e}"))
 }
+
+/// A recording of two events past the first of every kind's: an agent that joined with a
+/// model named and then set to another by hand (`Intervened` schema 3's `SetModel`).
+pub fn set_model_recording() -> Vec<u8> {
+    let mut out = crate::writer::RecordingWriter::new(Vec::new(), "hamlet-log samples")
+        .unwrap_or_else(|e| panic!("{e}"));
+    let created = NewEvent::new(
+        0,
+        Body::BranchCreated(BranchCreated {
+            name: "main".into(),
+            parent_branch: None,
+            fork_seq: None,
+            nonce: 0,
+        }),
+    );
+    let stored = created.encode(0);
+    let main = BranchId(EventId::chain(EventId::NONE, &stored));
+    let mut chunk = crate::format::ChunkBuilder::new(main, EventId::NONE, 0);
+    chunk.push(&stored);
+    let ada = AgentId(0);
+    let joined = Body::AgentJoined(AgentJoined {
+        agent: ada,
+        name: "Ada Brook".into(),
+        persona: "Ada Brook sings in the choir".into(),
+        traits: vec![("model".into(), "default".into()), ("strategy".into(), "full".into())],
+        tile: Tile { x: 2, y: 3 },
+        cash_cents: 500,
+    });
+    let set = Body::Intervened(Intervened {
+        intervention: Intervention::SetModel { agent: ada, model: "small".into() },
+    });
+    for (seq, body) in [(1u64, joined), (2, set)] {
+        chunk.push(&NewEvent::new(seq * 10, body).encode(seq));
+    }
+    out.write_chunk(&chunk.finish().1).unwrap_or_else(|e| panic!("{e}"));
+    out.finish().unwrap_or_else(|e| panic!("{e}"))
+}

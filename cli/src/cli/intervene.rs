@@ -57,11 +57,16 @@ pub struct HappenArgs {
 /// `hamlet edit-persona`.
 #[derive(Debug, Args)]
 pub struct EditPersonaArgs {
-    /// The new seed paragraph: statements separated by `;`
-    persona: String,
+    /// The new seed paragraph: statements separated by `;` (give it, `--thinks-with`, or both)
+    #[arg(required_unless_present = "thinks_with")]
+    persona: Option<String>,
     /// The agent (name or number)
     #[arg(long)]
     agent: String,
+    /// The model it thinks with from now on: `default` or `small` (the embedded models), or
+    /// a profile of the config file (`[models.NAME]`); `--model` is the one this change asks
+    #[arg(long = "thinks-with", value_name = "NAME")]
+    thinks_with: Option<String>,
     #[command(flatten)]
     target: Target,
     #[command(flatten)]
@@ -86,9 +91,10 @@ pub struct AddAgentArgs {
     #[arg(long, default_value_t = 2000)]
     cash_cents: i64,
     /// The model it thinks with: `default` or `small` (the embedded models), or a profile of
-    /// the config file (`[models.NAME]`) [default: the run's]
-    #[arg(long, value_name = "NAME")]
-    model: Option<String>,
+    /// the config file (`[models.NAME]`) [default: the run's; `--model` is the one this change
+    /// asks]
+    #[arg(long = "thinks-with", value_name = "NAME")]
+    thinks_with: Option<String>,
     #[command(flatten)]
     target: Target,
     #[command(flatten)]
@@ -168,16 +174,28 @@ pub fn happen(a: HappenArgs) -> anyhow::Result<Outcome> {
 pub fn edit_persona(a: EditPersonaArgs) -> anyhow::Result<Outcome> {
     let rt = runtime()?;
     let target = &a.target;
+    let more: Vec<&str> = a.thinks_with.as_deref().into_iter().collect();
     let (mut sim, branch, agent) =
-        open(&target.store, &target.branch, Some(&a.agent), false, &a.llm, &[], &rt)?;
+        open(&target.store, &target.branch, Some(&a.agent), false, &a.llm, &more, &rt)?;
     let agent = agent.ok_or_else(|| anyhow::anyhow!("no agent `{}`", a.agent))?;
-    sim.check_edit_persona(agent, &a.persona)?;
+    if let Some(persona) = &a.persona {
+        sim.check_edit_persona(agent, persona)?;
+    }
+    if let Some(model) = &a.thinks_with {
+        sim.check_set_model(agent, model)?;
+    }
     finish_step(&mut sim, &rt)?;
-    let new = rt.block_on(sim.edit_persona(agent, &a.persona))?;
     let name = sim.state().agents.get(&agent).map_or("", |x| x.name.as_str()).to_owned();
-    println!("{name}'s seed paragraph is rewritten; {} new seed memories:", new.len());
-    for statement in &new {
-        println!("  {statement}");
+    if let Some(model) = &a.thinks_with {
+        sim.set_model(agent, model)?;
+        println!("{name} thinks with the model `{model}` from now on");
+    }
+    if let Some(persona) = &a.persona {
+        let new = rt.block_on(sim.edit_persona(agent, persona))?;
+        println!("{name}'s seed paragraph is rewritten; {} new seed memories:", new.len());
+        for statement in &new {
+            println!("  {statement}");
+        }
     }
     go_on(target, &branch);
     Ok(Outcome::Done)
@@ -186,10 +204,10 @@ pub fn edit_persona(a: EditPersonaArgs) -> anyhow::Result<Outcome> {
 pub fn add_agent(a: AddAgentArgs) -> anyhow::Result<Outcome> {
     let rt = runtime()?;
     let target = &a.target;
-    let more: Vec<&str> = a.model.as_deref().into_iter().collect();
+    let more: Vec<&str> = a.thinks_with.as_deref().into_iter().collect();
     let (mut sim, branch, _) =
         open(&target.store, &target.branch, None, false, &a.llm, &more, &rt)?;
-    let model = a.model.as_deref();
+    let model = a.thinks_with.as_deref();
     sim.check_add_agent(&a.name, &a.persona, &a.home, &a.strategy, a.cash_cents, model)?;
     finish_step(&mut sim, &rt)?;
     let added = sim.add_agent(&a.name, &a.persona, &a.home, &a.strategy, a.cash_cents, model);

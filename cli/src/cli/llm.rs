@@ -707,7 +707,8 @@ impl hamlet_gateway::LlmBackend for NoLanguageModel {
     }
 }
 
-/// The models a branch's agents think with, by the names their `AgentJoined` give, each once.
+/// The models a branch's agents think with, by the names their `AgentJoined` and every
+/// `SetModel` give, each once.
 pub fn models_named(events: &[hamlet_log::Event]) -> Vec<String> {
     let mut names: Vec<String> = events
         .iter()
@@ -717,6 +718,10 @@ pub fn models_named(events: &[hamlet_log::Event]) -> Vec<String> {
                 .iter()
                 .find(|(k, _)| k == hamlet_engine::town::MODEL_TRAIT)
                 .map(|(_, m)| m.clone()),
+            Body::Intervened(i) => match &i.intervention {
+                hamlet_log::event::Intervention::SetModel { model, .. } => Some(model.clone()),
+                _ => None,
+            },
             _ => None,
         })
         .collect();

@@ -703,6 +703,55 @@ async fn a_persona_thinks_with_the_model_its_town_names_from_the_config_files_pr
     let by_model = cost_text.split("by model").nth(1).unwrap_or_default();
     assert!(by_model.contains("rules-b") && by_model.contains("rules "), "{cost_text}");
 
+    // Another agent is set to think with `b` by hand; resumed, its calls go there.
+    let second = hamlet_engine::town::Definition::parse("t.toml", hamlet_engine::town::WILLOWMERE)
+        .unwrap()
+        .personas[1]
+        .name
+        .clone();
+    let mut edit =
+        args(&run_server, &store, &["edit-persona", "--agent", &second, "--thinks-with", "b"]);
+    edit.extend(["--config".to_owned(), config.display().to_string()]);
+    let out =
+        tokio::task::spawn_blocking(move || command(&edit).env("B_KEY", "sk-b").output().unwrap())
+            .await
+            .unwrap();
+    assert!(out.status.success(), "{}", text(&out));
+    assert!(text(&out).contains(&format!("{second} thinks with the model `b` from now on")));
+    let asked_before = b_server.count();
+    let mut resume = args(&run_server, &store, &["run", "--resume", "--hours", "1"]);
+    resume.extend(["--config".to_owned(), config.display().to_string()]);
+    let out = tokio::task::spawn_blocking(move || {
+        command(&resume).env("B_KEY", "sk-b").output().unwrap()
+    })
+    .await
+    .unwrap();
+    assert!(out.status.success(), "{}", text(&out));
+    assert!(b_server.count() > asked_before);
+    let log = events(&store, "main");
+    let set_at = log
+        .iter()
+        .position(|e| matches!(&e.body, Body::Intervened(i)
+            if matches!(&i.intervention, hamlet_log::event::Intervention::SetModel { model, .. } if model == "b")))
+        .expect("the change is one event");
+    let second_id = log.iter().find_map(|e| match &e.body {
+        Body::AgentJoined(j) if j.name == second => Some(j.agent),
+        _ => None,
+    });
+    let models_after: Vec<&str> = log[set_at..]
+        .iter()
+        .filter_map(|e| match &e.body {
+            Body::LlmRequested(r) if r.agent.is_some() && r.agent == second_id => {
+                Some(r.model.as_str())
+            }
+            _ => None,
+        })
+        .collect();
+    assert!(
+        !models_after.is_empty() && models_after.iter().all(|m| *m == "rules-b"),
+        "{models_after:?}"
+    );
+
     // A name with no model is refused before the run starts, saying what names there are.
     let (lacking, _) = town_naming(tmp.path(), "c");
     let other = tmp.path().join("other");

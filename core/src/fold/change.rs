@@ -395,6 +395,7 @@ mod v1 {
         SetObjectState { address: &'a str, state: &'a str },
         AddAgent { _name: &'a [u8], _persona: &'a [u8] },
         Happening { place: &'a str, text: &'a str, until_secs: u64 },
+        SetModel { _agent: AgentId, _model: &'a [u8] },
     }
 }
 
@@ -409,8 +410,9 @@ pub fn from_stored(kind: u16, schema: u16, body: &[u8]) -> Option<Change<'_>> {
     // their prefixes read none), so they read the same way.
     let same_prefix = match kind {
         10 => schema <= 4,
-        // Intervened 2 added a variant at the end of `Intervention`.
-        11..=14 | 23 => schema <= 2,
+        // Intervened 2 and 3 each added a variant at the end of `Intervention`.
+        11..=14 => schema <= 2,
+        23 => schema <= 3,
         _ => schema == 1,
     };
     if !same_prefix {
@@ -609,6 +611,7 @@ mod tests {
             Intervention::SetObjectState { address: "a".into(), state: "s".into() },
             Intervention::AddAgent { name: "n".into(), persona: "p".into() },
             Intervention::Happening { place: "p".into(), text: "t".into(), until_secs: 9 },
+            Intervention::SetModel { agent: AgentId(2), model: "small".into() },
         ];
         for intervention in interventions {
             let body = Body::Intervened(Intervened { intervention });

@@ -306,6 +306,34 @@ impl<S: Storage> Sim<S> {
         Ok(new)
     }
 
+    /// The user sets the model `agent` thinks with from now on: `model` names the run's
+    /// model or one its gateway has (`Gateway::add_model`). Refused, writing nothing, when
+    /// the agent or the model is unknown.
+    pub fn set_model(&mut self, agent: AgentId, model: &str) -> Result<EventId, SimError> {
+        self.check_set_model(agent, model)?;
+        self.intervene(Intervention::SetModel { agent, model: model.to_owned() })
+    }
+
+    /// Whether [`Sim::set_model`] would be refused, and why.
+    pub fn check_set_model(&self, agent: AgentId, model: &str) -> Result<(), SimError> {
+        if !self.folds.state.agents.contains_key(&agent) {
+            return Err(SimError::refused("agent", format!("no agent {}", agent.0)));
+        }
+        if let Some(problem) = crate::town::model_name_problem(model) {
+            return Err(SimError::refused("model", problem));
+        }
+        if !self.gateway.has_model(model) {
+            return Err(SimError::refused(
+                "model",
+                format!(
+                    "this run has no model named `{model}`: name `default`, `small`, or a \
+                     profile of the config file (`[models.{model}]`)"
+                ),
+            ));
+        }
+        Ok(())
+    }
+
     /// Whether [`Sim::edit_persona`] would be refused, and why; else the agent's name.
     pub fn check_edit_persona(&self, agent: AgentId, persona: &str) -> Result<String, SimError> {
         let Some(name) = self.folds.state.agents.get(&agent).map(|a| a.name.clone()) else {

@@ -271,6 +271,10 @@ impl<S: Storage> Sim<S> {
                 Intervention::InnerVoice { agent, text } => {
                     self.folds.intentions.entry(*agent).or_default().push(text.clone());
                 }
+                Intervention::SetModel { agent, model } => {
+                    self.gateway.route(*agent, model);
+                    self.folds.models.insert(*agent, model.clone());
+                }
                 // Checked before it was written; a resumed run's town may hold it already.
                 Intervention::AddBuilding { template, name, origin }
                     if self.town.sectors.iter().all(|s| s.name != *name) =>

@@ -97,6 +97,11 @@ const PINNED: &[(&str, &str, &str)] = &[
         "main",
         "st_ace6d5fcd7f81668933bb103cdc84cd9391e0108cfce2659c5b2edc18e66fc80",
     ),
+    (
+        "intervened-v3.hamlet",
+        "main",
+        "st_56558e3027e59ee59b9c44b7739d6230e7ff55c2b654589fa5f00f8ee809b2a2",
+    ),
 ];
 
 #[test]
@@ -225,7 +230,9 @@ fn schema_2_model_calls_upcast_to_no_items_and_the_v3_sample_carries_its_distrib
 fn write_missing_corpus() {
     let dir = corpus_dir();
     std::fs::create_dir_all(&dir).unwrap();
-    let files: [(&str, Vec<u8>); 11] = [
+    let files: [(&str, Vec<u8>); 12] = [
+        // Intervened at schema 3: an agent's model set by hand (`SetModel`).
+        ("intervened-v3.hamlet", hamlet_log::samples::set_model_recording()),
         ("schema-v1.hamlet", hamlet_log::samples::small_recording()),
         // EmbeddingRequested schema 2 (purpose, agent, server).
         ("embedding-requested-v2.hamlet", hamlet_log::samples::small_recording()),
@@ -293,6 +300,27 @@ fn an_intervention_of_schema_2_can_be_a_happening_and_the_fold_keeps_it() {
     assert!(matches!(&v2, Intervention::Happening { place, .. } if place == "café:counter"));
     assert_eq!(town.happenings.len(), 1, "still going on at the sample's end");
     assert_eq!(town.happenings[0].text, "a fire alarm is ringing");
+}
+
+#[test]
+fn an_intervention_of_schema_3_can_set_an_agents_model_and_the_town_keeps_nothing_of_it() {
+    let bytes = std::fs::read(corpus_dir().join("intervened-v3.hamlet")).unwrap();
+    let rec = Recording::open(&bytes).unwrap();
+    let main = rec.find_branch("main").unwrap().id;
+    let events: Vec<_> = rec.events(main, 0).unwrap().map(Result::unwrap).collect();
+    let set = events.iter().find_map(|e| match &e.body {
+        hamlet_log::Body::Intervened(i) => Some(i.intervention.clone()),
+        _ => None,
+    });
+    assert!(
+        matches!(&set, Some(hamlet_log::event::Intervention::SetModel { model, .. }) if model == "small"),
+        "{set:?}"
+    );
+    // The model is the engine's routing, not the town's: the fold keeps nothing of it.
+    let before = state_at(&rec, main, Moment::Seq(1)).unwrap();
+    let after = state_at(&rec, main, Moment::End).unwrap();
+    assert_eq!(after.agents, before.agents);
+    assert_eq!((after.n_unknown, after.n_anomalies), (0, 0));
 }
 
 #[test]

@@ -1,7 +1,8 @@
 //! Each agent its own model: a persona's `model` sends that agent's calls to the model of
 //! that name and everyone else's to the run's; an agent added with a model the run has
-//! thinks with it; a name the run has no model for is refused; and `resim` answers each
-//! agent from its own model's calls.
+//! thinks with it, and one set to another model by hand thinks with that from then on; a
+//! name the run has no model for is refused; and `resim` answers each call from the model
+//! that answered it.
 
 use std::sync::Arc;
 
@@ -10,7 +11,7 @@ use hamlet_engine::sim::{Sim, SimError, SimSettings};
 use hamlet_engine::store::Store;
 use hamlet_engine::town::Definition;
 use hamlet_gateway::{Gateway, Params, RetryPolicy};
-use hamlet_log::event::AgentId;
+use hamlet_log::event::{AgentId, Intervention};
 use hamlet_log::Body;
 use hamlet_testkit::rules::{LetterEmbedder, SecondRuleModel};
 
@@ -54,6 +55,10 @@ fn each_agent_asks_the_model_its_persona_names_and_a_re_run_answers_each_from_it
         assert!(matches!(refused, Err(SimError::Refused { field: "model", .. })), "{refused:?}");
         let added = sim.add_agent("Ada Brook", ada, dorm, "full", 0, Some("second")).await;
         assert!(added.is_ok(), "{added:?}");
+        // The second persona, on the run's model so far, thinks with `second` from now on.
+        let refused = sim.set_model(AgentId(1), "gpt-99");
+        assert!(matches!(refused, Err(SimError::Refused { field: "model", .. })), "{refused:?}");
+        sim.set_model(AgentId(1), "second").unwrap();
         for _ in 0..3 {
             sim.step().await.unwrap();
         }
@@ -70,10 +75,26 @@ fn each_agent_asks_the_model_its_persona_names_and_a_re_run_answers_each_from_it
             .unwrap()
     };
     let (mut by_second, mut by_run) = (0, 0);
+    let mut switched = false;
+    let (mut agent1_before, mut agent1_after) = (0, 0);
     for e in &log {
+        if let Body::Intervened(i) = &e.body {
+            switched |= matches!(&i.intervention,
+                Intervention::SetModel { agent: AgentId(1), model } if model == "second");
+        }
         let Body::LlmRequested(r) = &e.body else { continue };
         let Some(agent) = r.agent else { continue };
         let name = name_of(agent);
+        if agent == AgentId(1) {
+            let expected = if switched { "rules-b" } else { "rules" };
+            assert_eq!(r.model, expected, "agent 1's {} call", r.purpose);
+            if switched {
+                agent1_after += 1;
+            } else {
+                agent1_before += 1;
+            }
+            continue;
+        }
         if name == first || name == "Ada Brook" {
             assert_eq!(r.model, "rules-b", "{name}'s {} call", r.purpose);
             by_second += 1;
@@ -83,6 +104,7 @@ fn each_agent_asks_the_model_its_persona_names_and_a_re_run_answers_each_from_it
         }
     }
     assert!(by_second > 0 && by_run > 0, "{by_second} calls by `second`, {by_run} by the run's");
+    assert!(agent1_before > 0 && agent1_after > 0, "{agent1_before} then {agent1_after}");
     // The newcomer's seed memories were rated by its own model.
     let ada = log.iter().find_map(|e| match &e.body {
         Body::AgentJoined(j) if j.name == "Ada Brook" => Some(j.agent),
