@@ -159,6 +159,9 @@ pub fn town(c: TownCommand) -> anyhow::Result<Outcome> {
                     p.cash_cents as f64 / 100.0,
                     p.strategy
                 )?;
+                if let Some(m) = &p.model {
+                    writeln!(out, "      thinks with the model `{m}`")?;
+                }
                 for h in &p.hosts {
                     let end = h.start_secs + u64::from(h.duration_secs);
                     writeln!(
