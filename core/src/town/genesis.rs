@@ -5,7 +5,7 @@
 
 use hamlet_log::event::{AgentId, AgentJoined, Body, NewEvent, RunConfigured, TownLoaded};
 
-use super::{Definition, MODEL_TRAIT};
+use super::{Definition, GOAL_TRAIT, MODEL_TRAIT};
 use crate::rulebook::Rulebook;
 
 /// The settings recorded in `RunConfigured`, sorted by key.
@@ -36,6 +36,9 @@ fn traits(p: &super::Persona) -> Vec<(String, String)> {
     // Only where the town names one, so a town without models starts as it always has.
     if let Some(m) = &p.model {
         out.push((MODEL_TRAIT.to_owned(), m.clone()));
+    }
+    if let Some(g) = &p.goal {
+        out.push((GOAL_TRAIT.to_owned(), g.clone()));
     }
     out.sort();
     out

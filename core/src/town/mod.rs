@@ -182,6 +182,8 @@ struct RawPersona {
     hosts: Vec<RawHosted>,
     #[serde(default)]
     model: Option<String>,
+    #[serde(default)]
+    goal: Option<String>,
 }
 
 #[derive(Deserialize)]
@@ -213,6 +215,12 @@ pub const HOSTED_WHAT_CHARS: usize = 200;
 /// The trait of an agent (in its `AgentJoined`) naming the model it thinks with, where its
 /// town or its `add-agent` named one.
 pub const MODEL_TRAIT: &str = "model";
+
+/// The trait of an agent (in its `AgentJoined`) holding its life goal, where its town gave one.
+pub const GOAL_TRAIT: &str = "goal";
+
+/// The longest life goal a persona may have, in characters: it opens every prompt.
+pub const GOAL_CHARS: usize = 400;
 
 /// The longest name of a model a persona may name.
 pub const MODEL_NAME_CHARS: usize = 64;
@@ -335,6 +343,9 @@ pub struct Persona {
     /// embedded models) or a profile of the config file (`[models.NAME]`). `None`: the run's
     /// model. Whether the name is known is the run's to check, not the town file's.
     pub model: Option<String>,
+    /// What the persona wants from life, in the town author's words ("Mei Lin wants to open
+    /// a bakery in Oak Hill by the summer"): part of who the agent is in every prompt.
+    pub goal: Option<String>,
 }
 
 /// An event a persona hosts: what, where, and when.
@@ -727,6 +738,19 @@ impl Definition {
             if let Some(problem) = r.model.as_deref().and_then(model_name_problem) {
                 bad(p.span(), format!("{key}.model"), problem);
             }
+            if let Some(g) = &r.goal {
+                if g.trim().is_empty() {
+                    bad(p.span(), format!("{key}.goal"), "`goal` is empty".into());
+                } else if g.contains('\n') {
+                    bad(p.span(), format!("{key}.goal"), "`goal` is one line".into());
+                } else if g.chars().count() > GOAL_CHARS {
+                    bad(
+                        p.span(),
+                        format!("{key}.goal"),
+                        format!("`goal` is longer than {GOAL_CHARS} characters"),
+                    );
+                }
+            }
             let mut hosts = Vec::new();
             for (h, e) in r.hosts.iter().enumerate() {
                 let at = format!("{key}.hosts[{h}]");
@@ -805,6 +829,7 @@ impl Definition {
                 currently: r.currently.as_ref().map(|c| c.trim().to_owned()),
                 hosts,
                 model: r.model.clone(),
+                goal: r.goal.as_ref().map(|g| g.trim().to_owned()),
             });
         }
 

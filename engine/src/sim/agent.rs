@@ -224,7 +224,7 @@ impl<S: Storage> Sim<S> {
             )
             .await?;
             if let Some(text) = text {
-                summary = format!("{base}\nCurrently: {text}");
+                summary = format!("{}\nCurrently: {text}", self.with_goal(agent, base));
                 summary_cause = at.map(Cause::Pending).or(summary_cause);
             }
         }

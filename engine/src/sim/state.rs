@@ -69,6 +69,8 @@ pub(super) struct Folds {
     pub(super) state: Town,
     /// The model each agent thinks with, where its town or add-agent named one.
     pub(super) models: BTreeMap<AgentId, String>,
+    /// Each agent's life goal, where its town gave one.
+    pub(super) goals: BTreeMap<AgentId, String>,
     pub(super) minds: Minds,
     pub(super) schedules: Schedules,
     pub(super) spatial: BTreeMap<AgentId, SpatialMemory>,
@@ -362,6 +364,10 @@ impl<S: Storage> Sim<S> {
                     self.gateway.route(j.agent, name);
                     self.folds.models.insert(j.agent, name.clone());
                 }
+                let goal = j.traits.iter().find(|(k, _)| k == hamlet_core::town::GOAL_TRAIT);
+                if let Some((_, goal)) = goal {
+                    self.folds.goals.insert(j.agent, goal.clone());
+                }
                 let named = j.traits.iter().find(|(k, _)| k == "strategy");
                 // A run's strategy for everyone stands over the town file's.
                 let all = self.folds.configured.as_ref().and_then(|c| {
@@ -457,11 +463,22 @@ impl<S: Storage> Sim<S> {
         self.identity(agent, summary)
     }
 
-    /// `summary` and, by rulebook 4 ([`Mechanism::Currently`]), the agent's `currently` on a
-    /// line of its own: the identity block of its prompts.
+    /// `summary`, its life goal if its town gave one, and, by rulebook 4
+    /// ([`Mechanism::Currently`]), the agent's `currently`, each on a line of its own: the
+    /// identity block of its prompts.
     pub(super) fn identity(&self, agent: AgentId, summary: String) -> String {
-        match self.currently(agent) {
-            Some(now) => format!("{summary}\nCurrently: {now}"),
+        let mut out = self.with_goal(agent, summary);
+        if let Some(now) = self.currently(agent) {
+            out.push_str("\nCurrently: ");
+            out.push_str(&now);
+        }
+        out
+    }
+
+    /// `summary` and the agent's life goal on a line of its own, if its town gave one.
+    pub(super) fn with_goal(&self, agent: AgentId, summary: String) -> String {
+        match self.folds.goals.get(&agent) {
+            Some(goal) => format!("{summary}\nLife goal: {goal}"),
             None => summary,
         }
     }

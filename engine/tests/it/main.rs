@@ -3,6 +3,7 @@
 mod crash;
 mod day;
 mod fold;
+mod goals;
 mod golden;
 mod intervene;
 mod mind;

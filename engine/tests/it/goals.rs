@@ -1,0 +1,51 @@
+//! Life goals: a persona's `goal` is part of who the agent is in every prompt that says who
+//! it is, and only its own; a goal is one line.
+
+use hamlet_engine::sim::SimSettings;
+use hamlet_engine::town::Definition;
+use hamlet_log::event::Prompt;
+use hamlet_log::Body;
+
+use crate::sim::{rules, run_town, town};
+
+const GOAL: &str = "wants to open a second café in Willowmere before the summer";
+
+#[test]
+fn an_agents_goal_is_in_every_prompt_that_says_who_it_is() {
+    let first = town().personas[0].name.clone();
+    let source = town().source.replacen(
+        "strategy = \"full\"",
+        &format!("strategy = \"full\"\ngoal = \"{first} {GOAL}\""),
+        1,
+    );
+    let with_goal = Definition::parse("goal.toml", &source).unwrap();
+    assert_eq!(with_goal.personas[0].goal.as_deref(), Some(format!("{first} {GOAL}").as_str()));
+    let (_tmp, log) = run_town(with_goal, SimSettings::default(), rules(), 8);
+    let (mut own, mut others) = (0, 0);
+    for e in &log {
+        let Body::LlmRequested(r) = &e.body else { continue };
+        let Prompt::Chat(messages) = &r.prompt else { continue };
+        let text: String = messages.iter().map(|m| m.content.as_str()).collect();
+        if text.contains(&format!("Who {first} is:")) {
+            assert!(text.contains(&format!("Life goal: {first} {GOAL}")), "{}: {text}", r.purpose);
+            own += 1;
+        } else if !text.contains(&first) {
+            assert!(!text.contains("Life goal:"), "another agent's {} call: {text}", r.purpose);
+            others += 1;
+        }
+    }
+    assert!(own > 0 && others > 0, "{own} of its own calls, {others} of others'");
+}
+
+#[test]
+fn a_goal_is_one_line_and_not_empty() {
+    for (bad, why) in [("", "empty"), ("a\\nb", "one line")] {
+        let source = town().source.replacen(
+            "strategy = \"full\"",
+            &format!("strategy = \"full\"\ngoal = \"{bad}\""),
+            1,
+        );
+        let e = Definition::parse("bad.toml", &source).unwrap_err().to_string();
+        assert!(e.contains(".goal") && e.contains(why), "{bad}: {e}");
+    }
+}
