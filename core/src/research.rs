@@ -6,7 +6,7 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use hamlet_log::event::{AgentId, Tile};
+use hamlet_log::event::{Account, AgentId, Tile};
 use hamlet_log::{Body, Event};
 use serde::{Deserialize, Serialize};
 
@@ -545,6 +545,107 @@ mod tests {
     }
 
     #[test]
+    fn a_goals_progress_is_what_the_log_counts_toward_its_measure() {
+        use crate::town::{Measure, GOAL_TRAIT, MEASURE_TRAIT};
+        use hamlet_log::event::{AgentJoined, CashMoved, ConversationStarted};
+        let joined = |agent: u32, name: &str, measure: Option<Measure>| {
+            let mut traits = vec![(GOAL_TRAIT.to_owned(), format!("{name} wants something"))];
+            if let Some(m) = measure {
+                traits.push((MEASURE_TRAIT.to_owned(), m.to_trait()));
+            }
+            Body::AgentJoined(AgentJoined {
+                agent: AgentId(agent),
+                name: name.into(),
+                persona: String::new(),
+                traits,
+                tile: Tile::default(),
+                cash_cents: 0,
+            })
+        };
+        let paid = |to: u32, cents: i64, reason: &str| {
+            Body::CashMoved(CashMoved {
+                from: Account::World,
+                to: Account::Agent(AgentId(to)),
+                amount_cents: cents,
+                reason: reason.into(),
+            })
+        };
+        let bought = |from: u32, reason: &str| {
+            Body::CashMoved(CashMoved {
+                from: Account::Agent(AgentId(from)),
+                to: Account::Shop("bakery".into()),
+                amount_cents: 300,
+                reason: reason.into(),
+            })
+        };
+        let talk = |a: u32, b: u32| {
+            Body::ConversationStarted(ConversationStarted {
+                agents: vec![AgentId(a), AgentId(b)],
+                address: "café:counter".into(),
+            })
+        };
+        let h = |hour: u64| hour * 3600;
+        let bodies = [
+            (h(7), joined(0, "Ada", Some(Measure::Earn { cents: 1000 }))),
+            (h(7), joined(1, "Bo", Some(Measure::Buy { item: "Bread".into(), times: 2 }))),
+            (h(7), joined(2, "Cy", Some(Measure::Meet { name: "Ada".into() }))),
+            (h(7), joined(3, "Di", None)),
+            (h(8), paid(0, 600, "wage")),
+            (h(8), bought(1, "a loaf of bread")),
+            (h(8), bought(1, "coffee")),
+            (h(9), paid(0, 600, "wage")),
+            (h(9), talk(1, 2)),
+            (h(10), talk(2, 0)),
+            (h(10), bought(1, "bread rolls")),
+        ];
+        let events: Vec<Event> = bodies
+            .into_iter()
+            .enumerate()
+            .map(|(i, (at, body))| Event {
+                id: hamlet_log::EventId([i as u8; 32]),
+                parent: hamlet_log::EventId::NONE,
+                branch: hamlet_log::BranchId(hamlet_log::EventId::NONE),
+                header: hamlet_log::event::Header {
+                    seq: i as u64,
+                    sim_time_secs: at,
+                    causes: Vec::new(),
+                },
+                body,
+            })
+            .collect();
+        let rows = goals(&events, 3600);
+        let at = |agent: &str, secs: u64| {
+            rows.iter().find(|r| r.agent == agent && r.at_secs == secs).unwrap().clone()
+        };
+        // Money paid to Ada: 600 by 08:00, 1200 by 09:00 (reached at 09:00).
+        assert_eq!((at("Ada", h(8)).count, at("Ada", h(8)).progress), (600, Some(0.6)));
+        assert_eq!(at("Ada", h(9)).progress, Some(1.0));
+        assert_eq!(at("Ada", h(10)).reached_secs, Some(h(9)));
+        // Bread bought by Bo, any case, coffee not: once by 08:00, twice by 10:00.
+        assert_eq!(at("Bo", h(9)).count, 1);
+        assert_eq!((at("Bo", h(10)).count, at("Bo", h(10)).reached_secs), (2, Some(h(10))));
+        // Cy meets Ada at 10:00, not at the talk with Bo.
+        assert_eq!(at("Cy", h(9)).count, 0);
+        assert_eq!(at("Cy", h(10)).reached_secs, Some(h(10)));
+        // A goal without a measure: listed, with none.
+        assert_eq!((at("Di", h(10)).measure.as_str(), at("Di", h(10)).progress), ("", None));
+        let table = goals_table(&rows);
+        assert!(table.csv().starts_with("time,agent,goal,measure,count,target,progress,reached\n"));
+        assert!(table
+            .csv()
+            .contains("Ada,Ada wants something,earn $10.00,1200,1000,100%,day 0 09:00:00"));
+        assert_eq!(
+            Measure::from_trait("buy 2 Bread"),
+            Some(Measure::Buy { item: "Bread".into(), times: 2 })
+        );
+        assert_eq!(
+            Measure::from_trait("meet Mei Lin"),
+            Some(Measure::Meet { name: "Mei Lin".into() })
+        );
+        assert_eq!(Measure::from_trait("fly 3"), None);
+    }
+
+    #[test]
     fn a_line_repeats_when_most_of_its_words_were_said_before() {
         use crate::mind::validate::repeats;
         assert!(repeats(
@@ -827,6 +928,162 @@ pub fn commitments(events: &[Event], place: &str, from: u64, until: u64) -> Vec<
         }
     }
     out
+}
+
+/// An agent's progress toward its life goal at one moment, for [`goals`].
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct GoalRow {
+    /// The moment.
+    pub at_secs: u64,
+    /// The agent.
+    pub agent: String,
+    /// Its goal, in its town's words.
+    pub goal: String,
+    /// How the log counts its progress, in words; empty when its town gave no measure.
+    pub measure: String,
+    /// What the log counts so far: cents earned, purchases, conversations.
+    pub count: i64,
+    /// What the measure asks for.
+    pub target: i64,
+    /// `count` over `target`, at most 1; `None` without a measure.
+    pub progress: Option<f64>,
+    /// When the count first reached the target, if it has.
+    pub reached_secs: Option<u64>,
+}
+
+/// Each agent with a life goal, at each moment `every_secs` apart (and the last event's):
+/// what the log counts toward the goal's measure (money paid to it; purchases whose reason
+/// names the item; conversations with the person), and when it was reached. Agents whose
+/// goal has no measure are listed with none.
+pub fn goals(events: &[Event], every_secs: u64) -> Vec<GoalRow> {
+    use crate::town::{Measure, GOAL_TRAIT, MEASURE_TRAIT};
+    struct Aim {
+        name: String,
+        goal: String,
+        measure: Option<Measure>,
+        count: i64,
+        reached: Option<u64>,
+    }
+    #[derive(Default)]
+    struct State {
+        aims: BTreeMap<AgentId, Aim>,
+        names: BTreeMap<AgentId, String>,
+    }
+    let target = |m: &Option<Measure>| match m {
+        Some(Measure::Earn { cents }) => *cents,
+        Some(Measure::Buy { times, .. }) => i64::from(*times),
+        Some(Measure::Meet { .. }) => 1,
+        None => 0,
+    };
+    let fold = |s: &mut State, e: &Event| {
+        let add = |s: &mut State, agent: AgentId, by: i64| {
+            if let Some(aim) = s.aims.get_mut(&agent) {
+                aim.count += by;
+                if aim.reached.is_none()
+                    && aim.measure.is_some()
+                    && aim.count >= target(&aim.measure)
+                {
+                    aim.reached = Some(e.sim_time_secs());
+                }
+            }
+        };
+        match &e.body {
+            Body::AgentJoined(j) => {
+                s.names.insert(j.agent, j.name.clone());
+                let t = |k: &str| j.traits.iter().find(|(key, _)| key == k).map(|(_, v)| v);
+                if let Some(goal) = t(GOAL_TRAIT) {
+                    let measure = t(MEASURE_TRAIT).and_then(|m| Measure::from_trait(m));
+                    let aim = Aim {
+                        name: j.name.clone(),
+                        goal: goal.clone(),
+                        measure,
+                        count: 0,
+                        reached: None,
+                    };
+                    s.aims.insert(j.agent, aim);
+                }
+            }
+            Body::CashMoved(c) => {
+                if let Account::Agent(to) = &c.to {
+                    if matches!(
+                        s.aims.get(to).map(|a| &a.measure),
+                        Some(Some(Measure::Earn { .. }))
+                    ) {
+                        add(s, *to, c.amount_cents);
+                    }
+                }
+                if let (Account::Agent(from), Account::Shop(_)) = (&c.from, &c.to) {
+                    let buys = match s.aims.get(from).map(|a| &a.measure) {
+                        Some(Some(Measure::Buy { item, .. })) => {
+                            c.reason.to_lowercase().contains(&item.to_lowercase())
+                        }
+                        _ => false,
+                    };
+                    if buys {
+                        add(s, *from, 1);
+                    }
+                }
+            }
+            Body::ConversationStarted(c) => {
+                let named: Vec<(AgentId, String)> = c
+                    .agents
+                    .iter()
+                    .filter_map(|a| s.names.get(a).map(|n| (*a, n.clone())))
+                    .collect();
+                for (a, _) in &named {
+                    let meets = match s.aims.get(a).map(|x| &x.measure) {
+                        Some(Some(Measure::Meet { name })) => {
+                            named.iter().any(|(b, n)| b != a && n == name)
+                        }
+                        _ => false,
+                    };
+                    if meets {
+                        add(s, *a, 1);
+                    }
+                }
+            }
+            _ => {}
+        }
+    };
+    let rows = over_time(events, every_secs, State::default(), fold, |s: &State, at| {
+        s.aims
+            .values()
+            .map(|a| {
+                let goal_target = target(&a.measure);
+                GoalRow {
+                    at_secs: at,
+                    agent: a.name.clone(),
+                    goal: a.goal.clone(),
+                    measure: a.measure.as_ref().map(Measure::words).unwrap_or_default(),
+                    count: a.count,
+                    target: goal_target,
+                    progress: a
+                        .measure
+                        .as_ref()
+                        .map(|_| (a.count as f64 / goal_target.max(1) as f64).clamp(0.0, 1.0)),
+                    reached_secs: a.reached,
+                }
+            })
+            .collect::<Vec<_>>()
+    });
+    rows.into_iter().flatten().collect()
+}
+
+/// [`goals`]' rows as a table.
+pub fn goals_table(rows: &[GoalRow]) -> Table {
+    let header = ["time", "agent", "goal", "measure", "count", "target", "progress", "reached"];
+    Table::of(&header, rows, |r| {
+        vec![
+            crate::describe::sim_time(r.at_secs),
+            r.agent.clone(),
+            r.goal.clone(),
+            r.measure.clone(),
+            if r.measure.is_empty() { String::new() } else { r.count.to_string() },
+            if r.measure.is_empty() { String::new() } else { r.target.to_string() },
+            r.progress.map(|p| format!("{:.0}%", 100.0 * p)).unwrap_or_default(),
+            r.reached_secs.map(crate::describe::sim_time).unwrap_or_default(),
+        ]
+    })
 }
 
 /// One branch in a comparison of forks (`hamlet research forks`): how it runs, and what came

@@ -12,7 +12,7 @@ use hamlet_engine::describe::{printable, sim_time};
 use hamlet_engine::history::Moment;
 use hamlet_engine::research::{
     attendance, battery, believability, commitments, density_table, dialogue, diffusion,
-    diffusion_table, fork_row, network_density, ForkRow, Table,
+    diffusion_table, fork_row, goals, goals_table, network_density, ForkRow, Table,
 };
 use hamlet_engine::sim::{Sim, SimSettings};
 use hamlet_gateway::config;
@@ -62,6 +62,12 @@ pub enum ResearchCommand {
         after_help = "Example:\n  hamlet research believability run.hamlet --format csv > believability.csv"
     )]
     Believability(BelievabilityArgs),
+    /// Each agent's progress toward its life goal over time, where its town gave the goal a
+    /// measure the log can count (no model): money paid to it (`earn_cents`), purchases whose
+    /// reason names an item (`buy`, `times`), conversations with someone (`meet`); when it
+    /// was reached. Agents whose goal has no measure are listed without one
+    #[command(after_help = "Example:\n  hamlet research goals run.hamlet --every 2h --format csv")]
+    Goals(NetworkArgs),
     /// What agents agreed to in conversations (an invitation accepted, a meeting arranged):
     /// each commitment at a place during a window, and how many agents hold one (no model)
     #[command(
@@ -460,6 +466,14 @@ pub fn research(c: ResearchCommand) -> anyhow::Result<Outcome> {
                     acts(r.odd_hours),
                 ]
             })?;
+        }
+        ResearchCommand::Goals(a) => {
+            let events = source_events_light(&a.source)?;
+            let rows = goals(&events, a.every);
+            write_table(a.format, &goals_table(&rows), &rows)?;
+            if a.format == TableFormat::Table && rows.is_empty() {
+                println!("no agent here has a goal (a persona's `goal` in the town file)");
+            }
         }
         ResearchCommand::Network(a) => {
             let events = source_events_light(&a.source)?;

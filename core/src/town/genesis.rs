@@ -5,7 +5,7 @@
 
 use hamlet_log::event::{AgentId, AgentJoined, Body, NewEvent, RunConfigured, TownLoaded};
 
-use super::{Definition, GOAL_TRAIT, MODEL_TRAIT};
+use super::{Definition, GOAL_TRAIT, MEASURE_TRAIT, MODEL_TRAIT};
 use crate::rulebook::Rulebook;
 
 /// The settings recorded in `RunConfigured`, sorted by key.
@@ -39,6 +39,9 @@ fn traits(p: &super::Persona) -> Vec<(String, String)> {
     }
     if let Some(g) = &p.goal {
         out.push((GOAL_TRAIT.to_owned(), g.clone()));
+    }
+    if let Some(m) = &p.measure {
+        out.push((MEASURE_TRAIT.to_owned(), m.to_trait()));
     }
     out.sort();
     out

@@ -184,6 +184,21 @@ struct RawPersona {
     model: Option<String>,
     #[serde(default)]
     goal: Option<String>,
+    #[serde(default)]
+    measure: Option<RawMeasure>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawMeasure {
+    #[serde(default)]
+    earn_cents: Option<i64>,
+    #[serde(default)]
+    buy: Option<String>,
+    #[serde(default)]
+    times: Option<u32>,
+    #[serde(default)]
+    meet: Option<String>,
 }
 
 #[derive(Deserialize)]
@@ -346,7 +361,71 @@ pub struct Persona {
     /// What the persona wants from life, in the town author's words ("Mei Lin wants to open
     /// a bakery in Oak Hill by the summer"): part of who the agent is in every prompt.
     pub goal: Option<String>,
+    /// How progress toward the goal is counted from the log, where it can be
+    /// (`hamlet research goals`).
+    pub measure: Option<Measure>,
 }
+
+/// A goal's progress as the log counts it: money earned, a purchase made so many times, a
+/// conversation had with someone.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Measure {
+    /// Cents paid to the agent (wages and the like), in all.
+    Earn {
+        /// How many.
+        cents: i64,
+    },
+    /// Purchases whose reason holds `item` (any case).
+    Buy {
+        /// What.
+        item: String,
+        /// How many times.
+        times: u32,
+    },
+    /// Conversations with the persona named.
+    Meet {
+        /// Whom.
+        name: String,
+    },
+}
+
+impl Measure {
+    /// As an agent's `measure` trait records it: `earn 20000`, `buy 3 bread`, `meet Mei Lin`.
+    pub fn to_trait(&self) -> String {
+        match self {
+            Measure::Earn { cents } => format!("earn {cents}"),
+            Measure::Buy { item, times } => format!("buy {times} {item}"),
+            Measure::Meet { name } => format!("meet {name}"),
+        }
+    }
+
+    /// The measure a `measure` trait records, if it is one.
+    pub fn from_trait(text: &str) -> Option<Measure> {
+        let (verb, rest) = text.split_once(' ')?;
+        match verb {
+            "earn" => Some(Measure::Earn { cents: rest.parse().ok()? }),
+            "buy" => {
+                let (times, item) = rest.split_once(' ')?;
+                Some(Measure::Buy { item: item.to_owned(), times: times.parse().ok()? })
+            }
+            "meet" if !rest.is_empty() => Some(Measure::Meet { name: rest.to_owned() }),
+            _ => None,
+        }
+    }
+
+    /// What counts, in words: "earn $200.00", "buy bread 3 times", "meet Mei Lin".
+    pub fn words(&self) -> String {
+        match self {
+            Measure::Earn { cents } => format!("earn ${:.2}", *cents as f64 / 100.0),
+            Measure::Buy { item, times: 1 } => format!("buy {item}"),
+            Measure::Buy { item, times } => format!("buy {item} {times} times"),
+            Measure::Meet { name } => format!("meet {name}"),
+        }
+    }
+}
+
+/// The trait of an agent (in its `AgentJoined`) holding how its goal's progress is counted.
+pub const MEASURE_TRAIT: &str = "measure";
 
 /// An event a persona hosts: what, where, and when.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -751,6 +830,51 @@ impl Definition {
                     );
                 }
             }
+            let measure = r.measure.as_ref().and_then(|m| {
+                let at = format!("{key}.measure");
+                let given = [m.earn_cents.is_some(), m.buy.is_some(), m.meet.is_some()];
+                if given.iter().filter(|g| **g).count() != 1 {
+                    bad(p.span(), at, "name one of earn_cents, buy or meet".into());
+                    return None;
+                }
+                if r.goal.is_none() {
+                    bad(
+                        p.span(),
+                        at.clone(),
+                        "a measure counts progress toward a `goal`: give one".into(),
+                    );
+                }
+                if m.times.is_some() && m.buy.is_none() {
+                    bad(p.span(), at.clone(), "`times` counts purchases: give `buy`".into());
+                }
+                if let Some(cents) = m.earn_cents {
+                    if cents <= 0 {
+                        bad(p.span(), at, "`earn_cents` is more than 0".into());
+                        return None;
+                    }
+                    return Some(Measure::Earn { cents });
+                }
+                if let Some(item) = &m.buy {
+                    let item = item.trim();
+                    let times = m.times.unwrap_or(1);
+                    if item.is_empty() || item.contains('\n') || times == 0 {
+                        bad(p.span(), at, "`buy` names an item, bought at least once".into());
+                        return None;
+                    }
+                    return Some(Measure::Buy { item: item.to_owned(), times });
+                }
+                let name = m.meet.as_deref().unwrap_or_default().trim();
+                let known = raw.persona.iter().any(|o| o.get_ref().name.trim() == name);
+                if name == r.name.trim() || !known {
+                    bad(
+                        p.span(),
+                        at,
+                        format!("`meet` names another persona of the town, not `{name}`"),
+                    );
+                    return None;
+                }
+                Some(Measure::Meet { name: name.to_owned() })
+            });
             let mut hosts = Vec::new();
             for (h, e) in r.hosts.iter().enumerate() {
                 let at = format!("{key}.hosts[{h}]");
@@ -830,6 +954,7 @@ impl Definition {
                 hosts,
                 model: r.model.clone(),
                 goal: r.goal.as_ref().map(|g| g.trim().to_owned()),
+                measure,
             });
         }
 

@@ -49,3 +49,39 @@ fn a_goal_is_one_line_and_not_empty() {
         assert!(e.contains(".goal") && e.contains(why), "{bad}: {e}");
     }
 }
+
+#[test]
+fn a_goals_measure_is_recorded_with_its_agent_and_checked_against_the_town() {
+    let names: Vec<String> = town().personas.iter().map(|p| p.name.clone()).collect();
+    let with = |extra: &str| {
+        town().source.replacen("strategy = \"full\"", &format!("strategy = \"full\"\n{extra}"), 1)
+    };
+    let source = with(&format!(
+        "goal = \"{} wants to see an old friend\"\nmeasure = {{ meet = \"{}\" }}",
+        names[0], names[1]
+    ));
+    let town = Definition::parse("meet.toml", &source).unwrap();
+    let (_tmp, log) = run_town(town, SimSettings::default(), rules(), 1);
+    let traits = log
+        .iter()
+        .find_map(|e| match &e.body {
+            Body::AgentJoined(j) if j.name == names[0] => Some(j.traits.clone()),
+            _ => None,
+        })
+        .unwrap();
+    assert!(traits.contains(&("measure".to_owned(), format!("meet {}", names[1]))), "{traits:?}");
+    let rows = hamlet_engine::research::goals(&log, 3600);
+    assert!(rows.iter().any(|r| r.agent == names[0] && r.measure == format!("meet {}", names[1])));
+
+    for (extra, why) in [
+        ("measure = { earn_cents = 100 }".to_owned(), "give one"),
+        ("goal = \"g\"\nmeasure = { earn_cents = 100, meet = \"x\" }".to_owned(), "name one of"),
+        ("goal = \"g\"\nmeasure = { earn_cents = 0 }".to_owned(), "more than 0"),
+        ("goal = \"g\"\nmeasure = { meet = \"Nobody Here\" }".to_owned(), "another persona"),
+        (format!("goal = \"g\"\nmeasure = {{ meet = \"{}\" }}", names[0]), "another persona"),
+        ("goal = \"g\"\nmeasure = { earn_cents = 5, times = 2 }".to_owned(), "give `buy`"),
+    ] {
+        let e = Definition::parse("bad.toml", &with(&extra)).unwrap_err().to_string();
+        assert!(e.contains(".measure") && e.contains(why), "{extra}: {e}");
+    }
+}
