@@ -15,7 +15,6 @@ use hamlet_engine::research::{
     diffusion_table, fork_row, goals, goals_table, network_density, ForkRow, Table,
 };
 use hamlet_engine::sim::{Sim, SimSettings};
-use hamlet_gateway::config;
 use indicatif::{ProgressBar, ProgressStyle};
 use serde::Serialize;
 
@@ -619,17 +618,15 @@ fn ask(
     if !a.store.is_dir() {
         anyhow::bail!("no store at {} (`hamlet run --store DIR` makes one)", a.store.display());
     }
-    let (_, settings) = a.llm.settings()?;
-    let gateway = config::gateway(
-        &settings,
-        config::llm_backend(&settings)?,
-        config::embed_backend(&settings)?,
-    );
+    let (file, settings) = a.llm.settings()?;
     let mut store = super::store_at(&a.store)
         .with_context(|| format!("cannot open store {}", a.store.display()))?;
     let from = store.find_branch(&a.branch)?;
     let seq = seq_for(&store, &from, a.at)?;
     let events = store.events(from.id, 0, seq)?;
+    // Each agent answers with the model it thinks with.
+    let models = super::llm::models_named(&events);
+    let gateway = super::llm::gateway_with_models(&file, &settings, &models)?;
     let history = hamlet_engine::why::CauseIndex::new(&events);
     let mut agents = Vec::new();
     if a.agents.is_empty() {
