@@ -32,6 +32,7 @@ fn hhmm(m: u32) -> String {
 pub fn answer(template: &str, user: &str) -> String {
     match template {
         "importance" => r#"{"rating": 3}"#.to_owned(),
+        "goal_judgement" => r#"{"rating": 4}"#.to_owned(),
         "ratings" => {
             let numbered = |l: &&str| {
                 l.split_once(". ").is_some_and(|(k, _)| k.parse::<u32>().is_ok())

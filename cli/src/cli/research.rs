@@ -15,6 +15,7 @@ use hamlet_engine::research::{
     diffusion_table, fork_row, goals, goals_table, network_density, ForkRow, Table,
 };
 use hamlet_engine::sim::{Sim, SimSettings};
+use hamlet_gateway::config;
 use indicatif::{ProgressBar, ProgressStyle};
 use serde::Serialize;
 
@@ -67,6 +68,14 @@ pub enum ResearchCommand {
     /// was reached. Agents whose goal has no measure are listed without one
     #[command(after_help = "Example:\n  hamlet research goals run.hamlet --every 2h --format csv")]
     Goals(NetworkArgs),
+    /// How far each agent with a life goal has come toward it, rated 1 to 10 by the model
+    /// the flags name (a judge, not the agent) from the memories that bear on the goal, on a
+    /// scratch fork at the moment asked: every recall and rating is an event there, and the
+    /// branch measured stays untouched
+    #[command(
+        after_help = "Example:\n  hamlet research judge-goals --store run/ --at end --model small"
+    )]
+    JudgeGoals(Asked),
     /// What agents agreed to in conversations (an invitation accepted, a meeting arranged):
     /// each commitment at a place during a window, and how many agents hold one (no model)
     #[command(
@@ -474,6 +483,7 @@ pub fn research(c: ResearchCommand) -> anyhow::Result<Outcome> {
                 println!("no agent here has a goal (a persona's `goal` in the town file)");
             }
         }
+        ResearchCommand::JudgeGoals(a) => judge_goals(&a)?,
         ResearchCommand::Network(a) => {
             let events = source_events_light(&a.source)?;
             let rows = network_density(&events, a.every);
@@ -609,12 +619,30 @@ struct Answered {
     answer: String,
 }
 
-/// Forks the branch at the moment into a scratch branch and asks each agent the questions
-/// `questions(other agent's name)` gives, not remembered.
-fn ask(
+/// A scratch fork of the branch asked, at the moment asked, with the agents asked.
+struct Scratch {
+    sim: Sim<hamlet_engine::store::FsStorage>,
+    rt: tokio::runtime::Runtime,
+    /// Every agent's name.
+    names: std::collections::BTreeMap<hamlet_log::event::AgentId, String>,
+    /// The agents asked, in order.
+    agents: Vec<hamlet_log::event::AgentId>,
+    /// Every agent, in the town's order.
+    everyone: Vec<hamlet_log::event::AgentId>,
+    /// Where it was made, in words for the end.
+    said: String,
+}
+
+/// Forks `a`'s branch at its moment into a scratch branch, resumed with the gateway
+/// `gateway(settings and config file, the models the branch's agents think with)` makes.
+fn open_scratch(
     a: &Asked,
-    questions: impl Fn(&str) -> Vec<(&'static str, String)>,
-) -> anyhow::Result<Vec<Answered>> {
+    gateway: impl FnOnce(
+        &hamlet_gateway::config::ConfigFile,
+        &hamlet_gateway::config::Settings,
+        &[String],
+    ) -> anyhow::Result<hamlet_gateway::Gateway>,
+) -> anyhow::Result<Scratch> {
     if !a.store.is_dir() {
         anyhow::bail!("no store at {} (`hamlet run --store DIR` makes one)", a.store.display());
     }
@@ -624,9 +652,7 @@ fn ask(
     let from = store.find_branch(&a.branch)?;
     let seq = seq_for(&store, &from, a.at)?;
     let events = store.events(from.id, 0, seq)?;
-    // Each agent answers with the model it thinks with.
-    let models = super::llm::models_named(&events);
-    let gateway = super::llm::gateway_with_models(&file, &settings, &models)?;
+    let gateway = gateway(&file, &settings, &super::llm::models_named(&events))?;
     let history = hamlet_engine::why::CauseIndex::new(&events);
     let mut agents = Vec::new();
     if a.agents.is_empty() {
@@ -639,8 +665,27 @@ fn ask(
     store.fork(from.id, seq, &scratch)?;
     let scratch_id = store.find_branch(&scratch)?.id;
     let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build()?;
-    let mut sim = rt.block_on(Sim::resume(store, scratch_id, gateway, SimSettings::default()))?;
+    let sim = rt.block_on(Sim::resume(store, scratch_id, gateway, SimSettings::default()))?;
     let everyone: Vec<_> = history.agents().keys().copied().collect();
+    let names = everyone.iter().map(|a| (*a, history.name(*a))).collect();
+    let said = format!(
+        "on the scratch branch `{scratch}` (a fork of `{}` after #{seq}); `{}` is untouched",
+        from.name, from.name
+    );
+    Ok(Scratch { sim, rt, names, agents, everyone, said })
+}
+
+/// Forks the branch at the moment into a scratch branch and asks each agent the questions
+/// `questions(other agent's name)` gives, not remembered.
+fn ask(
+    a: &Asked,
+    questions: impl Fn(&str) -> Vec<(&'static str, String)>,
+) -> anyhow::Result<Vec<Answered>> {
+    // Each agent answers with the model it thinks with.
+    let Scratch { mut sim, rt, names, agents, everyone, said } =
+        open_scratch(a, |file, settings, models| {
+            super::llm::gateway_with_models(file, settings, models)
+        })?;
     let total: usize = agents.iter().map(|_| questions("").len()).sum();
     let bar = ProgressBar::new(total as u64);
     bar.set_style(ProgressStyle::with_template(
@@ -648,11 +693,11 @@ fn ask(
     )?);
     let mut rows = Vec::new();
     for agent in agents {
-        let name = history.name(agent);
+        let name = names.get(&agent).cloned().unwrap_or_default();
         // The agent asked about: the next one in the town's order.
         let at = everyone.iter().position(|a| *a == agent).unwrap_or(0);
-        let other = everyone.get((at + 1) % everyone.len().max(1)).map(|o| history.name(*o));
-        for (category, question) in questions(other.as_deref().unwrap_or("a neighbour")) {
+        let other = everyone.get((at + 1) % everyone.len().max(1)).and_then(|o| names.get(o));
+        for (category, question) in questions(other.map_or("a neighbour", String::as_str)) {
             bar.set_message(name.clone());
             let answer = rt.block_on(sim.interview(agent, &question, false))?;
             rows.push(Answered {
@@ -665,11 +710,35 @@ fn ask(
         }
     }
     bar.finish_and_clear();
-    eprintln!(
-        "asked on the scratch branch `{scratch}` (a fork of `{}` after #{seq}); `{}` is untouched",
-        from.name, from.name
-    );
+    eprintln!("asked {said}");
     Ok(rows)
+}
+
+/// `hamlet research judge-goals`: each agent with a goal, rated 1 to 10 by the model the
+/// flags name, on a scratch fork.
+fn judge_goals(a: &Asked) -> anyhow::Result<()> {
+    // The judge is the model named; the scratch branch only recalls (embeddings).
+    let Scratch { mut sim, rt, names, agents, said, .. } = open_scratch(a, |_, settings, _| {
+        let embedder = config::embed_backend(settings)?;
+        Ok(config::gateway(settings, config::llm_backend(settings)?, embedder))
+    })?;
+    let judge = sim.gateway().clone();
+    let goals = sim.goals();
+    let mut rows = Vec::new();
+    for agent in agents {
+        let Some((_, goal)) = goals.iter().find(|(g, _)| *g == agent) else { continue };
+        let rating = rt.block_on(sim.judge_goal(agent, &judge))?;
+        rows.push((names.get(&agent).cloned().unwrap_or_default(), goal.clone(), rating));
+    }
+    write_rows(a.format, &["agent", "goal", "rating"], &rows, |(agent, goal, rating)| {
+        let rating = rating.map_or_else(|| "no rating".to_owned(), |r| r.to_string());
+        vec![agent.clone(), goal.clone(), rating]
+    })?;
+    if rows.is_empty() {
+        eprintln!("no agent asked has a goal (a persona's `goal` in the town file)");
+    }
+    eprintln!("judged by {} {said}", judge.llm().model());
+    Ok(())
 }
 
 #[cfg(test)]

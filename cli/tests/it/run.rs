@@ -764,3 +764,38 @@ async fn a_persona_thinks_with_the_model_its_town_names_from_the_config_files_pr
     assert!(said.contains("no model named `c`") && said.contains("default, small, b"), "{said}");
     assert!(Store::open(&other).map_or(true, |s| s.branches().is_empty()), "no run was started");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_judge_rates_each_goal_on_a_scratch_fork_and_the_branch_stays_untouched() {
+    let server = LoopbackServer::start(vec![], Reply::Rules(over_http)).await;
+    let tmp = tempfile::tempdir().unwrap();
+    let source = hamlet_engine::town::WILLOWMERE.replacen(
+        "strategy = \"full\"",
+        "strategy = \"full\"\ngoal = \"she wants to open a second café\"",
+        1,
+    );
+    let first =
+        hamlet_engine::town::Definition::parse("t.toml", &source).unwrap().personas[0].name.clone();
+    let town = tmp.path().join("goal.toml");
+    std::fs::write(&town, source).unwrap();
+    let store = tmp.path().join("run");
+    let mut a = args(&server, &store, &["run", "--hours", "0.02", "--town"]);
+    a.insert(4, town.display().to_string());
+    let out = hamlet(a).await;
+    assert!(out.status.success(), "{}", text(&out));
+    let before = events(&store, "main").len();
+
+    let out = hamlet(args(&server, &store, &["research", "judge-goals", "--format", "csv"])).await;
+    assert!(out.status.success(), "{}", text(&out));
+    let csv = String::from_utf8_lossy(&out.stdout).to_string();
+    assert_eq!(csv, format!("agent,goal,rating\n{first},she wants to open a second café,4\n"));
+    assert!(
+        text(&out).contains("judged by rules on the scratch branch `main-research-1`"),
+        "{}",
+        text(&out)
+    );
+    assert_eq!(events(&store, "main").len(), before, "the branch measured is untouched");
+    let scratch = events(&store, "main-research-1");
+    assert!(scratch.iter().any(|e| matches!(&e.body,
+        Body::LlmRequested(r) if r.purpose == "goal_judgement" && r.model == "rules")));
+}

@@ -113,6 +113,7 @@ const FILES: &[(&str, &str)] = &[
     ("talk_notes", include_str!("../../prompts/talk_notes.toml")),
     ("script", include_str!("../../prompts/script.toml")),
     ("invitation", include_str!("../../prompts/invitation.toml")),
+    ("goal_judgement", include_str!("../../prompts/goal_judgement.toml")),
 ];
 
 /// Versions of templates that newer ones replaced, kept for the runs whose rulebook asks with

@@ -671,6 +671,36 @@ pub async fn answer_interview(
     Ok((answer, at))
 }
 
+/// How far `who` has come toward its `goal`, from 1 to 10, as `judge` (a model the user
+/// names, not the agent's own) rates it from the memories that bear on the goal; `None` when
+/// the judge gave no rating. Its calls are `pending`'s, for a scratch branch.
+#[allow(clippy::too_many_arguments)]
+pub async fn judge_goal(
+    gateway: &Gateway,
+    judge: &Gateway,
+    style: Style,
+    who: &Situation<'_>,
+    goal: &str,
+    now: u64,
+    retrieval: &RetrievalSettings,
+    pending: &mut Pending,
+) -> Result<Option<u8>, ThinkError> {
+    let (recalled, at) =
+        recall(gateway, who.agent, who.stream, goal, now, retrieval, pending).await?;
+    let vars = BTreeMap::from([
+        ("agent", who.name.to_owned()),
+        ("goal", goal.to_owned()),
+        ("memories", context(who.stream, &recalled.hits, who.rulebook)),
+    ]);
+    let mut call = template("goal_judgement")?.call(&vars, style, Shape::Importance)?;
+    call.agent = Some(who.agent);
+    let (answered, _) = ask(judge, call, &[Cause::Pending(at)], now, pending).await?;
+    Ok(match answered.answer {
+        Answer::Importance(r) if !answered.fallback => Some(r),
+        _ => None,
+    })
+}
+
 /// An inner-voice instruction (the `Intervened` event `instruction_event`) becomes the
 /// agent's own intention, remembered as a plan memory; the loop then re-plans from it.
 pub async fn hear_inner_voice(

@@ -14,7 +14,7 @@ use hamlet_log::{Body, EventId};
 use crate::describe::sim_time;
 use crate::mind::memory::seed_statements;
 use crate::mind::plan::{decompose, summarise};
-use crate::mind::respond::{answer_interview, hear_inner_voice, Situation};
+use crate::mind::respond::{answer_interview, hear_inner_voice, judge_goal, Situation};
 use crate::mind::think::{remember, Who};
 use crate::pending::{Cause, Pending};
 use crate::store::Storage;
@@ -68,6 +68,54 @@ impl<S: Storage> Sim<S> {
         };
         self.commit(pending)?;
         Ok(result?.0)
+    }
+
+    /// The agents with a life goal, and each one's goal.
+    pub fn goals(&self) -> Vec<(AgentId, String)> {
+        self.folds.goals.iter().map(|(a, g)| (*a, g.clone())).collect()
+    }
+
+    /// How far `agent` has come toward its life goal, from 1 to 10, as `judge` rates it from
+    /// the memories that bear on the goal (`None`: the judge gave no rating). The recall and
+    /// the judge's calls are written to this branch: make it a scratch fork, so the branch
+    /// measured stays untouched.
+    pub async fn judge_goal(
+        &mut self,
+        agent: AgentId,
+        judge: &hamlet_gateway::Gateway,
+    ) -> Result<Option<u8>, SimError> {
+        let Some(goal) = self.folds.goals.get(&agent).cloned() else {
+            return Err(SimError::refused("agent", format!("agent {} has no goal", agent.0)));
+        };
+        let now = self.folds.state.sim_time_secs;
+        let mut pending = Pending::new();
+        let result = {
+            let (summary, time, status) =
+                (self.summary(agent), self.town.moment_words(now), self.status(agent, now));
+            let name = self.folds.state.agents.get(&agent).map_or("", |a| a.name.as_str());
+            let who = Situation {
+                agent,
+                name,
+                summary: &summary,
+                time: &time,
+                status: &status,
+                stream: self.folds.minds.stream(agent),
+                rulebook: self.settings.rulebook,
+            };
+            judge_goal(
+                &self.gateway,
+                judge,
+                self.settings.style,
+                &who,
+                &goal,
+                now,
+                &self.settings.retrieval,
+                &mut pending,
+            )
+            .await
+        };
+        self.commit(pending)?;
+        Ok(result?)
     }
 
     /// The user speaks as `agent`'s inner voice: the instruction (an `Intervened` event)
