@@ -75,7 +75,7 @@ pub enum ResearchCommand {
     #[command(
         after_help = "Example:\n  hamlet research judge-goals --store run/ --at end --model small"
     )]
-    JudgeGoals(Asked),
+    JudgeGoals(JudgeArgs),
     /// What agents agreed to in conversations (an invitation accepted, a meeting arranged):
     /// each commitment at a place during a window, and how many agents hold one (no model)
     #[command(
@@ -265,6 +265,17 @@ pub struct Asked {
     format: TableFormat,
     #[command(flatten)]
     llm: LlmArgs,
+}
+
+/// `hamlet research judge-goals`.
+#[derive(Debug, Args)]
+pub struct JudgeArgs {
+    #[command(flatten)]
+    asked: Asked,
+    /// Also judge at every such step from the branch's start to the moment (`2h`, `30m`),
+    /// each on a scratch fork of its own
+    #[arg(long, value_parser = parse_duration)]
+    every: Option<u64>,
 }
 
 /// `hamlet research ask`.
@@ -631,12 +642,15 @@ struct Scratch {
     everyone: Vec<hamlet_log::event::AgentId>,
     /// Where it was made, in words for the end.
     said: String,
+    /// When the branch's first agent joined, and the moment forked at, simulated seconds.
+    span: (u64, u64),
 }
 
 /// Forks `a`'s branch at its moment into a scratch branch, resumed with the gateway
 /// `gateway(settings and config file, the models the branch's agents think with)` makes.
 fn open_scratch(
     a: &Asked,
+    at: Moment,
     gateway: impl FnOnce(
         &hamlet_gateway::config::ConfigFile,
         &hamlet_gateway::config::Settings,
@@ -650,8 +664,13 @@ fn open_scratch(
     let mut store = super::store_at(&a.store)
         .with_context(|| format!("cannot open store {}", a.store.display()))?;
     let from = store.find_branch(&a.branch)?;
-    let seq = seq_for(&store, &from, a.at)?;
+    let seq = seq_for(&store, &from, at)?;
     let events = store.events(from.id, 0, seq)?;
+    let joined = events.iter().find(|e| matches!(e.body, hamlet_log::Body::AgentJoined(_)));
+    let span = (
+        joined.map_or(0, hamlet_log::Event::sim_time_secs),
+        events.last().map_or(0, hamlet_log::Event::sim_time_secs),
+    );
     let gateway = gateway(&file, &settings, &super::llm::models_named(&events))?;
     let history = hamlet_engine::why::CauseIndex::new(&events);
     let mut agents = Vec::new();
@@ -672,7 +691,7 @@ fn open_scratch(
         "on the scratch branch `{scratch}` (a fork of `{}` after #{seq}); `{}` is untouched",
         from.name, from.name
     );
-    Ok(Scratch { sim, rt, names, agents, everyone, said })
+    Ok(Scratch { sim, rt, names, agents, everyone, said, span })
 }
 
 /// Forks the branch at the moment into a scratch branch and asks each agent the questions
@@ -682,8 +701,8 @@ fn ask(
     questions: impl Fn(&str) -> Vec<(&'static str, String)>,
 ) -> anyhow::Result<Vec<Answered>> {
     // Each agent answers with the model it thinks with.
-    let Scratch { mut sim, rt, names, agents, everyone, said } =
-        open_scratch(a, |file, settings, models| {
+    let Scratch { mut sim, rt, names, agents, everyone, said, .. } =
+        open_scratch(a, a.at, |file, settings, models| {
             super::llm::gateway_with_models(file, settings, models)
         })?;
     let total: usize = agents.iter().map(|_| questions("").len()).sum();
@@ -715,29 +734,49 @@ fn ask(
 }
 
 /// `hamlet research judge-goals`: each agent with a goal, rated 1 to 10 by the model the
-/// flags name, on a scratch fork.
-fn judge_goals(a: &Asked) -> anyhow::Result<()> {
-    // The judge is the model named; the scratch branch only recalls (embeddings).
-    let Scratch { mut sim, rt, names, agents, said, .. } = open_scratch(a, |_, settings, _| {
-        let embedder = config::embed_backend(settings)?;
-        Ok(config::gateway(settings, config::llm_backend(settings)?, embedder))
-    })?;
-    let judge = sim.gateway().clone();
-    let goals = sim.goals();
+/// flags name, on a scratch fork at the moment asked (and every `--every` before it).
+fn judge_goals(j: &JudgeArgs) -> anyhow::Result<()> {
+    let a = &j.asked;
+    let (_, settings) = a.llm.settings()?;
+    // The judge is the model named; the scratch branches only recall (embeddings).
+    let judge = config::gateway(
+        &settings,
+        config::llm_backend(&settings)?,
+        config::embed_backend(&settings)?,
+    );
     let mut rows = Vec::new();
-    for agent in agents {
-        let Some((_, goal)) = goals.iter().find(|(g, _)| *g == agent) else { continue };
-        let rating = rt.block_on(sim.judge_goal(agent, &judge))?;
-        rows.push((names.get(&agent).cloned().unwrap_or_default(), goal.clone(), rating));
+    let mut judge_at = |at: Moment| -> anyhow::Result<(u64, u64)> {
+        let Scratch { mut sim, rt, names, agents, said, span, .. } =
+            open_scratch(a, at, |_, _, _| Ok(judge.clone()))?;
+        let goals = sim.goals();
+        for agent in agents {
+            let Some((_, goal)) = goals.iter().find(|(g, _)| *g == agent) else { continue };
+            let rating = rt.block_on(sim.judge_goal(agent, &judge))?;
+            let name = names.get(&agent).cloned().unwrap_or_default();
+            rows.push((span.1, name, goal.clone(), rating));
+        }
+        eprintln!("judged by {} {said}", judge.llm().model());
+        Ok(span)
+    };
+    let (start, end) = judge_at(a.at)?;
+    if let Some(every) = j.every {
+        let earlier: Vec<u64> = (1u64..)
+            .map_while(|i| start.checked_add(i.checked_mul(every)?))
+            .take_while(|t| *t < end)
+            .collect();
+        for t in earlier {
+            judge_at(Moment::Time(t))?;
+        }
     }
-    write_rows(a.format, &["agent", "goal", "rating"], &rows, |(agent, goal, rating)| {
+    rows.sort_by(|x, y| (x.0, &x.1).cmp(&(y.0, &y.1)));
+    let header = ["time", "agent", "goal", "rating"];
+    write_rows(a.format, &header, &rows, |(at, agent, goal, rating)| {
         let rating = rating.map_or_else(|| "no rating".to_owned(), |r| r.to_string());
-        vec![agent.clone(), goal.clone(), rating]
+        vec![sim_time(*at), agent.clone(), goal.clone(), rating]
     })?;
     if rows.is_empty() {
         eprintln!("no agent asked has a goal (a persona's `goal` in the town file)");
     }
-    eprintln!("judged by {} {said}", judge.llm().model());
     Ok(())
 }
 

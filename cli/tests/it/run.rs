@@ -788,7 +788,11 @@ async fn a_judge_rates_each_goal_on_a_scratch_fork_and_the_branch_stays_untouche
     let out = hamlet(args(&server, &store, &["research", "judge-goals", "--format", "csv"])).await;
     assert!(out.status.success(), "{}", text(&out));
     let csv = String::from_utf8_lossy(&out.stdout).to_string();
-    assert_eq!(csv, format!("agent,goal,rating\n{first},she wants to open a second café,4\n"));
+    let row = format!("{first},she wants to open a second café,4");
+    let lines: Vec<&str> = csv.lines().collect();
+    assert_eq!(lines.len(), 2, "{csv}");
+    assert_eq!(lines[0], "time,agent,goal,rating");
+    assert!(lines[1].starts_with("day 0 07:01") && lines[1].ends_with(&row), "{csv}");
     assert!(
         text(&out).contains("judged by rules on the scratch branch `main-research-1`"),
         "{}",
@@ -798,4 +802,18 @@ async fn a_judge_rates_each_goal_on_a_scratch_fork_and_the_branch_stays_untouche
     let scratch = events(&store, "main-research-1");
     assert!(scratch.iter().any(|e| matches!(&e.body,
         Body::LlmRequested(r) if r.purpose == "goal_judgement" && r.model == "rules")));
+
+    // Over time: every 30 s from the start, each moment on a scratch fork of its own.
+    let out = hamlet(args(
+        &server,
+        &store,
+        &["research", "judge-goals", "--every", "30s", "--format", "csv"],
+    ))
+    .await;
+    assert!(out.status.success(), "{}", text(&out));
+    let csv = String::from_utf8_lossy(&out.stdout).to_string();
+    let times: Vec<&str> = csv.lines().skip(1).map(|l| l.split(',').next().unwrap()).collect();
+    assert_eq!(times.len(), 3, "{csv}");
+    assert!(times.windows(2).all(|w| w[0] < w[1]), "{csv}");
+    assert_eq!(events(&store, "main").len(), before, "the branch measured is untouched");
 }
