@@ -75,7 +75,17 @@ pub enum ResearchCommand {
     #[command(
         after_help = "Example:\n  hamlet research judge-goals --store run/ --at end --model small"
     )]
-    JudgeGoals(JudgeArgs),
+    JudgeGoals(OverTime),
+    /// Questions from a file asked of every agent (each with the model it thinks with) on a
+    /// scratch fork at the moment asked, and every `--every` before it, each answer scored by
+    /// the share of the question's `expect` words it holds (any case; AgentSims' periodic
+    /// questions). The file: `[[question]]` tables with `ask = "..."` and `expect = [...]`
+    #[command(
+        after_help = "Example:\n  hamlet research quiz --store run/ --questions quiz.toml --every 4h --format csv\n\n\
+quiz.toml:\n  [[question]]\n  ask = \"Is anything happening at Marigold café on Saturday?\"\n  \
+expect = [\"party\"]"
+    )]
+    Quiz(QuizArgs),
     /// What agents agreed to in conversations (an invitation accepted, a meeting arranged):
     /// each commitment at a place during a window, and how many agents hold one (no model)
     #[command(
@@ -267,15 +277,25 @@ pub struct Asked {
     llm: LlmArgs,
 }
 
-/// `hamlet research judge-goals`.
+/// The flags of a measurement asked on scratch forks over time.
 #[derive(Debug, Args)]
-pub struct JudgeArgs {
+pub struct OverTime {
     #[command(flatten)]
     asked: Asked,
     /// Also judge at every such step from the branch's start to the moment (`2h`, `30m`),
     /// each on a scratch fork of its own
     #[arg(long, value_parser = parse_duration)]
     every: Option<u64>,
+}
+
+/// `hamlet research quiz`.
+#[derive(Debug, Args)]
+pub struct QuizArgs {
+    /// The questions: a TOML file of `[[question]]` tables (`ask`, `expect`)
+    #[arg(long, value_name = "FILE")]
+    questions: PathBuf,
+    #[command(flatten)]
+    over: OverTime,
 }
 
 /// `hamlet research ask`.
@@ -495,6 +515,7 @@ pub fn research(c: ResearchCommand) -> anyhow::Result<Outcome> {
             }
         }
         ResearchCommand::JudgeGoals(a) => judge_goals(&a)?,
+        ResearchCommand::Quiz(a) => quiz(&a)?,
         ResearchCommand::Network(a) => {
             let events = source_events_light(&a.source)?;
             let rows = network_density(&events, a.every);
@@ -733,9 +754,29 @@ fn ask(
     Ok(rows)
 }
 
+/// Runs `at` at the moment `a` asks, then at every `every` from the branch's start before it
+/// (each time on a scratch fork of its own, which `at` opens): the moments' spans.
+fn at_moments(
+    a: &Asked,
+    every: Option<u64>,
+    mut at: impl FnMut(Moment) -> anyhow::Result<(u64, u64)>,
+) -> anyhow::Result<()> {
+    let (start, end) = at(a.at)?;
+    if let Some(every) = every {
+        let earlier: Vec<u64> = (1u64..)
+            .map_while(|i| start.checked_add(i.checked_mul(every)?))
+            .take_while(|t| *t < end)
+            .collect();
+        for t in earlier {
+            at(Moment::Time(t))?;
+        }
+    }
+    Ok(())
+}
+
 /// `hamlet research judge-goals`: each agent with a goal, rated 1 to 10 by the model the
 /// flags name, on a scratch fork at the moment asked (and every `--every` before it).
-fn judge_goals(j: &JudgeArgs) -> anyhow::Result<()> {
+fn judge_goals(j: &OverTime) -> anyhow::Result<()> {
     let a = &j.asked;
     let (_, settings) = a.llm.settings()?;
     // The judge is the model named; the scratch branches only recall (embeddings).
@@ -745,7 +786,7 @@ fn judge_goals(j: &JudgeArgs) -> anyhow::Result<()> {
         config::embed_backend(&settings)?,
     );
     let mut rows = Vec::new();
-    let mut judge_at = |at: Moment| -> anyhow::Result<(u64, u64)> {
+    at_moments(a, j.every, |at| {
         let Scratch { mut sim, rt, names, agents, said, span, .. } =
             open_scratch(a, at, |_, _, _| Ok(judge.clone()))?;
         let goals = sim.goals();
@@ -757,17 +798,7 @@ fn judge_goals(j: &JudgeArgs) -> anyhow::Result<()> {
         }
         eprintln!("judged by {} {said}", judge.llm().model());
         Ok(span)
-    };
-    let (start, end) = judge_at(a.at)?;
-    if let Some(every) = j.every {
-        let earlier: Vec<u64> = (1u64..)
-            .map_while(|i| start.checked_add(i.checked_mul(every)?))
-            .take_while(|t| *t < end)
-            .collect();
-        for t in earlier {
-            judge_at(Moment::Time(t))?;
-        }
-    }
+    })?;
     rows.sort_by(|x, y| (x.0, &x.1).cmp(&(y.0, &y.1)));
     let header = ["time", "agent", "goal", "rating"];
     write_rows(a.format, &header, &rows, |(at, agent, goal, rating)| {
@@ -776,6 +807,85 @@ fn judge_goals(j: &JudgeArgs) -> anyhow::Result<()> {
     })?;
     if rows.is_empty() {
         eprintln!("no agent asked has a goal (a persona's `goal` in the town file)");
+    }
+    Ok(())
+}
+
+/// A quiz file's question: what is asked, and the words a right answer holds.
+#[derive(Debug, serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+struct QuizQuestion {
+    ask: String,
+    #[serde(default)]
+    expect: Vec<String>,
+}
+
+#[derive(Debug, serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Quiz {
+    question: Vec<QuizQuestion>,
+}
+
+/// The share of `expect`'s words (any case) that `answer` holds; `None` with none expected.
+fn quiz_score(answer: &str, expect: &[String]) -> Option<f64> {
+    if expect.is_empty() {
+        return None;
+    }
+    let answer = answer.to_lowercase();
+    let found = expect.iter().filter(|w| answer.contains(&w.trim().to_lowercase())).count();
+    Some(found as f64 / expect.len() as f64)
+}
+
+/// `hamlet research quiz`: a file's questions asked of every agent asked, each with its own
+/// model, on scratch forks at the moment (and every `--every` before it), each answer scored
+/// by the words it holds.
+fn quiz(q: &QuizArgs) -> anyhow::Result<()> {
+    let text = std::fs::read_to_string(&q.questions)
+        .with_context(|| format!("cannot read {}", q.questions.display()))?;
+    let quiz: Quiz =
+        toml::from_str(&text).map_err(|e| anyhow::anyhow!("{}: {e}", q.questions.display()))?;
+    if let Some(i) = quiz.question.iter().position(|x| x.ask.trim().is_empty()) {
+        anyhow::bail!("{}: question {} asks nothing", q.questions.display(), i + 1);
+    }
+    let a = &q.over.asked;
+    let mut rows = Vec::new();
+    at_moments(a, q.over.every, |at| {
+        let Scratch { mut sim, rt, names, agents, said, span, .. } =
+            open_scratch(a, at, |file, settings, models| {
+                super::llm::gateway_with_models(file, settings, models)
+            })?;
+        for agent in agents {
+            let name = names.get(&agent).cloned().unwrap_or_default();
+            for question in &quiz.question {
+                let answer = rt.block_on(sim.interview(agent, question.ask.trim(), false))?;
+                let score = quiz_score(&answer, &question.expect);
+                rows.push((span.1, name.clone(), question.ask.trim().to_owned(), answer, score));
+            }
+        }
+        eprintln!("asked {said}");
+        Ok(span)
+    })?;
+    rows.sort_by(|x, y| (x.0, &x.1).cmp(&(y.0, &y.1)));
+    let header = ["time", "agent", "question", "answer", "score"];
+    write_rows(a.format, &header, &rows, |(at, agent, question, answer, score)| {
+        let score = score.map(|s| format!("{s:.2}")).unwrap_or_default();
+        vec![sim_time(*at), agent.clone(), question.clone(), answer.trim().to_owned(), score]
+    })?;
+    if a.format == TableFormat::Table {
+        let mut by_time: std::collections::BTreeMap<u64, (f64, u32)> = Default::default();
+        for (at, _, _, _, score) in &rows {
+            if let Some(s) = score {
+                let e = by_time.entry(*at).or_default();
+                (e.0, e.1) = (e.0 + s, e.1 + 1);
+            }
+        }
+        for (at, (sum, n)) in by_time {
+            println!(
+                "{}: mean score {:.2} over {n} scored answers",
+                sim_time(at),
+                sum / f64::from(n)
+            );
+        }
     }
     Ok(())
 }

@@ -817,3 +817,41 @@ async fn a_judge_rates_each_goal_on_a_scratch_fork_and_the_branch_stays_untouche
     assert!(times.windows(2).all(|w| w[0] < w[1]), "{csv}");
     assert_eq!(events(&store, "main").len(), before, "the branch measured is untouched");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_quiz_asks_every_agent_on_scratch_forks_and_scores_each_answer_by_its_words() {
+    let (server, tmp, store, _) = short_run().await;
+    let quiz = tmp.path().join("quiz.toml");
+    std::fs::write(
+        &quiz,
+        "[[question]]\nask = \"Where are you today?\"\nexpect = [\"Café\", \"market\"]\n\n\
+         [[question]]\nask = \"Is there a party?\"\nexpect = [\"party\", \"market\"]\n\n\
+         [[question]]\nask = \"How are you?\"\n",
+    )
+    .unwrap();
+    let before = events(&store, "main").len();
+    let q = quiz.display().to_string();
+    let out =
+        hamlet(args(&server, &store, &["research", "quiz", "--questions", &q, "--format", "csv"]))
+            .await;
+    assert!(out.status.success(), "{}", text(&out));
+    let csv = String::from_utf8_lossy(&out.stdout).to_string();
+    let agents = hamlet_engine::town::Definition::parse("t.toml", hamlet_engine::town::WILLOWMERE)
+        .unwrap()
+        .personas
+        .len();
+    let rows: Vec<&str> = csv.lines().skip(1).collect();
+    assert_eq!(rows.len(), 3 * agents, "{csv}");
+    // The test double answers "I am minding the café today, and the market opens late…".
+    assert_eq!(rows.iter().filter(|r| r.ends_with(",1.00")).count(), agents, "{csv}");
+    assert_eq!(rows.iter().filter(|r| r.ends_with(",0.50")).count(), agents, "{csv}");
+    assert_eq!(rows.iter().filter(|r| r.ends_with(',')).count(), agents, "unscored: {csv}");
+    assert_eq!(events(&store, "main").len(), before, "the branch asked is untouched");
+
+    let bad = tmp.path().join("bad.toml");
+    std::fs::write(&bad, "[[question]]\nask = \" \"\n").unwrap();
+    let b = bad.display().to_string();
+    let out = hamlet(args(&server, &store, &["research", "quiz", "--questions", &b])).await;
+    assert!(!out.status.success());
+    assert!(text(&out).contains("question 1 asks nothing"), "{}", text(&out));
+}
