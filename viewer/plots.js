@@ -28,6 +28,7 @@ const CHARTS = [
   ['density', 'Relationship density'],
   ['relationships', 'Relationship graph at the playhead'],
   ['cost', 'Model cost over time'],
+  ['goals', 'Progress toward life goals'],
 ];
 
 export function initPlots(host) {
@@ -143,6 +144,17 @@ function draw() {
     yLabel = 'density (pairs who talked / pairs)';
     const [first, last] = [rows[0], rows[rows.length - 1]];
     setChildren(caption, untrusted(first && last ? `Density ${first.density.toFixed(3)} at ${fmtTime(first.at_secs)} → ${last.density.toFixed(3)} at ${fmtTime(last.at_secs)} (${last.pairs} pairs)` : 'No rows.'));
+  } else if (answer.what === 'goals') {
+    const measured = rows.filter((r) => r.progress !== null && r.progress !== undefined);
+    const agents = [...new Set(measured.map((r) => r.agent))];
+    series = agents.map((a) => ({ name: a, points: measured.filter((r) => r.agent === a).map((r) => [r.at_secs, r.progress]) }));
+    yLabel = 'progress toward the goal';
+    const unmeasured = [...new Set(rows.filter((r) => r.progress === null || r.progress === undefined).map((r) => r.agent))];
+    const reached = [...new Set(measured.filter((r) => r.reached_secs !== null && r.reached_secs !== undefined).map((r) => r.agent))];
+    const words = !rows.length
+      ? 'No agent here has a goal (a persona’s goal in the town file).'
+      : `${reached.length} of ${agents.length} measured goals reached${unmeasured.length ? `; no measure for ${unmeasured.join(', ')} (hamlet research judge-goals asks a model)` : ''}`;
+    setChildren(caption, untrusted(words));
   } else if (answer.what === 'cost') {
     const by = costBy.value;
     const keys = [...new Set(rows.filter((r) => r.by === by).map((r) => r.key))];

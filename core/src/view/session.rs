@@ -456,9 +456,13 @@ impl Session {
                 let rows = crate::research::cost_over_time(events, every, &ask.prices);
                 (serde_json::to_value(&rows), cost_table(&rows))
             }
+            "goals" => {
+                let rows = crate::research::goals(events, every);
+                (serde_json::to_value(&rows), crate::research::goals_table(&rows))
+            }
             other => {
                 return Err(ViewError::Research(format!(
-                    "no measurement `{other}`: diffusion, density, relationships or cost"
+                    "no measurement `{other}`: diffusion, density, relationships, cost or goals"
                 )))
             }
         };
