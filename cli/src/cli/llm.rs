@@ -628,16 +628,24 @@ pub fn cost(a: CostArgs) -> anyhow::Result<Outcome> {
                 "-".into()
             }
         };
+        // Whole hours for a run, enough digits for a short one.
+        let span = |h: f64| match h {
+            h if h >= 10.0 => format!("{h:.0}"),
+            h if h >= 1.0 => format!("{h:.1}"),
+            h => format!("{h:.2}"),
+        };
         writeln!(
             out,
-            "\ncalls per agent-hour: {} ({} calls in {hours:.0} agent-hours); over the waking \
-             hours, {:02}:00 to {:02}:00 of each day: {} ({awake_calls} calls in {waking:.0} \
+            "\ncalls per agent-hour: {} ({} calls in {} agent-hours); over the waking \
+             hours, {:02}:00 to {:02}:00 of each day: {} ({awake_calls} calls in {} \
              agent-hours)",
             per(report.total.calls, hours),
             report.total.calls,
+            span(hours),
             WAKING_HOURS.start,
             WAKING_HOURS.end,
             per(awake_calls, waking),
+            span(waking),
         )?;
     }
     if !report.unpriced.is_empty() {
