@@ -702,43 +702,44 @@ impl Gateway {
     /// refused, not compared across two spaces). A run resumed so asks as the run before it
     /// would have gone on asking.
     ///
-    /// With other models added, each try is learned by the gateway its agent's calls go to.
+    /// With other models added, each try is learned by the gateway whose model it was asked
+    /// of (as its `LlmRequested` records it): what one server takes says nothing of another.
     pub fn learn_from<'a>(&self, events: impl IntoIterator<Item = &'a Body>) {
-        let (models, agents) = {
-            let routes = self.routes.lock().unwrap_or_else(|p| p.into_inner());
-            if routes.models.is_empty() {
-                drop(routes);
-                return self.learn_here(events);
-            }
-            (routes.models.clone(), routes.agents.clone())
-        };
+        let models = self.other_models();
+        if models.is_empty() {
+            return self.learn_here(events);
+        }
+        let own = self.llm.model();
         let mut mine: Vec<&Body> = Vec::new();
-        let mut theirs: BTreeMap<&str, Vec<&Body>> = BTreeMap::new();
-        let mut whose: BTreeMap<[u8; 32], &str> = BTreeMap::new();
+        let mut theirs: Vec<Vec<&Body>> = vec![Vec::new(); models.len()];
+        // Each try's model, by its request hash: `None` for this gateway's own.
+        let mut whose: BTreeMap<[u8; 32], Option<usize>> = BTreeMap::new();
         for body in events {
-            let name = match body {
+            let to = match body {
                 Body::LlmRequested(r) => {
-                    let name = r.agent.and_then(|a| agents.get(&a)).map(String::as_str);
-                    let name = name.filter(|n| models.contains_key(*n));
-                    if let Some(n) = name {
-                        whose.insert(r.request_hash, n);
+                    let to = if r.model == own {
+                        Some(None)
+                    } else {
+                        models.iter().position(|g| g.llm.model() == r.model).map(Some)
+                    };
+                    if let Some(to) = to {
+                        whose.insert(r.request_hash, to);
                     }
-                    name
+                    to
                 }
                 Body::LlmResponded(r) => whose.get(&r.request_hash).copied(),
                 Body::LlmFailed(f) => whose.get(&f.request_hash).copied(),
-                _ => None,
+                _ => Some(None),
             };
-            match name {
-                Some(n) => theirs.entry(n).or_default().push(body),
-                None => mine.push(body),
+            match to {
+                Some(None) => mine.push(body),
+                Some(Some(i)) => theirs[i].push(body),
+                None => {}
             }
         }
         self.learn_here(mine);
-        for (name, bodies) in theirs {
-            if let Some(g) = models.get(name) {
-                g.learn_here(bodies);
-            }
+        for (g, bodies) in models.iter().zip(theirs) {
+            g.learn_here(bodies);
         }
     }
 

@@ -503,6 +503,9 @@ fn make_change(
             let f = Failure { field: Some("model"), ..Failure::of_ops(&e) };
             return (Viewer::from_parts(sim.into_store(), state), Err(f));
         }
+        if let Err(e) = sim.relearn() {
+            return (Viewer::from_parts(sim.into_store(), state), Err(Failure::of_sim(&e)));
+        }
     }
     let answer = match desk.runtime() {
         Ok(rt) => rt.block_on(change.make(&mut sim)).map_err(|e| Failure::of_ops(&e)),
@@ -552,6 +555,9 @@ fn continue_run(
     if let Err(e) = spec.add_models(&gateway, &sim.models_named()) {
         let f = Failure { field: Some("model"), ..Failure::of_ops(&e) };
         return (Viewer::from_parts(sim.into_store(), state), Err(f));
+    }
+    if let Err(e) = sim.relearn() {
+        return (Viewer::from_parts(sim.into_store(), state), Err(Failure::of_sim(&e)));
     }
     let per_step = u64::from(sim.definition().seconds_per_step.max(1));
     let target = ops::target_step(&sim, ops::Hours::For(hours));

@@ -300,6 +300,15 @@ impl<S: Storage> Sim<S> {
         &self.town
     }
 
+    /// Has the gateway learn again from the branch's whole log what its servers take: after
+    /// models were added to it once the run was resumed, so each learns from its own calls.
+    pub fn relearn(&self) -> Result<(), SimError> {
+        let head = self.store.branch(self.branch).map_or(0, |b| b.head_seq);
+        let events = self.store.events(self.branch, 0, head)?;
+        self.gateway.learn_from(events.iter().map(|e| &e.body));
+        Ok(())
+    }
+
     /// The models the agents think with besides the run's, by the names their town or
     /// add-agent gave, each once: what the gateway needs for this branch to go on.
     pub fn models_named(&self) -> Vec<String> {

@@ -160,3 +160,29 @@ fn a_model_name_is_one_word() {
         assert!(e.contains(".model") && e.contains(why), "{bad}: {e}");
     }
 }
+
+#[test]
+fn each_model_learns_from_its_own_calls_what_its_server_takes() {
+    use hamlet_log::event::StructuredForm;
+    let gateway = rules();
+    let b = second();
+    gateway.add_model("second", b.clone());
+    let first_form = gateway.structured_form();
+    assert_eq!(first_form, b.structured_form(), "the two doubles start alike");
+    assert_ne!(first_form, StructuredForm::JsonObject);
+    // A call to `rules-b` answered in a form further down the list (its server refused the
+    // ones before): `second` learns it, the run's own model does not.
+    let samples = hamlet_log::samples::one_body_per_kind();
+    let pick = |f: fn(&Body) -> bool| samples.iter().find(|b| f(b)).unwrap().clone();
+    let mut requested = pick(|b| matches!(b, Body::LlmRequested(_)));
+    let mut responded = pick(|b| matches!(b, Body::LlmResponded(_)));
+    if let (Body::LlmRequested(r), Body::LlmResponded(a)) = (&mut requested, &mut responded) {
+        (r.model, r.structured, r.request_hash) =
+            ("rules-b".into(), StructuredForm::JsonObject, [9; 32]);
+        (a.request_hash, a.fallback, a.parsed) = ([9; 32], false, Some("{}".into()));
+    }
+    gateway.learn_from([&requested, &responded]);
+    assert_eq!(b.structured_form(), StructuredForm::JsonObject, "`second` learned its server's");
+    assert_eq!(gateway.structured_form(), first_form, "the run's own model learned nothing");
+    assert_eq!(gateway.models(), vec![("second".to_owned(), "rules-b".to_owned())]);
+}
