@@ -1166,3 +1166,157 @@ pub fn fork_row(
         calls: events.iter().filter(|e| matches!(e.body, Body::LlmRequested(_))).count() as u32,
     }
 }
+
+/// What the agents thinking with one model did in a run, for a comparison of models
+/// (`hamlet bench models`): costs from the log, and every measure of the others.
+#[derive(Clone, Debug, Default, PartialEq, Serialize)]
+pub struct ModelRow {
+    /// The name its agents think with (`default`, `small`, or a config file's profile).
+    pub model: String,
+    /// The models that answered their calls, as the calls recorded them.
+    pub answered_by: Vec<String>,
+    /// Its agents.
+    pub agents: u32,
+    /// Simulated hours from the first agent's joining to the last event, times `agents`.
+    pub agent_hours: f64,
+    /// Their calls (first tries).
+    pub calls: u64,
+    /// Tries, first ones included.
+    pub tries: u64,
+    /// Tries that failed (transport errors and answers that did not validate).
+    pub failures: u64,
+    /// Calls answered by the documented fallback.
+    pub fallbacks: u64,
+    /// Prompt tokens.
+    pub prompt_tokens: u64,
+    /// Of the prompt tokens, those the backend reused from its cache.
+    pub cached_tokens: u64,
+    /// Completion tokens.
+    pub completion_tokens: u64,
+    /// Dollars, by the config file's prices (0 for the embedded models).
+    pub money: f64,
+    /// Their believability counts, added up ([`believability`]).
+    pub believability: BelievabilityRow,
+    /// Of their agents with a measured life goal: how many, their mean progress, and how
+    /// many reached it ([`goals`]).
+    pub goals_measured: u32,
+    /// Mean progress toward a measured goal (0 to 1); `None` with no measured goal.
+    pub goal_progress: Option<f64>,
+    /// Agents whose measured goal was reached.
+    pub goals_reached: u32,
+    /// For each fact followed, as [`diffusion`] follows it: how many of its agents hold it.
+    pub heard: Vec<u32>,
+}
+
+impl ModelRow {
+    /// Calls per agent-hour.
+    pub fn calls_per_agent_hour(&self) -> f64 {
+        self.calls as f64 / self.agent_hours.max(1e-9)
+    }
+
+    /// Line faults (every believability count of a line) per 100 lines said.
+    pub fn line_faults(&self) -> f64 {
+        let b = &self.believability;
+        let n = b.repeats_earlier
+            + b.names_itself
+            + b.narrates
+            + b.identity_slips
+            + b.out_of_character
+            + b.misnames
+            + b.planner_words;
+        b.of_lines(n)
+    }
+
+    /// Actions that copy a persona statement or sit at an odd hour, per 100 actions.
+    pub fn action_faults(&self) -> f64 {
+        let b = &self.believability;
+        b.of_actions(b.copies_persona + b.odd_hours)
+    }
+}
+
+/// A run's agents grouped by the model each thinks with (the `model` trait its joining
+/// recorded; `default` without one), one [`ModelRow`] per model, in name order. `spreads`
+/// are the facts followed, each as the keywords every memory of it holds.
+pub fn model_rows(
+    events: &[Event],
+    spreads: &[Vec<String>],
+    prices: &BTreeMap<String, crate::cost::Price>,
+) -> Vec<ModelRow> {
+    // Each agent's name and model.
+    let mut agents: BTreeMap<AgentId, (String, String)> = BTreeMap::new();
+    let mut start = None;
+    for e in events {
+        if let Body::AgentJoined(j) = &e.body {
+            start.get_or_insert(e.sim_time_secs());
+            let model = j.traits.iter().find(|(k, _)| k == crate::town::MODEL_TRAIT);
+            let model = model.map_or_else(|| "default".to_owned(), |m| m.1.clone());
+            agents.insert(j.agent, (j.name.clone(), model));
+        }
+    }
+    let end = events.last().map_or(0, Event::sim_time_secs);
+    let hours = end.saturating_sub(start.unwrap_or(end)) as f64 / 3600.0;
+    let report = crate::cost::report(events.iter().map(|e| (e.sim_time_secs(), &e.body)), prices);
+    let believable = believability(events);
+    let goal_rows = goals(events, u64::MAX);
+    let last_goals: Vec<&GoalRow> = match goal_rows.last() {
+        Some(last) => goal_rows.iter().filter(|r| r.at_secs == last.at_secs).collect(),
+        None => Vec::new(),
+    };
+    let knowing: Vec<BTreeSet<String>> = spreads
+        .iter()
+        .map(|k| diffusion(events, k, u64::MAX).pop().map(|r| r.knowing).unwrap_or_default())
+        .map(|names| names.into_iter().collect())
+        .collect();
+    let mut answered: BTreeMap<u32, BTreeSet<String>> = BTreeMap::new();
+    for e in events {
+        if let Body::LlmRequested(r) = &e.body {
+            if let Some(a) = r.agent {
+                answered.entry(a.0).or_default().insert(r.model.clone());
+            }
+        }
+    }
+    let mut rows: BTreeMap<String, ModelRow> = BTreeMap::new();
+    for (agent, (name, model)) in &agents {
+        let row = rows.entry(model.clone()).or_insert_with(|| ModelRow {
+            model: model.clone(),
+            heard: vec![0; spreads.len()],
+            ..ModelRow::default()
+        });
+        row.agents += 1;
+        row.agent_hours += hours;
+        if let Some(t) = report.by_agent.get(&Some(agent.0)) {
+            row.calls += t.calls;
+            row.tries += t.tries;
+            row.failures += t.failures;
+            row.fallbacks += t.fallbacks;
+            row.prompt_tokens += t.prompt_tokens;
+            row.cached_tokens += t.cached_tokens;
+            row.completion_tokens += t.completion_tokens;
+            row.money += t.money;
+        }
+        for m in answered.get(&agent.0).into_iter().flatten() {
+            if !row.answered_by.contains(m) {
+                row.answered_by.push(m.clone());
+                row.answered_by.sort();
+            }
+        }
+        if let Some(b) = believable.iter().find(|b| b.agent == *name) {
+            row.believability.add(b);
+        }
+        if let Some(g) = last_goals.iter().find(|g| g.agent == *name) {
+            if let Some(p) = g.progress {
+                let before = row.goal_progress.unwrap_or(0.0) * f64::from(row.goals_measured);
+                row.goals_measured += 1;
+                row.goal_progress = Some((before + p) / f64::from(row.goals_measured));
+                row.goals_reached += u32::from(g.reached_secs.is_some());
+            }
+        }
+        for (heard, knowing) in row.heard.iter_mut().zip(&knowing) {
+            *heard += u32::from(knowing.contains(name));
+        }
+    }
+    for row in rows.values_mut() {
+        row.believability.agent = row.model.clone();
+    }
+    rows.into_values().collect()
+}

@@ -334,22 +334,39 @@ impl LlmBackend for EchoingRules {
         Some(0)
     }
     fn complete<'a>(&'a self, a: Attempt<'a>) -> BoxFuture<'a, Result<Completion, BackendError>> {
-        let text = match a.call.template.as_str() {
-            "turn" => r#"{"say": "I'm doing well, thanks! How about you?", "end": false}"#.into(),
-            "script" => {
-                let user = match &a.call.prompt {
-                    Prompt::Chat(m) => m.last().map(|m| m.content.clone()).unwrap_or_default(),
-                    Prompt::Text(t) => t.clone(),
-                };
-                let [x, y] = script_names(&user);
-                let line = "I'm doing well, thanks! How about you?";
-                serde_json::json!({"lines": [{ x.as_str(): line }, { y.as_str(): line },
-                    { x.as_str(): line }]})
-                .to_string()
-            }
-            _ => return RuleModel.complete(a),
+        let user = match &a.call.prompt {
+            Prompt::Chat(m) => m.last().map(|m| m.content.clone()).unwrap_or_default(),
+            Prompt::Text(t) => t.clone(),
         };
+        let Some(text) = echoing(&a.call.template, &user) else { return RuleModel.complete(a) };
         Box::pin(async move { Ok(completion(text)) })
+    }
+}
+
+/// [`EchoingRules`]' answer to a call of `template`, when it is not the rules'.
+fn echoing(template: &str, user: &str) -> Option<String> {
+    let line = "I'm doing well, thanks! How about you?";
+    match template {
+        "turn" => Some(serde_json::json!({"say": line, "end": false}).to_string()),
+        "script" => {
+            let [x, y] = script_names(user);
+            let (x, y) = (x.as_str(), y.as_str());
+            Some(serde_json::json!({"lines": [{ x: line }, { y: line }, { x: line }]}).to_string())
+        }
+        _ => None,
+    }
+}
+
+/// [`EchoingRules`] as a server's replies ([`over_http`]'s, but every line the same
+/// greeting): a second model over HTTP that answers differently.
+pub fn echoing_over_http(request: &Received) -> Reply {
+    let messages = request.body["messages"].as_array().cloned().unwrap_or_default();
+    let content = |i: usize| {
+        messages.get(i).and_then(|m| m["content"].as_str()).unwrap_or_default().to_owned()
+    };
+    match echoing(&template_of(&content(0)), &content(1)) {
+        Some(text) if !request.line.contains("/embeddings") => Reply::Chat(text),
+        _ => over_http(request),
     }
 }
 

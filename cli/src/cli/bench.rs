@@ -22,6 +22,8 @@ use serde::Deserialize;
 use super::llm::LlmArgs;
 use super::Outcome;
 
+mod models;
+
 /// The labelled memories `hamlet bench ratings` rates unless given others.
 const LABELS: &str = include_str!("../../data/importance-labels.toml");
 
@@ -44,6 +46,18 @@ hamlet bench ratings --details\n  hamlet bench ratings --llm openai --model qwen
     #[command(after_help = "Examples:\n  hamlet bench call\n  \
 hamlet bench call --memory 2G\n  hamlet bench call --slots 64   # what a town plans")]
     Call(CallArgs),
+    /// Run one town from one seed once per model assignment (every agent on one model, or a
+    /// mix) and print, per model: calls and tokens per agent-hour, cost, failed tries and
+    /// fallbacks, the believability counts, goal progress, the spread of followed facts, and
+    /// a quiz's scores, with the machine and the command to reproduce it
+    #[command(after_help = "Examples:\n  \
+hamlet bench models --assign default --assign small --hours 2 --spread party\n  \
+hamlet bench models --assign default --assign 'default,Delphine Ashcombe=small' \\\n    \
+--questions quiz.toml --every 1h --store compare/\n  \
+hamlet bench models --assign gpt --assign small --config models.toml   # [models.gpt] a server\n\n\
+A quiz file:\n\n  [[question]]\n  ask = \"Who is giving a party, and when?\"\n  \
+expect = [\"Delphine\", \"17:00\"]")]
+    Models(models::ModelsArgs),
 }
 
 /// `hamlet bench call`.
@@ -92,6 +106,7 @@ pub fn run(command: BenchCommand) -> anyhow::Result<Outcome> {
         BenchCommand::Town(a) => town(a),
         BenchCommand::Ratings(a) => ratings(a),
         BenchCommand::Call(a) => call(a),
+        BenchCommand::Models(a) => models::models(a),
     }
 }
 

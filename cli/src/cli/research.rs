@@ -340,7 +340,11 @@ fn write_rows<T: Serialize>(
 
 /// Writes a measurement: `rows` as JSON, or `table` (the one table the window saves too)
 /// as CSV or aligned columns.
-fn write_table<T: Serialize>(format: TableFormat, table: &Table, rows: &[T]) -> anyhow::Result<()> {
+pub(super) fn write_table<T: Serialize>(
+    format: TableFormat,
+    table: &Table,
+    rows: &[T],
+) -> anyhow::Result<()> {
     let mut out = std::io::BufWriter::new(std::io::stdout().lock());
     match format {
         TableFormat::Json => {
@@ -814,20 +818,36 @@ fn judge_goals(j: &OverTime) -> anyhow::Result<()> {
 /// A quiz file's question: what is asked, and the words a right answer holds.
 #[derive(Debug, serde::Deserialize)]
 #[serde(deny_unknown_fields)]
-struct QuizQuestion {
-    ask: String,
+pub(super) struct QuizQuestion {
+    pub ask: String,
     #[serde(default)]
-    expect: Vec<String>,
+    pub expect: Vec<String>,
 }
 
+/// A quiz file: `[[question]]`s.
 #[derive(Debug, serde::Deserialize)]
 #[serde(deny_unknown_fields)]
-struct Quiz {
-    question: Vec<QuizQuestion>,
+pub(super) struct Quiz {
+    pub question: Vec<QuizQuestion>,
+}
+
+/// Reads a quiz file; an error for one that does not parse or asks nothing.
+pub(super) fn read_quiz(path: &std::path::Path) -> anyhow::Result<Quiz> {
+    let text =
+        std::fs::read_to_string(path).with_context(|| format!("cannot read {}", path.display()))?;
+    let quiz: Quiz =
+        toml::from_str(&text).map_err(|e| anyhow::anyhow!("{}: {e}", path.display()))?;
+    if quiz.question.is_empty() {
+        anyhow::bail!("{}: no [[question]] in it", path.display());
+    }
+    if let Some(i) = quiz.question.iter().position(|x| x.ask.trim().is_empty()) {
+        anyhow::bail!("{}: question {} asks nothing", path.display(), i + 1);
+    }
+    Ok(quiz)
 }
 
 /// The share of `expect`'s words (any case) that `answer` holds; `None` with none expected.
-fn quiz_score(answer: &str, expect: &[String]) -> Option<f64> {
+pub(super) fn quiz_score(answer: &str, expect: &[String]) -> Option<f64> {
     if expect.is_empty() {
         return None;
     }
@@ -840,13 +860,7 @@ fn quiz_score(answer: &str, expect: &[String]) -> Option<f64> {
 /// model, on scratch forks at the moment (and every `--every` before it), each answer scored
 /// by the words it holds.
 fn quiz(q: &QuizArgs) -> anyhow::Result<()> {
-    let text = std::fs::read_to_string(&q.questions)
-        .with_context(|| format!("cannot read {}", q.questions.display()))?;
-    let quiz: Quiz =
-        toml::from_str(&text).map_err(|e| anyhow::anyhow!("{}: {e}", q.questions.display()))?;
-    if let Some(i) = quiz.question.iter().position(|x| x.ask.trim().is_empty()) {
-        anyhow::bail!("{}: question {} asks nothing", q.questions.display(), i + 1);
-    }
+    let quiz = read_quiz(&q.questions)?;
     let a = &q.over.asked;
     let mut rows = Vec::new();
     at_moments(a, q.over.every, |at| {

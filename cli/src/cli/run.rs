@@ -65,7 +65,7 @@ fn mechanism(name: &str) -> Result<Mechanism, String> {
 
 /// Keeps only the personas named in `names` (any case), in the town's order; all of them
 /// when `names` is empty.
-fn choose_agents(town: &mut Definition, names: &[String]) -> anyhow::Result<()> {
+pub(super) fn choose_agents(town: &mut Definition, names: &[String]) -> anyhow::Result<()> {
     if names.is_empty() {
         return Ok(());
     }
