@@ -149,6 +149,18 @@ pub fn answer(template: &str, user: &str) -> String {
         "summary" => "A neighbour who keeps the café and cares about the market.".into(),
         "interview" => "I am minding the café today, and the market opens late on Sunday.".into(),
         "inner_voice" => "bake bread for the neighbours".into(),
+        "goal_questions" => {
+            "1. What does my goal need next?\n2. Who could help me with it?\n3. Where should I go now?"
+                .into()
+        }
+        "goal_answers" => "I should go where the work is and get on with it.".into(),
+        "goal_purpose" => {
+            // The last place offered (the first is where the agent is), for an hour.
+            let places = user.lines().find_map(|l| l.split_once(" knows: ")).map(|(_, p)| p);
+            let last = places.unwrap_or("").split(", ").last().unwrap_or("");
+            serde_json::json!({"place": last, "purpose": "works toward the goal there", "minutes": 60})
+                .to_string()
+        }
         _ => "not an answer".into(),
     }
 }

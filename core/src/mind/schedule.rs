@@ -22,6 +22,10 @@ pub struct Schedule {
     /// The latest plan made moment to moment (actions decomposing nothing), by agents whose
     /// strategy does not plan ahead.
     loose: Option<(EventId, PlanMade)>,
+    /// The latest purpose (an hour-level plan decomposing nothing: a stretch of time at a
+    /// place, for a reason), by agents that plan toward their life goal (`goal_qa`). It is
+    /// broken into actions as an hour part is.
+    purpose: Option<(EventId, PlanMade)>,
 }
 
 /// What an agent needs next.
@@ -69,7 +73,7 @@ impl Schedule {
             Some(Need::Act { item: PlanRef { plan: *id, item: index }, what: item.clone() })
         };
         let Some((day_id, day)) = &self.day else {
-            return loose().unwrap_or(Need::PlanDay);
+            return loose().or_else(|| self.purpose_need(now)).unwrap_or(Need::PlanDay);
         };
         if self.day_number != now / 86_400 {
             return Need::PlanDay;
@@ -106,10 +110,38 @@ impl Schedule {
         }
     }
 
+    /// What the purpose under way needs at `now`, if one covers it: to be broken into
+    /// actions, or the action under way (or nothing, between its actions).
+    fn purpose_need(&self, now: u64) -> Option<Need> {
+        let (id, plan) = self.purpose.as_ref()?;
+        let (index, item) = covering(plan, now)?;
+        let item_ref = PlanRef { plan: *id, item: index };
+        if item.description == SLEEP {
+            return Some(Need::Act { item: item_ref, what: item.clone() });
+        }
+        Some(match self.parts.get(&item_ref) {
+            Some((parts_id, parts)) if !parts.items.is_empty() => match covering(parts, now) {
+                Some((i, action)) => {
+                    Need::Act { item: PlanRef { plan: *parts_id, item: i }, what: action.clone() }
+                }
+                None => Need::Free,
+            },
+            Some(_) => Need::Act { item: item_ref, what: item.clone() },
+            None => {
+                Need::Decompose { item: item_ref, what: item.clone(), level: PlanLevel::Action }
+            }
+        })
+    }
+
     /// The hour part under way at `now` (the item an action plan decomposes), if the day
-    /// plan has been broken down that far.
+    /// plan has been broken down that far; without a day plan, the purpose under way.
     pub fn hour_under_way(&self, now: u64) -> Option<(PlanRef, PlanItem)> {
-        let (day_id, day) = self.day.as_ref()?;
+        let Some((day_id, day)) = self.day.as_ref() else {
+            let (id, plan) = self.purpose.as_ref()?;
+            let (index, item) = covering(plan, now)?;
+            return (item.description != SLEEP)
+                .then(|| (PlanRef { plan: *id, item: index }, item.clone()));
+        };
         if self.day_number != now / 86_400 {
             return None;
         }
@@ -155,15 +187,20 @@ impl Schedules {
                 schedule.parts.insert(of, (event.id, plan.clone()));
             }
             (PlanLevel::Action, None) => schedule.loose = Some((event.id, plan.clone())),
-            (_, None) => {}
+            (PlanLevel::Hour, None) => schedule.purpose = Some((event.id, plan.clone())),
         }
     }
 
     /// An agent's schedule (empty if it has none).
     pub fn of(&self, agent: AgentId) -> &Schedule {
         // (Borrowed: a day's plans are hundreds of items, and every agent's step asks.)
-        static NONE: Schedule =
-            Schedule { day: None, day_number: 0, parts: BTreeMap::new(), loose: None };
+        static NONE: Schedule = Schedule {
+            day: None,
+            day_number: 0,
+            parts: BTreeMap::new(),
+            loose: None,
+            purpose: None,
+        };
         self.by_agent.get(&agent).unwrap_or(&NONE)
     }
 }
@@ -276,6 +313,32 @@ mod tests {
         ));
         assert_eq!(s.of(MEI).need(DAY1 + 436 * 60), Need::PlanDay, "then it needs another");
         assert_eq!(s.of(MEI).hour_under_way(DAY1 + 425 * 60), None);
+    }
+
+    #[test]
+    fn a_purpose_is_broken_into_actions_and_asked_again_when_its_time_is_up() {
+        let mut s = Schedules::default();
+        let at = |m: u64| DAY1 + m * 60;
+        let mut bake = item("bakes bread for the stall", 480, 90);
+        bake.address = "Oak Hill bakery:kitchen".into();
+        s.apply(&plan(1, PlanLevel::Hour, None, vec![bake]));
+        let purpose = PlanRef { plan: EventId([1; 32]), item: 0 };
+        assert!(matches!(
+            s.of(MEI).need(at(490)),
+            Need::Decompose { item, level: PlanLevel::Action, what } if item == purpose && what.address == "Oak Hill bakery:kitchen"
+        ));
+        assert_eq!(s.of(MEI).hour_under_way(at(490)).map(|(r, _)| r), Some(purpose));
+        s.apply(&plan(2, PlanLevel::Action, Some(purpose), vec![item("kneads dough", 480, 30)]));
+        assert!(
+            matches!(s.of(MEI).need(at(500)), Need::Act { what, .. } if what.description == "kneads dough")
+        );
+        assert_eq!(s.of(MEI).need(at(530)), Need::Free, "between its actions");
+        assert_eq!(s.of(MEI).need(at(570)), Need::PlanDay, "done: the next purpose is asked");
+        s.apply(&plan(3, PlanLevel::Hour, None, vec![item(SLEEP, 1350, 90)]));
+        assert!(
+            matches!(s.of(MEI).need(at(1360)), Need::Act { what, .. } if what.description == SLEEP)
+        );
+        assert_eq!(s.of(MEI).hour_under_way(at(1360)), None, "sleep is not an hour part");
     }
 
     #[test]

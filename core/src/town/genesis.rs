@@ -5,7 +5,10 @@
 
 use hamlet_log::event::{AgentId, AgentJoined, Body, NewEvent, RunConfigured, TownLoaded};
 
-use super::{Definition, GOAL_TRAIT, MEASURE_TRAIT, MODEL_TRAIT};
+use super::{
+    Definition, GOAL_TRAIT, MEASURE_TRAIT, MEMORY_MODULES, MEMORY_TRAIT, MODEL_TRAIT,
+    PLANNING_MODULES, PLANNING_TRAIT,
+};
 use crate::rulebook::Rulebook;
 
 /// The settings recorded in `RunConfigured`, sorted by key.
@@ -42,6 +45,13 @@ fn traits(p: &super::Persona) -> Vec<(String, String)> {
     }
     if let Some(m) = &p.measure {
         out.push((MEASURE_TRAIT.to_owned(), m.to_trait()));
+    }
+    // Modules only where they are not the defaults, likewise.
+    if p.planning != PLANNING_MODULES[0] {
+        out.push((PLANNING_TRAIT.to_owned(), p.planning.clone()));
+    }
+    if p.memory != MEMORY_MODULES[0] {
+        out.push((MEMORY_TRAIT.to_owned(), p.memory.clone()));
     }
     out.sort();
     out

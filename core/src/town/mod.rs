@@ -186,6 +186,10 @@ struct RawPersona {
     goal: Option<String>,
     #[serde(default)]
     measure: Option<RawMeasure>,
+    #[serde(default)]
+    planning: Option<String>,
+    #[serde(default)]
+    memory: Option<String>,
 }
 
 #[derive(Deserialize)]
@@ -364,6 +368,10 @@ pub struct Persona {
     /// How progress toward the goal is counted from the log, where it can be
     /// (`hamlet research goals`).
     pub measure: Option<Measure>,
+    /// How the agent plans: one of [`PLANNING_MODULES`].
+    pub planning: String,
+    /// How the agent remembers: one of [`MEMORY_MODULES`].
+    pub memory: String,
 }
 
 /// A goal's progress as the log counts it: money earned, a purchase made so many times, a
@@ -426,6 +434,24 @@ impl Measure {
 
 /// The trait of an agent (in its `AgentJoined`) holding how its goal's progress is counted.
 pub const MEASURE_TRAIT: &str = "measure";
+
+/// The planning modules a persona may name: `paper`, the paper's day plan broken into hour
+/// parts and actions (the default), or `goal_qa`, questions about its life goal, their
+/// answers, then a place and a purpose there, asked again when the purpose is done.
+pub const PLANNING_MODULES: &[&str] = &["paper", "goal_qa"];
+
+/// The memory modules a persona may name: `stream`, the paper's memory stream retrieved by
+/// recency, importance and relevance (the default), or `long_short`, what it knows of each
+/// person and place kept as a summary (long-term) beside its latest memories (short-term).
+pub const MEMORY_MODULES: &[&str] = &["stream", "long_short"];
+
+/// The trait of an agent (in its `AgentJoined`) naming its planning module, where it is not
+/// the default.
+pub const PLANNING_TRAIT: &str = "planning";
+
+/// The trait of an agent (in its `AgentJoined`) naming its memory module, where it is not
+/// the default.
+pub const MEMORY_TRAIT: &str = "memory";
 
 /// An event a persona hosts: what, where, and when.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -830,6 +856,28 @@ impl Definition {
                     );
                 }
             }
+            let planning = r.planning.clone().unwrap_or_else(|| PLANNING_MODULES[0].to_owned());
+            if !PLANNING_MODULES.contains(&planning.as_str()) {
+                bad(
+                    p.span(),
+                    format!("{key}.planning"),
+                    format!("`{planning}` is not one of {}", PLANNING_MODULES.join(", ")),
+                );
+            } else if planning == "goal_qa" && r.goal.is_none() {
+                bad(
+                    p.span(),
+                    format!("{key}.planning"),
+                    "`goal_qa` plans toward the persona's life goal: give it a `goal`".into(),
+                );
+            }
+            let memory = r.memory.clone().unwrap_or_else(|| MEMORY_MODULES[0].to_owned());
+            if !MEMORY_MODULES.contains(&memory.as_str()) {
+                bad(
+                    p.span(),
+                    format!("{key}.memory"),
+                    format!("`{memory}` is not one of {}", MEMORY_MODULES.join(", ")),
+                );
+            }
             let measure = r.measure.as_ref().and_then(|m| {
                 let at = format!("{key}.measure");
                 let given = [m.earn_cents.is_some(), m.buy.is_some(), m.meet.is_some()];
@@ -955,6 +1003,8 @@ impl Definition {
                 model: r.model.clone(),
                 goal: r.goal.as_ref().map(|g| g.trim().to_owned()),
                 measure,
+                planning,
+                memory,
             });
         }
 

@@ -7,6 +7,8 @@
 //!   `Retrieved` event that records the scores.
 //! * [`plan`]: the day plan, its decomposition into hours and actions, and where each
 //!   happens, chosen from the agent's spatial memory.
+//! * [`goal`]: planning toward a life goal (`goal_qa`): questions, answers, then a place
+//!   and a purpose there, asked again when it is done.
 //! * [`respond`]: continue or react, a line of dialogue, an interview answer, an inner
 //!   voice.
 //! * [`social`]: around a conversation (rulebook 4): what each speaker wants from it, and
@@ -22,6 +24,7 @@
 //! The folds never ask a model or read a clock; `think` asks the gateway and returns events,
 //! which the agent loop commits in canonical order and the folds read back.
 
+pub mod goal;
 pub mod plan;
 pub mod prompt;
 pub mod respond;

@@ -114,6 +114,9 @@ const FILES: &[(&str, &str)] = &[
     ("script", include_str!("../../prompts/script.toml")),
     ("invitation", include_str!("../../prompts/invitation.toml")),
     ("goal_judgement", include_str!("../../prompts/goal_judgement.toml")),
+    ("goal_questions", include_str!("../../prompts/goal_questions.toml")),
+    ("goal_answers", include_str!("../../prompts/goal_answers.toml")),
+    ("goal_purpose", include_str!("../../prompts/goal_purpose.toml")),
 ];
 
 /// Versions of templates that newer ones replaced, kept for the runs whose rulebook asks with

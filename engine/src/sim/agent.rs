@@ -6,12 +6,14 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use hamlet_log::event::{AgentId, MemoryKind, Perceived, PlanItem, PlanLevel};
+use hamlet_log::event::{AgentId, MemoryKind, Perceived, PlanItem, PlanLevel, PlanMade};
 use hamlet_log::Body;
 
 use crate::economy;
+use crate::mind::goal::{plan_purpose, Toward};
 use crate::mind::plan::{
     at_home, choose_place, decompose, icon_of, plan_day, plan_steps, renew_currently, summarise,
+    BEDTIME_MINUTE, SLEEP,
 };
 use crate::mind::respond::{should_attend, should_react, Situation};
 use crate::mind::schedule::Need;
@@ -374,6 +376,9 @@ impl<S: Storage> Sim<S> {
         let who = Who { agent, name, summary };
         let date = self.town.day_words(now / 86_400);
         match self.folds.schedules.of(agent).need(now) {
+            Need::PlanDay if strategy.plans() && self.folds.goal_planners.contains(&agent) => {
+                self.plan_toward_goal(agent, &who, summary_cause, now, pending).await?;
+            }
             Need::PlanDay if strategy.plans() => {
                 let day_start = now - now % 86_400;
                 let day = self.yesterday(agent, name, now);
@@ -611,6 +616,96 @@ impl<S: Storage> Sim<S> {
         )
         .await?;
         Ok(Some(planned))
+    }
+
+    /// Plans `agent`'s next purpose toward its life goal (`goal_qa`,
+    /// [`crate::mind::goal`]): from bedtime, sleep until midnight; while something it agreed
+    /// to (or hosts) is under way, that, to its end — both by rule; else the three calls of
+    /// [`plan_purpose`], the purpose ending by bedtime or the next thing agreed.
+    async fn plan_toward_goal(
+        &self,
+        agent: AgentId,
+        who: &Who<'_>,
+        summary_cause: Option<Cause>,
+        now: u64,
+        pending: &mut Pending,
+    ) -> Result<(), SimError> {
+        let midnight = now - now % 86_400;
+        let bedtime = midnight + u64::from(BEDTIME_MINUTE) * 60;
+        let start = now - now % 60;
+        let by_rule = |item: PlanItem| PlanMade {
+            agent,
+            level: PlanLevel::Hour,
+            decomposes: None,
+            items: vec![item],
+        };
+        if now >= bedtime {
+            let sleep = PlanItem {
+                description: SLEEP.to_owned(),
+                address: String::new(),
+                start_secs: start,
+                duration_secs: (midnight + 86_400 - start) as u32,
+            };
+            pending.push(now, Body::PlanMade(by_rule(sleep)), &[]);
+            return Ok(());
+        }
+        let appointments = self.appointments_on(agent, midnight / 86_400);
+        let end_of = |a: &PlanItem| a.start_secs + u64::from(a.duration_secs);
+        if let Some(a) = appointments.iter().find(|a| a.start_secs <= now && now < end_of(a)) {
+            let kept = PlanItem {
+                start_secs: start,
+                duration_secs: (end_of(a) - start) as u32,
+                ..a.clone()
+            };
+            pending.push(now, Body::PlanMade(by_rule(kept)), &[]);
+            return Ok(());
+        }
+        let next = appointments.iter().map(|a| a.start_secs).filter(|s| *s > now).min();
+        let goal = self.folds.goals.get(&agent).map_or("", String::as_str);
+        let time = self.town.moment_words(now);
+        let toward = Toward {
+            goal,
+            time: &time,
+            stream: self.folds.minds.stream(agent),
+            places: &self.purpose_places(agent),
+            until: next.unwrap_or(bedtime).min(bedtime),
+        };
+        let because: Vec<Cause> = summary_cause.into_iter().collect();
+        let retrieval = &self.settings.retrieval;
+        plan_purpose(
+            &self.gateway,
+            self.settings.style,
+            who,
+            &toward,
+            retrieval,
+            &because,
+            now,
+            pending,
+        )
+        .await?;
+        Ok(())
+    }
+
+    /// The places a purpose may be at: every arena `agent` knows (`sector:arena`), the one
+    /// it is in first.
+    fn purpose_places(&self, agent: AgentId) -> Vec<String> {
+        let here = self.folds.state.agents.get(&agent).and_then(|a| self.town.address_of(a.tile));
+        let here = here.unwrap_or_default();
+        let here: Vec<&str> = here.splitn(3, ':').take(2).collect();
+        let here = here.join(":");
+        let mut places: Vec<String> = self
+            .known(agent)
+            .known
+            .iter()
+            .flat_map(|(sector, arenas)| {
+                arenas.keys().map(move |arena| format!("{sector}:{arena}"))
+            })
+            .collect();
+        if let Some(i) = places.iter().position(|p| *p == here) {
+            let first = places.remove(i);
+            places.insert(0, first);
+        }
+        places
     }
 
     /// The home (`sector:arena`) of the persona named `name`.

@@ -71,6 +71,9 @@ pub(super) struct Folds {
     pub(super) models: BTreeMap<AgentId, String>,
     /// Each agent's life goal, where its town gave one.
     pub(super) goals: BTreeMap<AgentId, String>,
+    /// The agents that plan toward their goal (`planning = "goal_qa"`), not by the paper's
+    /// day plan.
+    pub(super) goal_planners: BTreeSet<AgentId>,
     pub(super) minds: Minds,
     pub(super) schedules: Schedules,
     pub(super) spatial: BTreeMap<AgentId, SpatialMemory>,
@@ -367,6 +370,11 @@ impl<S: Storage> Sim<S> {
                 let goal = j.traits.iter().find(|(k, _)| k == hamlet_core::town::GOAL_TRAIT);
                 if let Some((_, goal)) = goal {
                     self.folds.goals.insert(j.agent, goal.clone());
+                }
+                let planning =
+                    j.traits.iter().find(|(k, _)| k == hamlet_core::town::PLANNING_TRAIT);
+                if planning.is_some_and(|(_, p)| p == "goal_qa") {
+                    self.folds.goal_planners.insert(j.agent);
                 }
                 let named = j.traits.iter().find(|(k, _)| k == "strategy");
                 // A run's strategy for everyone stands over the town file's.
