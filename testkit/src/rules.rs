@@ -154,6 +154,7 @@ pub fn answer(template: &str, user: &str) -> String {
                 .into()
         }
         "goal_answers" => "I should go where the work is and get on with it.".into(),
+        "picture" => "Friendly and busy; we talk about the market most days.".into(),
         "goal_purpose" => {
             // The last place offered (the first is where the agent is), for an hour.
             let places = user.lines().find_map(|l| l.split_once(" knows: ")).map(|(_, p)| p);

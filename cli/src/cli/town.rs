@@ -162,6 +162,13 @@ pub fn town(c: TownCommand) -> anyhow::Result<Outcome> {
                 if let Some(m) = &p.model {
                     writeln!(out, "      thinks with the model `{m}`")?;
                 }
+                if let Some(g) = &p.goal {
+                    writeln!(out, "      life goal: {g}")?;
+                }
+                use hamlet_engine::town::{MEMORY_MODULES, PLANNING_MODULES};
+                if p.planning != PLANNING_MODULES[0] || p.memory != MEMORY_MODULES[0] {
+                    writeln!(out, "      plans by `{}`, remembers by `{}`", p.planning, p.memory)?;
+                }
                 for h in &p.hosts {
                     let end = h.start_secs + u64::from(h.duration_secs);
                     writeln!(

@@ -39,6 +39,24 @@ pub struct Memory {
 pub struct MemoryStream {
     memories: Vec<Memory>,
     index: BTreeMap<EventId, usize>,
+    /// The agent's name, from its joining (a picture names it).
+    name: String,
+    /// Whether the agent remembers by the `long_short` module (its persona's `memory`).
+    long_short: bool,
+    /// For `long_short`: its latest picture of each person and place, by subject.
+    pictures: BTreeMap<String, usize>,
+}
+
+/// The words of a picture (`long_short`'s long-term memory of a person or place): what
+/// `name` knows and thinks of `subject`, as its memory stream holds it.
+pub fn picture_words(name: &str, subject: &str, text: &str) -> String {
+    format!("{name}'s picture of {subject}: {text}")
+}
+
+/// The subject of a memory of `name`'s made by [`picture_words`], if it is one.
+pub fn picture_subject<'a>(name: &str, description: &'a str) -> Option<&'a str> {
+    let rest = description.strip_prefix(name)?.strip_prefix("'s picture of ")?;
+    rest.split_once(": ").map(|(subject, _)| subject).filter(|s| !s.is_empty())
 }
 
 impl MemoryStream {
@@ -55,6 +73,25 @@ impl MemoryStream {
     /// Where a memory stands in the stream (0: the first made).
     pub fn position(&self, id: EventId) -> Option<usize> {
         self.index.get(&id).copied()
+    }
+
+    /// Whether the agent remembers by the `long_short` module: what it recalls is its
+    /// pictures of the people and places a query names and its latest memories
+    /// ([`crate::mind::retrieval::recall_long_short`]), not a scored search.
+    pub fn long_short(&self) -> bool {
+        self.long_short
+    }
+
+    /// For `long_short`: its latest picture of each subject (the memory), by subject.
+    pub fn pictures(&self) -> impl Iterator<Item = (&str, &Memory)> {
+        self.pictures.iter().map(|(s, &i)| (s.as_str(), &self.memories[i]))
+    }
+
+    /// Whether `m` is one of its pictures (its latest of a subject, or an older one).
+    pub fn is_picture(&self, m: &Memory) -> bool {
+        self.long_short
+            && m.kind == MemoryKind::Reflection
+            && picture_subject(&self.name, &m.description).is_some()
     }
 
     /// The `n` most recent memories, oldest first.
@@ -95,8 +132,19 @@ impl Minds {
     pub fn apply(&mut self, event: &Event) {
         let now = event.sim_time_secs();
         match &event.body {
+            Body::AgentJoined(j) => {
+                let stream = self.streams.entry(j.agent).or_default();
+                stream.name = j.name.clone();
+                let module = j.traits.iter().find(|(k, _)| k == crate::town::MEMORY_TRAIT);
+                stream.long_short = module.is_some_and(|(_, m)| m == "long_short");
+            }
             Body::MemoryAdded(m) => {
                 let stream = self.streams.entry(m.agent).or_default();
+                if stream.long_short && m.kind == MemoryKind::Reflection {
+                    if let Some(subject) = picture_subject(&stream.name, &m.description) {
+                        stream.pictures.insert(subject.to_owned(), stream.memories.len());
+                    }
+                }
                 stream.index.insert(event.id, stream.memories.len());
                 stream.memories.push(Memory {
                     id: event.id,
@@ -126,7 +174,13 @@ impl Minds {
 
     /// An agent's memory stream (empty if it has none).
     pub fn stream(&self, agent: AgentId) -> &MemoryStream {
-        static EMPTY: MemoryStream = MemoryStream { memories: Vec::new(), index: BTreeMap::new() };
+        static EMPTY: MemoryStream = MemoryStream {
+            memories: Vec::new(),
+            index: BTreeMap::new(),
+            name: String::new(),
+            long_short: false,
+            pictures: BTreeMap::new(),
+        };
         self.streams.get(&agent).unwrap_or(&EMPTY)
     }
 }

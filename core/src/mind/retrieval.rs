@@ -151,6 +151,50 @@ pub fn retrieve(
     }
 }
 
+/// How many pictures a `long_short` recall returns at most: those of the people and places
+/// the query names, the rest of the k being the latest memories.
+pub const PICTURES_RECALLED: usize = 3;
+
+/// What an agent of the `long_short` memory module recalls for `query` at `now_secs`: its
+/// latest picture of each person and place the query names (any case; longer names first,
+/// at most [`PICTURES_RECALLED`]), then its latest memories that are not pictures, newest
+/// first, up to k in all. No embedding: long-term memory is found by name, short-term by
+/// time. Each hit's relevance is 1 for a picture and 0 for the rest; its score is that plus
+/// its recency.
+pub fn recall_long_short(
+    agent: AgentId,
+    stream: &MemoryStream,
+    query: &str,
+    now_secs: u64,
+    settings: &RetrievalSettings,
+) -> Retrieved {
+    let lower = query.to_lowercase();
+    let mut named: Vec<(&str, &Memory)> =
+        stream.pictures().filter(|(subject, _)| lower.contains(&subject.to_lowercase())).collect();
+    named.sort_by(|a, b| b.0.len().cmp(&a.0.len()).then(a.0.cmp(b.0)));
+    named.truncate(PICTURES_RECALLED.min(settings.top_k));
+    let decay = f64::from(settings.decay);
+    let recency =
+        |m: &Memory| decay.powf(now_secs.saturating_sub(m.last_access_secs) as f64 / 3600.0);
+    let hit = |m: &Memory, relevance: f64| RetrievalHit {
+        memory: m.id,
+        recency: recency(m) as f32,
+        importance: f32::from(m.importance) / 10.0,
+        relevance: relevance as f32,
+        score: (relevance + recency(m)) as f32,
+    };
+    let mut hits: Vec<RetrievalHit> = named.iter().map(|(_, m)| hit(m, 1.0)).collect();
+    let latest = stream.memories().iter().rev().filter(|m| !stream.is_picture(m));
+    hits.extend(latest.take(settings.top_k.saturating_sub(hits.len())).map(|m| hit(m, 0.0)));
+    Retrieved {
+        agent,
+        query: query.to_owned(),
+        weights: settings.weights,
+        decay: settings.decay,
+        hits,
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use hamlet_log::event::{Header, MemoryAdded, MemoryKind};
@@ -184,6 +228,64 @@ mod tests {
                 evidence: vec![],
             }),
         )
+    }
+
+    #[test]
+    fn long_short_recalls_the_pictures_a_query_names_then_the_latest_memories() {
+        use crate::mind::memory::picture_words;
+        let joined = |module: &str| {
+            let mut traits = vec![("age".to_owned(), "30".to_owned())];
+            if !module.is_empty() {
+                traits.push((crate::town::MEMORY_TRAIT.to_owned(), module.to_owned()));
+            }
+            event(
+                0,
+                0,
+                Body::AgentJoined(hamlet_log::event::AgentJoined {
+                    agent: MEI,
+                    name: "Mei Lin".into(),
+                    persona: String::new(),
+                    traits,
+                    tile: hamlet_log::event::Tile { x: 0, y: 0 },
+                    cash_cents: 0,
+                }),
+            )
+        };
+        let picture = |n: u8, secs: u64, subject: &str, text: &str| {
+            let Body::MemoryAdded(mut m) = memory(n, secs, "", 4, vec![]).body else {
+                unreachable!()
+            };
+            m.kind = MemoryKind::Reflection;
+            m.description = picture_words("Mei Lin", subject, text);
+            event(n, secs, Body::MemoryAdded(m))
+        };
+        let events = [
+            memory(1, 10, "the stove is on", 3, vec![1.0, 0.0]),
+            picture(2, 20, "John Lin", "he is kind"),
+            picture(3, 30, "Hobbs Cafe", "it is busy at noon"),
+            memory(4, 40, "the kettle is on", 3, vec![1.0, 0.0]),
+            picture(5, 50, "John Lin", "he is kind and tired lately"),
+            memory(6, 60, "the rain stopped", 3, vec![1.0, 0.0]),
+        ];
+        let settings = RetrievalSettings { top_k: 3, ..RetrievalSettings::default() };
+        let mut minds = Minds::default();
+        minds.apply(&joined("long_short"));
+        events.iter().for_each(|e| minds.apply(e));
+        let stream = minds.stream(MEI);
+        assert!(stream.long_short());
+        let ids = |r: &Retrieved| r.hits.iter().map(|h| h.memory.0[0]).collect::<Vec<u8>>();
+        let r = recall_long_short(MEI, stream, "what does Mei think of john lin?", 100, &settings);
+        assert_eq!(ids(&r), vec![5, 6, 4], "his latest picture, then the latest memories");
+        assert_eq!((r.hits[0].relevance, r.hits[1].relevance), (1.0, 0.0));
+        let r = recall_long_short(MEI, stream, "lunch at Hobbs Cafe with John Lin", 100, &settings);
+        assert_eq!(ids(&r), vec![3, 5, 6], "the longer name first");
+        let r = recall_long_short(MEI, stream, "the weather", 100, &settings);
+        assert_eq!(ids(&r), vec![6, 4, 1], "no picture named: the latest, older pictures left out");
+        // The same memories, the stream module: no pictures are kept.
+        let mut minds = Minds::default();
+        minds.apply(&joined(""));
+        events.iter().for_each(|e| minds.apply(e));
+        assert!(!minds.stream(MEI).long_short() && minds.stream(MEI).pictures().count() == 0);
     }
 
     #[test]

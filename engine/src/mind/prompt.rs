@@ -117,6 +117,7 @@ const FILES: &[(&str, &str)] = &[
     ("goal_questions", include_str!("../../prompts/goal_questions.toml")),
     ("goal_answers", include_str!("../../prompts/goal_answers.toml")),
     ("goal_purpose", include_str!("../../prompts/goal_purpose.toml")),
+    ("picture", include_str!("../../prompts/picture.toml")),
 ];
 
 /// Versions of templates that newer ones replaced, kept for the runs whose rulebook asks with

@@ -10,9 +10,10 @@ use hamlet_gateway::{Answered, Call, EmbedCall, Embedded, Gateway, GatewayError}
 use hamlet_log::event::{AgentId, MemoryAdded, MemoryKind, Retrieved};
 use hamlet_log::{Body, EventId};
 
+use super::memory::picture_words;
 use super::memory::{Memory, MemoryStream};
 use super::prompt::{template, PromptError, Style};
-use super::retrieval::{retrieve, RetrievalSettings};
+use super::retrieval::{recall_long_short, retrieve, RetrievalSettings};
 use crate::pending::{Cause, Pending, PendingId};
 
 /// Why thinking stopped.
@@ -271,6 +272,12 @@ pub async fn recall(
     settings: &RetrievalSettings,
     pending: &mut Pending,
 ) -> Result<(Retrieved, PendingId), ThinkError> {
+    if stream.long_short() {
+        // Long-term memory found by name, short-term by time: nothing to embed.
+        let retrieved = recall_long_short(agent, stream, query, now, settings);
+        let at = pending.push(now, Body::Retrieved(retrieved.clone()), &[]);
+        return Ok((retrieved, at));
+    }
     let mut call = EmbedCall::new("query", vec![query.to_owned()]);
     call.agent = Some(agent);
     let (embedded, vector_at) = embed(gateway, call, now, pending).await?;
@@ -279,6 +286,65 @@ pub async fn recall(
     let causes: Vec<Cause> = vector_at.into_iter().map(Cause::Pending).collect();
     let at = pending.push(now, Body::Retrieved(retrieved.clone()), &causes);
     Ok((retrieved, at))
+}
+
+/// The importance a picture is remembered at, by rule (no rating call): what it sums up
+/// was rated as it came.
+pub const PICTURE_IMPORTANCE: u8 = 4;
+
+/// For an agent of the `long_short` memory module: its picture of `subject` (a person or a
+/// place) written again from the one it had and `recent` (what it just saw and heard), one
+/// `picture` call, and remembered as a reflection citing `evidence` (at
+/// [`PICTURE_IMPORTANCE`]). Nothing is remembered when the answer is the fallback or empty.
+#[allow(clippy::too_many_arguments)]
+pub async fn update_picture(
+    gateway: &Gateway,
+    style: Style,
+    who: &Who<'_>,
+    stream: &MemoryStream,
+    subject: &str,
+    recent: &[String],
+    evidence: &[EventId],
+    causes: &[Cause],
+    now: u64,
+    pending: &mut Pending,
+) -> Result<(), ThinkError> {
+    let before = stream
+        .pictures()
+        .find(|(s, _)| *s == subject)
+        .and_then(|(_, m)| m.description.split_once(": ").map(|(_, text)| text.to_owned()))
+        .unwrap_or_else(|| "nothing yet".to_owned());
+    let mut vars = who.vars();
+    vars.insert("subject", subject.to_owned());
+    vars.insert("before", before);
+    vars.insert("recent", recent.join("\n"));
+    let mut call = template("picture")?.call(&vars, style, Shape::Text)?;
+    call.agent = Some(who.agent);
+    call.max_tokens = Some(110);
+    let (answered, asked) = ask(gateway, call, causes, now, pending).await?;
+    let text = match &answered.answer {
+        Answer::Text(t) if !answered.fallback => t.split_whitespace().collect::<Vec<_>>().join(" "),
+        _ => String::new(),
+    };
+    if text.is_empty() {
+        return Ok(());
+    }
+    let words = picture_words(who.name, subject, &text);
+    let causes: Vec<Cause> = asked.into_iter().map(Cause::Pending).collect();
+    remember_rated(
+        gateway,
+        style,
+        who,
+        MemoryKind::Reflection,
+        &[words],
+        &[Some(PICTURE_IMPORTANCE)],
+        &[evidence.to_vec()],
+        &causes,
+        now,
+        pending,
+    )
+    .await?;
+    Ok(())
 }
 
 /// When and how an agent reflects (the paper's defaults).

@@ -7,17 +7,18 @@
 use std::collections::{BTreeMap, BTreeSet};
 
 use hamlet_log::event::{AgentId, MemoryKind, Perceived, PlanItem, PlanLevel, PlanMade};
-use hamlet_log::Body;
+use hamlet_log::{Body, EventId};
 
 use crate::economy;
 use crate::mind::goal::{plan_purpose, Toward};
+use crate::mind::memory::Memory;
 use crate::mind::plan::{
     at_home, choose_place, decompose, icon_of, plan_day, plan_steps, renew_currently, summarise,
     BEDTIME_MINUTE, SLEEP,
 };
 use crate::mind::respond::{should_attend, should_react, Situation};
 use crate::mind::schedule::Need;
-use crate::mind::think::{recall, reflect, reflection_due, remember_rated, Who};
+use crate::mind::think::{recall, reflect, reflection_due, remember_rated, update_picture, Who};
 use crate::pending::{Cause, Pending, PendingId};
 use crate::rulebook::{Mechanism, ROUTINE_IMPORTANCE};
 use crate::store::Storage;
@@ -28,6 +29,10 @@ use super::{Sim, SimError};
 
 /// How many memories of what is arranged for the day a day plan is given.
 const TODAY_MEMORIES: usize = 3;
+
+/// How many of its latest memories an agent of the `long_short` memory module writes its
+/// picture of a place from, on leaving it.
+const PLACE_MEMORIES: usize = 10;
 
 /// How many of an agent's latest memories are checked before remembering an observation
 /// again (one made within the hour is not made twice).
@@ -510,6 +515,41 @@ impl<S: Storage> Sim<S> {
                             let fitting = objects::object_for(&self.town, &what.address, words);
                             (fitting.unwrap_or_else(|| what.address.clone()), None)
                         };
+                        // Leaving a place, an agent remembering by `long_short` writes
+                        // its picture of it again from what it last saw and heard.
+                        let left = me.action.as_ref().and_then(|a| a.address.split(':').next());
+                        let left = left.filter(|s| !s.is_empty());
+                        let stream = self.folds.minds.stream(agent);
+                        if let (Some(left), true) = (left, stream.long_short()) {
+                            if address.split(':').next() != Some(left) {
+                                let latest: Vec<&Memory> = stream
+                                    .memories()
+                                    .iter()
+                                    .rev()
+                                    .filter(|m| !stream.is_picture(m))
+                                    .take(PLACE_MEMORIES)
+                                    .collect();
+                                let recent: Vec<String> = latest
+                                    .iter()
+                                    .rev()
+                                    .map(|m| format!("- {}", m.description))
+                                    .collect();
+                                let cited: Vec<EventId> = latest.iter().map(|m| m.id).collect();
+                                update_picture(
+                                    &self.gateway,
+                                    style,
+                                    &who,
+                                    stream,
+                                    left,
+                                    &recent,
+                                    &cited,
+                                    &[Cause::Logged(item.plan)],
+                                    now,
+                                    pending,
+                                )
+                                .await?;
+                            }
+                        }
                         let end = what.start_secs + u64::from(what.duration_secs);
                         let start = actions::Start {
                             agent,

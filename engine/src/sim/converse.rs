@@ -11,7 +11,7 @@ use hamlet_log::{Body, EventId};
 
 use crate::mind::respond::{script, speak, LineCheck, Side, Situation};
 use crate::mind::social::{accept_invitation, intention, invitation_in, Agreed};
-use crate::mind::think::{remember, Who};
+use crate::mind::think::{remember, update_picture, Who};
 use crate::mind::validate::Facts;
 use crate::pending::{Cause, Pending, PendingId};
 use crate::rulebook::Mechanism;
@@ -355,6 +355,22 @@ impl<S: Storage> Sim<S> {
                         pending,
                     )
                     .await?;
+            }
+            // An agent remembering by `long_short` writes its picture of the other again.
+            if !lines.is_empty() && self.folds.minds.stream(agent).long_short() {
+                update_picture(
+                    &self.gateway,
+                    style,
+                    &who,
+                    self.folds.minds.stream(agent),
+                    other,
+                    &lines,
+                    &[],
+                    &[Cause::Pending(ended)],
+                    now,
+                    pending,
+                )
+                .await?;
             }
             // Re-plan the rest of the hour the conversation interrupted.
             if !replanned {

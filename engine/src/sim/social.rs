@@ -270,6 +270,9 @@ impl<S: Storage> Sim<S> {
             .iter()
             .filter(|(_, b)| matches!(b, Body::CommitmentMade(c) if c.start_secs / 86_400 == today))
             .collect();
+        if self.folds.goal_planners.contains(&agent) {
+            return Ok(self.cut_purpose(agent, &for_today, now, pending));
+        }
         let day_plan = self
             .folds
             .day_plans
@@ -299,6 +302,39 @@ impl<S: Storage> Sim<S> {
 }
 
 /// `item` added to `kept`, and every item it overlaps dropped.
+impl<S: Storage> Sim<S> {
+    /// For an agent planning toward its goal (`goal_qa`): a purpose under way that runs into
+    /// what it just agreed to do today ends where that starts, as a purpose of its own (from
+    /// the minute under way; broken into actions again). Whether it was cut.
+    fn cut_purpose(
+        &self,
+        agent: AgentId,
+        made: &[&(PendingId, Body)],
+        now: u64,
+        pending: &mut Pending,
+    ) -> bool {
+        let start = now - now % 60;
+        let next = made
+            .iter()
+            .filter_map(|(at, b)| match b {
+                Body::CommitmentMade(c) if c.start_secs > start + 60 => Some((c.start_secs, *at)),
+                _ => None,
+            })
+            .min();
+        let Some((agreed, at)) = next else { return false };
+        let Some((_, item)) = self.folds.schedules.of(agent).hour_under_way(now) else {
+            return false;
+        };
+        if item.start_secs + u64::from(item.duration_secs) <= agreed {
+            return false;
+        }
+        let rest = PlanItem { start_secs: start, duration_secs: (agreed - start) as u32, ..item };
+        let plan = PlanMade { agent, level: PlanLevel::Hour, decomposes: None, items: vec![rest] };
+        pending.push(now, Body::PlanMade(plan), &[Cause::Pending(at)]);
+        true
+    }
+}
+
 fn keep(kept: &mut Vec<PlanItem>, item: PlanItem) {
     let (s, e) = (item.start_secs, item.start_secs + u64::from(item.duration_secs));
     kept.retain(|k| k.start_secs + u64::from(k.duration_secs) <= s || k.start_secs >= e);

@@ -239,3 +239,105 @@ fn modules_are_checked_and_goal_qa_needs_a_goal() {
     };
     assert_eq!(traits(&named), traits(&town()));
 }
+
+#[test]
+fn a_long_short_agent_recalls_its_pictures_by_name_and_its_latest_memories_without_embedding() {
+    let first = town().personas[0].name.clone();
+    let source = town().source.replacen(
+        "strategy = \"full\"",
+        "strategy = \"full\"\nmemory = \"long_short\"",
+        1,
+    );
+    let town = Definition::parse("long_short.toml", &source).unwrap();
+    let (_tmp, log) = run_town(town, SimSettings::default(), rules(), 6 * 360);
+    let me = log
+        .iter()
+        .find_map(|e| match &e.body {
+            Body::AgentJoined(j) if j.name == first => Some(j.agent),
+            _ => None,
+        })
+        .unwrap();
+    // Its recalls embed nothing; the others' still do.
+    let queries = |who: Option<hamlet_log::event::AgentId>| {
+        log.iter()
+            .filter(|e| matches!(&e.body, Body::EmbeddingRequested(r) if r.purpose == "query" && r.agent == who))
+            .count()
+    };
+    let others = log.iter().find_map(|e| match &e.body {
+        Body::AgentJoined(j) if j.agent != me => Some(j.agent),
+        _ => None,
+    });
+    assert_eq!(queries(Some(me)), 0);
+    assert!(queries(others) > 0);
+    // Pictures: of the people it talked with, after each talk, and of the places it left.
+    let pictures: Vec<(u64, String)> = log
+        .iter()
+        .filter_map(|e| match &e.body {
+            Body::MemoryAdded(m)
+                if m.agent == me && m.kind == hamlet_log::event::MemoryKind::Reflection =>
+            {
+                hamlet_engine::mind::memory::picture_subject(&first, &m.description)
+                    .map(|s| (e.sim_time_secs(), s.to_owned()))
+            }
+            _ => None,
+        })
+        .collect();
+    let people: Vec<String> = town_names();
+    assert!(pictures.iter().any(|(_, s)| people.contains(s)), "{pictures:?}");
+    // A recall whose query names a subject it has a picture of returns that picture first.
+    let named = log.iter().find_map(|e| match &e.body {
+        Body::Retrieved(r) if r.agent == me => {
+            let (at, subject) = pictures
+                .iter()
+                .find(|(at, s)| *at < e.sim_time_secs() && r.query.contains(s.as_str()))?;
+            Some((r.clone(), *at, subject.clone()))
+        }
+        _ => None,
+    });
+    let (retrieved, _, subject) = named.expect("a recall naming a subject pictured before it");
+    let first_hit = log.iter().find(|e| e.id == retrieved.hits[0].memory).unwrap();
+    assert!(
+        matches!(&first_hit.body, Body::MemoryAdded(m) if m.description.starts_with(&format!("{first}'s picture of {subject}: ")))
+    );
+    assert_eq!(retrieved.hits[0].relevance, 1.0);
+}
+
+#[test]
+fn both_modules_together_an_agent_that_moves_by_its_purposes_pictures_the_places_it_leaves() {
+    let (goal_qa, first) = goal_planner();
+    let source = goal_qa.source.replacen(
+        "planning = \"goal_qa\"",
+        "planning = \"goal_qa\"\nmemory = \"long_short\"",
+        1,
+    );
+    let town = Definition::parse("both.toml", &source).unwrap();
+    let (_tmp, log) = run_town(town, SimSettings::default(), rules(), 4 * 360);
+    let places: Vec<String> = log
+        .iter()
+        .filter_map(|e| match &e.body {
+            Body::MemoryAdded(m) if m.kind == hamlet_log::event::MemoryKind::Reflection => {
+                hamlet_engine::mind::memory::picture_subject(&first, &m.description)
+                    .map(str::to_owned)
+            }
+            _ => None,
+        })
+        .filter(|s| !town_names().contains(s))
+        .collect();
+    let sectors: Vec<String> = goal_planner().0.sectors.iter().map(|s| s.name.clone()).collect();
+    assert!(!places.is_empty() && places.iter().all(|p| sectors.contains(p)), "{places:?}");
+    // Its purposes still come of the three questions, recalled without embedding.
+    assert!(log
+        .iter()
+        .any(|e| matches!(&e.body, Body::LlmRequested(r) if r.template == "goal_answers")));
+    // The same answers give the same log.
+    let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+    let scratch = tempfile::tempdir().unwrap();
+    match rt.block_on(hamlet_engine::resim::resimulate(&log, scratch.path(), |_, _| {})).unwrap() {
+        hamlet_engine::resim::Verdict::Identical { events } => assert_eq!(events, log.len()),
+        other => panic!("the re-run parted: {other:?}"),
+    }
+}
+
+fn town_names() -> Vec<String> {
+    town().personas.iter().map(|p| p.name.clone()).collect()
+}
