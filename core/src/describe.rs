@@ -1,7 +1,7 @@
 //! Events in words, for `hamlet log` and the viewer: one line per event, and which agents
 //! an event concerns.
 
-use hamlet_log::event::{Account, AgentId, Body, Intervention};
+use hamlet_log::event::{Account, AgentId, Body, Intervention, MayorAct};
 use hamlet_log::id::hex;
 
 /// Simulated seconds as `day D HH:MM:SS`.
@@ -206,6 +206,49 @@ pub fn summary(body: &Body, name: &dyn Fn(AgentId) -> String) -> String {
             c.address,
             clock(c.start_secs)
         ),
+        Body::MayorActed(m) => {
+            let who = m.mayor.map_or_else(
+                || "the mayor (the person at the viewer)".to_owned(),
+                |a| format!("mayor {}", name(a)),
+            );
+            let what = match &m.act {
+                MayorAct::PostJob { sector, title, cents_per_hour } => format!(
+                    "posts a job at {}: {} at {} an hour",
+                    clip(sector, 60),
+                    clip(title, 60),
+                    cents(*cents_per_hour)
+                ),
+                MayorAct::Found { template, name, site, cost_cents } => format!(
+                    "founds {} on {} (like {}) for {}",
+                    clip(name, 60),
+                    clip(site, 60),
+                    clip(template, 60),
+                    cents(*cost_cents)
+                ),
+                MayorAct::SetWage { sector, cents_per_hour } => {
+                    format!(
+                        "sets the wage at {} to {} an hour",
+                        clip(sector, 60),
+                        cents(*cents_per_hour)
+                    )
+                }
+                MayorAct::CallMeeting { what, place, start_secs, .. } => format!(
+                    "calls a meeting at {}, {}: {}",
+                    clip(place, 60),
+                    clock(*start_secs),
+                    clip(what, 60)
+                ),
+                MayorAct::AssignTask { agent, what, place, start_secs, .. } => format!(
+                    "asks {} to {} at {}, {}",
+                    name(*agent),
+                    clip(what, 60),
+                    clip(place, 60),
+                    clock(*start_secs)
+                ),
+            };
+            format!("{who} {what}")
+        }
+        Body::JobTaken(j) => format!("{} takes a job the mayor posted", name(j.agent)),
         Body::Unknown { kind, schema } => format!("event of unknown kind {kind} (schema {schema})"),
     }
 }
@@ -227,5 +270,6 @@ fn account(a: &Account, name: &dyn Fn(AgentId) -> String) -> String {
         Account::Agent(id) => name(*id),
         Account::Shop(s) => s.clone(),
         Account::World => "the world".into(),
+        Account::Town => "the town's treasury".into(),
     }
 }

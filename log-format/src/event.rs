@@ -41,10 +41,24 @@ pub const fn schema_version(kind: u16) -> u16 {
         13 => 2,
         // EmbeddingReturned v2 added whether the vectors were pooled from per-token ones.
         14 => 2,
+        // CashMoved v2: the same shape, and a new account (`Town`, the treasury a mayor
+        // spends) that a schema-1 reader would not know. Only a payment naming it is written
+        // at v2 ([`stored_schema`]), so every other payment keeps its bytes and its id.
+        22 => 2,
         // Intervened v2: the same shape, and a new intervention (`Happening`) that a
         // schema-1 reader would not know; v3 another (`SetModel`).
         23 => 3,
         _ => 1,
+    }
+}
+
+/// The schema an event's body is written with: its kind's [`schema_version`], except a
+/// `CashMoved` that names no [`Account::Town`], written at schema 1 as before the treasury
+/// was (so a re-run of an older recording writes its payments byte for byte).
+pub fn stored_schema(body: &Body) -> u16 {
+    match body {
+        Body::CashMoved(c) if c.from != Account::Town && c.to != Account::Town => 1,
+        other => schema_version(other.kind()),
     }
 }
 
@@ -137,7 +151,7 @@ impl NewEvent {
 pub fn encode_stored(header: &Header, body: &Body) -> Vec<u8> {
     let mut out = Vec::with_capacity(96);
     out.extend_from_slice(&body.kind().to_le_bytes());
-    out.extend_from_slice(&schema_version(body.kind()).to_le_bytes());
+    out.extend_from_slice(&stored_schema(body).to_le_bytes());
     out = postcard::to_extend(header, out).unwrap_or_else(|e| panic!("header encodes: {e}"));
     body.encode_into(out)
 }
@@ -437,6 +451,11 @@ bodies! {
     26 BranchRenamed(BranchRenamed),
     /// An agent agreed in a conversation to be at a place at a time.
     27 CommitmentMade(CommitmentMade),
+    /// The town's mayor acted: a job posted, a business founded, a wage set, a meeting
+    /// called, a task assigned.
+    28 MayorActed(MayorActed),
+    /// An agent took a job the mayor posted.
+    29 JobTaken(JobTaken),
 }
 
 /// The kind tag of [`BranchRenamed`], which readers look for to name a branch.
@@ -484,6 +503,82 @@ pub struct CommitmentMade {
     pub start_secs: u64,
     /// How long it lasts, in seconds.
     pub duration_secs: u32,
+}
+
+/// The town's mayor acted (a town file's `[mayor]`): an agent, or the person at the viewer.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct MayorActed {
+    /// The mayor: an agent, or `None` for the person at the viewer.
+    pub mayor: Option<AgentId>,
+    /// What the mayor did.
+    pub act: MayorAct,
+}
+
+/// What a mayor does. Variants only grow at the end.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub enum MayorAct {
+    /// A job offered at a sector, at a wage; open until an agent takes it.
+    PostJob {
+        /// Where the work is: a sector.
+        sector: String,
+        /// The job, in words ("baker").
+        title: String,
+        /// The wage, paid from the town's treasury for each hour worked.
+        cents_per_hour: i64,
+    },
+    /// A business founded from a template (an existing sector, copied) on a free site,
+    /// paid for from the town's treasury.
+    Found {
+        /// The sector copied.
+        template: String,
+        /// The new sector's name.
+        name: String,
+        /// The site it stands on (a town file's `[[mayor.site]]`).
+        site: String,
+        /// What it cost.
+        cost_cents: i64,
+    },
+    /// The wage of every job at a sector, from now on.
+    SetWage {
+        /// The sector.
+        sector: String,
+        /// The wage per hour worked.
+        cents_per_hour: i64,
+    },
+    /// A meeting everyone is called to.
+    CallMeeting {
+        /// What it is about, in words.
+        what: String,
+        /// Where: a sector or `sector:arena`.
+        place: String,
+        /// When it starts, in simulated seconds since midnight of day 0.
+        start_secs: u64,
+        /// How long it lasts, in seconds.
+        duration_secs: u32,
+    },
+    /// A task given to one agent, to do at a place and time.
+    AssignTask {
+        /// To whom.
+        agent: AgentId,
+        /// What, in words.
+        what: String,
+        /// Where: a sector or `sector:arena`.
+        place: String,
+        /// When it starts, in simulated seconds since midnight of day 0.
+        start_secs: u64,
+        /// How long it lasts, in seconds.
+        duration_secs: u32,
+    },
+}
+
+/// An agent took a job a mayor posted: the sector is its workplace from now on, and its
+/// hours there are paid the job's wage.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct JobTaken {
+    /// Who took it.
+    pub agent: AgentId,
+    /// The `MayorActed` event that posted it.
+    pub job: EventId,
 }
 
 /// The run's configuration.
@@ -1225,6 +1320,8 @@ pub enum Account {
     Shop(String),
     /// Outside the town: the documented source of wages and sink of purchases from outside.
     World,
+    /// The town's treasury, which its mayor spends (since `CashMoved` schema 2).
+    Town,
 }
 
 /// Money moves.

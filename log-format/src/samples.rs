@@ -204,6 +204,15 @@ pub fn one_body_per_kind() -> Vec<Body> {
             start_secs: 61_200,
             duration_secs: 7_200,
         }),
+        Body::MayorActed(MayorActed {
+            mayor: Some(isabella),
+            act: MayorAct::PostJob {
+                sector: "bakery".into(),
+                title: "baker".into(),
+                cents_per_hour: 1_800,
+            },
+        }),
+        Body::JobTaken(JobTaken { agent: klaus, job: id(5) }),
         // The branch that holds the samples is renamed by the last of them.
         Body::BranchRenamed(BranchRenamed { name: "market-day".into() }),
     ]
@@ -290,6 +299,94 @@ pub fn set_model_recording() -> Vec<u8> {
     });
     for (seq, body) in [(1u64, joined), (2, set)] {
         chunk.push(&NewEvent::new(seq * 10, body).encode(seq));
+    }
+    out.write_chunk(&chunk.finish().1).unwrap_or_else(|e| panic!("{e}"));
+    out.finish().unwrap_or_else(|e| panic!("{e}"))
+}
+
+/// A recording of a mayor's day in a few events (kinds 28 and 29, and `CashMoved` at
+/// schema 2): two agents join; the town's funds arrive in its treasury; the mayor posts a
+/// job, founds a business (paid from the treasury), sets a wage, calls a meeting and gives
+/// a task; the other agent takes the job and is paid an hour of it from the treasury.
+pub fn mayor_recording() -> Vec<u8> {
+    let mut out = crate::writer::RecordingWriter::new(Vec::new(), "hamlet-log samples")
+        .unwrap_or_else(|e| panic!("{e}"));
+    let created = NewEvent::new(
+        0,
+        Body::BranchCreated(BranchCreated {
+            name: "main".into(),
+            parent_branch: None,
+            fork_seq: None,
+            nonce: 0,
+        }),
+    );
+    let stored = created.encode(0);
+    let main = BranchId(EventId::chain(EventId::NONE, &stored));
+    let mut chunk = crate::format::ChunkBuilder::new(main, EventId::NONE, 0);
+    chunk.push(&stored);
+    let (ada, bo) = (AgentId(0), AgentId(1));
+    let joined = |agent: AgentId, name: &str| {
+        Body::AgentJoined(AgentJoined {
+            agent,
+            name: name.into(),
+            persona: format!("{name} lives in Oak Hill"),
+            traits: vec![("strategy".into(), "full".into())],
+            tile: Tile { x: 2, y: 3 },
+            cash_cents: 500,
+        })
+    };
+    let mayor = |act: MayorAct| Body::MayorActed(MayorActed { mayor: Some(ada), act });
+    let cash = |from: Account, to: Account, amount_cents: i64, reason: &str| {
+        Body::CashMoved(CashMoved { from, to, amount_cents, reason: reason.into() })
+    };
+    let mut bodies = vec![
+        joined(ada, "Ada Brook"),
+        joined(bo, "Bo Reyes"),
+        cash(Account::World, Account::Town, 100_000, "the town's funds"),
+        mayor(MayorAct::PostJob {
+            sector: "Oak Hill bakery".into(),
+            title: "baker".into(),
+            cents_per_hour: 1_500,
+        }),
+        mayor(MayorAct::Found {
+            template: "Marigold café".into(),
+            name: "Oak Hill bakery".into(),
+            site: "north lot".into(),
+            cost_cents: 40_000,
+        }),
+        cash(Account::Town, Account::World, 40_000, "founds Oak Hill bakery"),
+        mayor(MayorAct::SetWage { sector: "Oak Hill bakery".into(), cents_per_hour: 1_800 }),
+        mayor(MayorAct::CallMeeting {
+            what: "the bakery's opening".into(),
+            place: "Willowmere town hall".into(),
+            start_secs: 61_200,
+            duration_secs: 3_600,
+        }),
+        mayor(MayorAct::AssignTask {
+            agent: bo,
+            what: "bake the first loaves".into(),
+            place: "Oak Hill bakery".into(),
+            start_secs: 36_000,
+            duration_secs: 7_200,
+        }),
+    ];
+    let mut seq = 1u64;
+    let mut posted = EventId::NONE;
+    for body in bodies.drain(..) {
+        let is_job =
+            matches!(&body, Body::MayorActed(m) if matches!(m.act, MayorAct::PostJob { .. }));
+        let id = chunk.push(&NewEvent::new(seq * 10, body).encode(seq));
+        if is_job {
+            posted = id;
+        }
+        seq += 1;
+    }
+    for body in [
+        Body::JobTaken(JobTaken { agent: bo, job: posted }),
+        cash(Account::Town, Account::Agent(bo), 1_800, "wage"),
+    ] {
+        chunk.push(&NewEvent::new(seq * 10, body).encode(seq));
+        seq += 1;
     }
     out.write_chunk(&chunk.finish().1).unwrap_or_else(|e| panic!("{e}"));
     out.finish().unwrap_or_else(|e| panic!("{e}"))

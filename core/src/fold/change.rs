@@ -10,7 +10,7 @@
 //! skip; other schemas go through [`from_body`] after upcasting.
 
 use hamlet_log::event::{
-    Account, AgentId, Body, Intervention, MemoryKind, PlanLevel, PlanRef, Tile,
+    Account, AgentId, Body, Intervention, MayorAct, MemoryKind, PlanLevel, PlanRef, Tile,
 };
 use hamlet_log::EventId;
 use serde::Deserialize;
@@ -130,6 +130,8 @@ pub enum AccountRef<'a> {
     Shop(&'a str),
     /// Outside the town.
     World,
+    /// The town's treasury.
+    Town,
 }
 
 /// What one event changes. Fields are named as in the bodies they come from.
@@ -193,6 +195,14 @@ pub enum Change<'a> {
     Happening { place: &'a str, text: &'a str, until_secs: u64 },
     /// Another intervention.
     Intervened,
+    /// A mayor posts a job.
+    Job { sector: &'a str, title: &'a str, cents_per_hour: i64 },
+    /// A mayor sets a sector's wage.
+    Wage { sector: &'a str, cents_per_hour: i64 },
+    /// A mayor's other acts (a business founded, a meeting called, a task given).
+    MayorActed,
+    /// An agent takes a posted job.
+    JobTaken { agent: AgentId, job: EventId },
     /// Nothing the fold keeps.
     Nothing,
     /// A kind (or schema) this build does not know.
@@ -204,6 +214,7 @@ fn account(a: &Account) -> AccountRef<'_> {
         Account::Agent(id) => AccountRef::Agent(*id),
         Account::Shop(s) => AccountRef::Shop(s),
         Account::World => AccountRef::World,
+        Account::Town => AccountRef::Town,
     }
 }
 
@@ -269,6 +280,16 @@ pub fn from_body(body: &Body) -> Change<'_> {
             }
             _ => Change::Intervened,
         },
+        Body::MayorActed(m) => match &m.act {
+            MayorAct::PostJob { sector, title, cents_per_hour } => {
+                Change::Job { sector, title, cents_per_hour: *cents_per_hour }
+            }
+            MayorAct::SetWage { sector, cents_per_hour } => {
+                Change::Wage { sector, cents_per_hour: *cents_per_hour }
+            }
+            _ => Change::MayorActed,
+        },
+        Body::JobTaken(j) => Change::JobTaken { agent: j.agent, job: j.job },
         // A branch's new name is the store's and the recording's business, not the town's:
         // a rename changes nothing folded, so no state hash depends on a branch's name
         // beyond the one its `BranchCreated` gave.
@@ -397,6 +418,49 @@ mod v1 {
         Happening { place: &'a str, text: &'a str, until_secs: u64 },
         SetModel { _agent: AgentId, _model: &'a [u8] },
     }
+    #[derive(Deserialize)]
+    pub struct MayorActed<'a> {
+        pub _mayor: Option<AgentId>,
+        #[serde(borrow)]
+        pub act: MayorAct<'a>,
+    }
+    /// `MayorAct`'s variants, in order.
+    #[derive(Deserialize)]
+    pub enum MayorAct<'a> {
+        PostJob {
+            sector: &'a str,
+            title: &'a str,
+            cents_per_hour: i64,
+        },
+        Found {
+            _template: &'a [u8],
+            _name: &'a [u8],
+            _site: &'a [u8],
+            _cost_cents: i64,
+        },
+        SetWage {
+            sector: &'a str,
+            cents_per_hour: i64,
+        },
+        CallMeeting {
+            _what: &'a [u8],
+            _place: &'a [u8],
+            _start_secs: u64,
+            _duration_secs: u32,
+        },
+        AssignTask {
+            _agent: AgentId,
+            _what: &'a [u8],
+            _place: &'a [u8],
+            _start_secs: u64,
+            _duration_secs: u32,
+        },
+    }
+    #[derive(Deserialize)]
+    pub struct JobTaken {
+        pub agent: AgentId,
+        pub job: EventId,
+    }
 }
 
 fn prefix<'a, T: Deserialize<'a>>(bytes: &'a [u8]) -> Option<T> {
@@ -410,8 +474,10 @@ pub fn from_stored(kind: u16, schema: u16, body: &[u8]) -> Option<Change<'_>> {
     // their prefixes read none), so they read the same way.
     let same_prefix = match kind {
         10 => schema <= 4,
-        // Intervened 2 and 3 each added a variant at the end of `Intervention`.
+        // Intervened 2 and 3 each added a variant at the end of `Intervention`; CashMoved 2
+        // one at the end of `Account`.
         11..=14 => schema <= 2,
+        22 => schema <= 2,
         23 => schema <= 3,
         _ => schema == 1,
     };
@@ -501,6 +567,19 @@ pub fn from_stored(kind: u16, schema: u16, body: &[u8]) -> Option<Change<'_>> {
             }
             _ => Change::Intervened,
         },
+        28 => match prefix::<v1::MayorActed>(body)?.act {
+            v1::MayorAct::PostJob { sector, title, cents_per_hour } => {
+                Change::Job { sector, title, cents_per_hour }
+            }
+            v1::MayorAct::SetWage { sector, cents_per_hour } => {
+                Change::Wage { sector, cents_per_hour }
+            }
+            _ => Change::MayorActed,
+        },
+        29 => {
+            let j = prefix::<v1::JobTaken>(body)?;
+            Change::JobTaken { agent: j.agent, job: j.job }
+        }
         _ => return None,
     })
 }
@@ -619,6 +698,46 @@ mod tests {
             let (kind, schema, _, bytes) = hamlet_log::event::decode_header(&stored).unwrap();
             assert_eq!(from_stored(kind, schema, bytes).unwrap(), from_body(&body));
         }
+        let acts = [
+            MayorAct::PostJob { sector: "s".into(), title: "t".into(), cents_per_hour: 5 },
+            MayorAct::Found {
+                template: "t".into(),
+                name: "n".into(),
+                site: "x".into(),
+                cost_cents: 9,
+            },
+            MayorAct::SetWage { sector: "s".into(), cents_per_hour: 7 },
+            MayorAct::CallMeeting {
+                what: "w".into(),
+                place: "p".into(),
+                start_secs: 1,
+                duration_secs: 2,
+            },
+            MayorAct::AssignTask {
+                agent: AgentId(1),
+                what: "w".into(),
+                place: "p".into(),
+                start_secs: 1,
+                duration_secs: 2,
+            },
+        ];
+        for act in acts {
+            let body = Body::MayorActed(hamlet_log::event::MayorActed { mayor: None, act });
+            let stored = NewEvent::new(0, body.clone()).encode(0);
+            let (kind, schema, _, bytes) = hamlet_log::event::decode_header(&stored).unwrap();
+            assert_eq!(from_stored(kind, schema, bytes).unwrap(), from_body(&body));
+        }
+        // A payment to or from the treasury (CashMoved schema 2).
+        let body = Body::CashMoved(hamlet_log::event::CashMoved {
+            from: Account::Town,
+            to: Account::Agent(AgentId(1)),
+            amount_cents: 3,
+            reason: "wage".into(),
+        });
+        let stored = NewEvent::new(0, body.clone()).encode(0);
+        let (kind, schema, _, bytes) = hamlet_log::event::decode_header(&stored).unwrap();
+        assert_eq!(schema, 2);
+        assert_eq!(from_stored(kind, schema, bytes).unwrap(), from_body(&body));
         let _ = one_body_per_kind();
     }
 }

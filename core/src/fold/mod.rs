@@ -82,6 +82,39 @@ pub struct Town {
     /// [`Town::encode`]).
     #[serde(skip)]
     pub happenings: Vec<Happening>,
+    /// The mayor's book (the treasury, the jobs posted, the wages set), once a mayor or the
+    /// treasury has done anything. Encoded after the happenings, and only then (see
+    /// [`Town::encode`]).
+    #[serde(skip)]
+    pub mayor: Option<MayorBook>,
+}
+
+/// What a town's mayor keeps account of.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct MayorBook {
+    /// The treasury, in cents.
+    pub treasury_cents: i64,
+    /// Every job posted, in the order posted.
+    pub jobs: Vec<Job>,
+    /// Wages set by sector, per hour worked.
+    pub wages: BTreeMap<String, i64>,
+    /// The mayor's acts.
+    pub acts: u64,
+}
+
+/// A job a mayor posted.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Job {
+    /// The `MayorActed` event that posted it.
+    pub posted: EventId,
+    /// Where the work is.
+    pub sector: String,
+    /// The job, in words.
+    pub title: String,
+    /// Its wage per hour worked (a wage set for its sector later stands over it).
+    pub cents_per_hour: i64,
+    /// Who took it, once someone has.
+    pub taken_by: Option<AgentId>,
 }
 
 /// Something going on at a place for a while (an `Intervention::Happening`).
@@ -425,6 +458,39 @@ impl Town {
                 self.n_interventions = self.n_interventions.saturating_add(1);
                 true
             }
+            Change::Job { sector, title, cents_per_hour } => {
+                let book = self.mayor.get_or_insert_with(MayorBook::default);
+                book.acts += 1;
+                book.jobs.push(Job {
+                    posted: id,
+                    sector: sector.to_owned(),
+                    title: title.to_owned(),
+                    cents_per_hour,
+                    taken_by: None,
+                });
+                true
+            }
+            Change::Wage { sector, cents_per_hour } => {
+                let book = self.mayor.get_or_insert_with(MayorBook::default);
+                book.acts += 1;
+                book.wages.insert(sector.to_owned(), cents_per_hour);
+                true
+            }
+            Change::MayorActed => {
+                self.mayor.get_or_insert_with(MayorBook::default).acts += 1;
+                true
+            }
+            Change::JobTaken { agent, job } => {
+                let known = self.agents.contains_key(&agent);
+                let book = self.mayor.get_or_insert_with(MayorBook::default);
+                match book.jobs.iter_mut().find(|j| j.posted == job && j.taken_by.is_none()) {
+                    Some(j) if known => {
+                        j.taken_by = Some(agent);
+                        true
+                    }
+                    _ => false,
+                }
+            }
             Change::Nothing => true,
             Change::Unknown => {
                 self.n_unknown = self.n_unknown.saturating_add(1);
@@ -450,6 +516,9 @@ impl Town {
                 self.shops.get_mut(name)
             }
             AccountRef::World => None,
+            AccountRef::Town => {
+                Some(&mut self.mayor.get_or_insert_with(MayorBook::default).treasury_cents)
+            }
         }
     }
 
@@ -473,14 +542,19 @@ impl Town {
     }
 
     /// The canonical encoding (also the checkpoint body): the fields in order, then, only
-    /// when something is going on, the happenings — so a town with none encodes, and
-    /// hashes, as towns did before happenings existed (the golden corpus's pinned states).
+    /// when something is going on, the happenings, then, only when there is a mayor's book,
+    /// the book (after the happenings, empty or not) — so a town with neither encodes, and
+    /// hashes, as towns did before they existed (the golden corpus's pinned states).
     pub fn encode(&self) -> Vec<u8> {
         let mut out =
             postcard::to_allocvec(self).unwrap_or_else(|e| panic!("a town always encodes: {e}"));
-        if !self.happenings.is_empty() {
+        if !self.happenings.is_empty() || self.mayor.is_some() {
             out = postcard::to_extend(&self.happenings, out)
                 .unwrap_or_else(|e| panic!("happenings always encode: {e}"));
+        }
+        if let Some(book) = &self.mayor {
+            out = postcard::to_extend(book, out)
+                .unwrap_or_else(|e| panic!("a mayor's book always encodes: {e}"));
         }
         out
     }
@@ -508,14 +582,21 @@ impl Town {
         }
         let (mut town, rest): (Town, &[u8]) = postcard::take_from_bytes(body).ok()?;
         if !rest.is_empty() {
-            town.happenings = postcard::from_bytes(rest).ok()?;
+            let (happenings, rest): (Vec<Happening>, &[u8]) =
+                postcard::take_from_bytes(rest).ok()?;
+            town.happenings = happenings;
+            if !rest.is_empty() {
+                town.mayor = Some(postcard::from_bytes(rest).ok()?);
+            }
         }
         Some(town)
     }
 
-    /// Money held inside the town (agents and shops), in cents.
+    /// Money held inside the town (agents, shops and the treasury), in cents.
     pub fn cash_inside_cents(&self) -> i64 {
-        self.agents.values().map(|a| a.cash_cents).sum::<i64>() + self.shops.values().sum::<i64>()
+        self.agents.values().map(|a| a.cash_cents).sum::<i64>()
+            + self.shops.values().sum::<i64>()
+            + self.mayor.as_ref().map_or(0, |m| m.treasury_cents)
     }
 }
 

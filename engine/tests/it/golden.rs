@@ -102,6 +102,11 @@ const PINNED: &[(&str, &str, &str)] = &[
         "main",
         "st_56558e3027e59ee59b9c44b7739d6230e7ff55c2b654589fa5f00f8ee809b2a2",
     ),
+    (
+        "mayor-v1.hamlet",
+        "main",
+        "st_2f9d67709a0c6f5ec775cfcd2525512c765adde6351351a64a454d8600884a32",
+    ),
 ];
 
 #[test]
@@ -230,7 +235,9 @@ fn schema_2_model_calls_upcast_to_no_items_and_the_v3_sample_carries_its_distrib
 fn write_missing_corpus() {
     let dir = corpus_dir();
     std::fs::create_dir_all(&dir).unwrap();
-    let files: [(&str, Vec<u8>); 12] = [
+    let files: [(&str, Vec<u8>); 13] = [
+        // MayorActed (kind 28) and JobTaken (29), and CashMoved at schema 2 (the treasury).
+        ("mayor-v1.hamlet", hamlet_log::samples::mayor_recording()),
         // Intervened at schema 3: an agent's model set by hand (`SetModel`).
         ("intervened-v3.hamlet", hamlet_log::samples::set_model_recording()),
         ("schema-v1.hamlet", hamlet_log::samples::small_recording()),
@@ -321,6 +328,29 @@ fn an_intervention_of_schema_3_can_set_an_agents_model_and_the_town_keeps_nothin
     let after = state_at(&rec, main, Moment::End).unwrap();
     assert_eq!(after.agents, before.agents);
     assert_eq!((after.n_unknown, after.n_anomalies), (0, 0));
+}
+
+#[test]
+fn a_mayors_acts_and_the_treasury_fold_into_the_mayors_book() {
+    let bytes = std::fs::read(corpus_dir().join("mayor-v1.hamlet")).unwrap();
+    let rec = Recording::open(&bytes).unwrap();
+    let main = rec.find_branch("main").unwrap().id;
+    let town = state_at(&rec, main, Moment::End).unwrap();
+    let book = town.mayor.as_ref().expect("a mayor's book");
+    assert_eq!(book.treasury_cents, 100_000 - 40_000 - 1_800);
+    assert_eq!(book.acts, 5);
+    assert_eq!(book.jobs.len(), 1);
+    assert_eq!(book.jobs[0].taken_by, Some(hamlet_log::event::AgentId(1)));
+    assert_eq!(book.wages.get("Oak Hill bakery"), Some(&1_800));
+    assert_eq!((town.n_unknown, town.n_anomalies), (0, 0));
+    // Money: what the world paid in, less what went out, is all inside the town.
+    assert_eq!(town.cash_inside_cents(), 1_000 + 100_000 - 40_000);
+    // A checkpoint of it reads back whole, book and all.
+    let again = hamlet_engine::fold::Town::from_checkpoint(&town.to_checkpoint()).unwrap();
+    assert_eq!(again, town);
+    // Before any act, the town has no book, and encodes as towns did before mayors.
+    let before = state_at(&rec, main, Moment::Seq(2)).unwrap();
+    assert!(before.mayor.is_none());
 }
 
 #[test]

@@ -27,7 +27,7 @@ fn the_sample_is_sound() {
     let report = verify(&good);
     assert!(report.is_clean(), "{:?}", report.problems);
     assert_eq!(report.n_branches, 2);
-    assert_eq!(report.n_events, 29);
+    assert_eq!(report.n_events, 31);
     assert!(drain(&good).is_ok());
     let recovered = recover(&good, "test");
     assert_eq!(recovered.outcome, Outcome::Clean);
@@ -66,7 +66,7 @@ fn a_cut_after_all_chunks_keeps_every_event() {
     let summary = Recording::open(&good).unwrap().summary().offset as usize;
     let recovered = recover(&good[..summary], "test");
     assert_eq!(recovered.outcome, Outcome::Prefix);
-    assert_eq!(recovered.n_events, 29);
+    assert_eq!(recovered.n_events, 31);
     assert!(verify(&recovered.bytes).is_clean());
 }
 

@@ -60,7 +60,7 @@ fn seek_by_time_finds_the_last_event_at_or_before() {
     let main = rec.find_branch("market-day").unwrap().id;
     assert_eq!(rec.seq_at_time(main, 0).unwrap(), Some(0));
     assert_eq!(rec.seq_at_time(main, 135).unwrap(), Some(13));
-    assert_eq!(rec.seq_at_time(main, 1_000_000).unwrap(), Some(26));
+    assert_eq!(rec.seq_at_time(main, 1_000_000).unwrap(), Some(28));
     let fork = rec.find_branch("what-if").unwrap().id;
     assert_eq!(rec.seq_at_time(fork, 45).unwrap(), Some(4));
     assert_eq!(rec.seq_at_time(fork, 55).unwrap(), Some(6));
