@@ -73,7 +73,10 @@ pub fn buy(
     ))
 }
 
-/// `agent` is paid for `minutes` of work at `workplace` (a sector), from outside the town.
+/// `agent` is paid for `minutes` of work at `workplace` (a sector): for a job a mayor posted
+/// and it took, from the town's treasury, at the job's wage (or the one set for the sector
+/// since), as much as the treasury holds; else from outside the town, at the town file's
+/// wage (or the one a mayor set for the sector).
 pub fn pay_wage(
     town: &Definition,
     state: &Town,
@@ -85,17 +88,27 @@ pub fn pay_wage(
     if !state.agents.contains_key(&agent) {
         return Err(EconomyError::NoAgent(agent.0));
     }
-    let wage = town
-        .wages
-        .iter()
-        .find(|w| w.sector == workplace)
-        .ok_or_else(|| EconomyError::NoWage(workplace.into()))?;
-    let amount = wage.cents_per_hour * i64::from(minutes) / 60;
+    let book = state.mayor.as_ref();
+    let set = book.and_then(|b| b.wages.get(workplace).copied());
+    let job = book.and_then(|b| {
+        b.jobs.iter().rev().find(|j| j.taken_by == Some(agent) && j.sector == workplace)
+    });
+    let (from, rate, most) = match (job, book) {
+        (Some(job), Some(book)) => {
+            (Account::Town, set.unwrap_or(job.cents_per_hour), book.treasury_cents)
+        }
+        _ => {
+            let wage = town.wages.iter().find(|w| w.sector == workplace);
+            let rate = set.or(wage.map(|w| w.cents_per_hour));
+            (Account::World, rate.ok_or_else(|| EconomyError::NoWage(workplace.into()))?, i64::MAX)
+        }
+    };
+    let amount = (rate * i64::from(minutes) / 60).min(most);
     Ok((amount > 0).then(|| {
         NewEvent::new(
             now,
             Body::CashMoved(CashMoved {
-                from: Account::World,
+                from,
                 to: Account::Agent(agent),
                 amount_cents: amount,
                 reason: format!("wage at {workplace}"),
@@ -188,4 +201,52 @@ pub fn on_action_start(
         }
     }
     out
+}
+
+#[cfg(test)]
+mod mayor_tests {
+    use super::*;
+    use crate::fold::{Job, MayorBook};
+    use hamlet_log::EventId;
+
+    #[test]
+    fn a_job_the_mayor_posted_is_paid_from_the_treasury_at_its_wage_as_far_as_it_holds() {
+        let town = Definition::parse("w.toml", crate::town::WILLOWMERE).unwrap();
+        let mut state = Town::default();
+        let bo = AgentId(1);
+        state.agents.insert(bo, crate::fold::Agent { name: "Bo".into(), ..Default::default() });
+        let job = |taken_by| Job {
+            posted: EventId([1; 32]),
+            sector: "Oak Hill bakery".into(),
+            title: "baker".into(),
+            cents_per_hour: 1_200,
+            taken_by,
+        };
+        state.mayor = Some(MayorBook {
+            treasury_cents: 1_000,
+            jobs: vec![job(Some(bo))],
+            ..Default::default()
+        });
+        let paid =
+            |state: &Town, minutes| match pay_wage(&town, state, bo, "Oak Hill bakery", minutes, 0)
+            {
+                Ok(Some(e)) => match e.body {
+                    Body::CashMoved(c) => (c.from, c.amount_cents),
+                    other => panic!("{other:?}"),
+                },
+                other => panic!("{other:?}"),
+            };
+        assert_eq!(paid(&state, 30), (Account::Town, 600));
+        assert_eq!(paid(&state, 120), (Account::Town, 1_000), "no more than the treasury holds");
+        state.mayor.as_mut().unwrap().wages.insert("Oak Hill bakery".into(), 1_800);
+        assert_eq!(paid(&state, 30), (Account::Town, 900), "a wage set since stands");
+        state.mayor.as_mut().unwrap().treasury_cents = 0;
+        assert!(pay_wage(&town, &state, bo, "Oak Hill bakery", 30, 0).unwrap().is_none());
+        // Not its job: a sector the town file pays from outside, or none.
+        state.mayor.as_mut().unwrap().jobs = vec![job(None)];
+        state.mayor.as_mut().unwrap().wages.clear();
+        assert!(pay_wage(&town, &state, bo, "Oak Hill bakery", 30, 0).is_err());
+        let cafe = pay_wage(&town, &state, bo, "Marigold café", 60, 0).unwrap().unwrap();
+        assert!(matches!(cafe.body, Body::CashMoved(c) if c.from == Account::World));
+    }
 }

@@ -232,6 +232,10 @@ pub async fn resimulate(
             Body::RunConfigured(c) if compared > 0 && !sim.mid_step() => {
                 sim.reconfigure(&c.settings)
             }
+            // The person at the viewer acting as mayor (an agent mayor's acts are its own).
+            Body::MayorActed(m) if m.mayor.is_none() && !sim.mid_step() => {
+                sim.mayor_act(m.act.clone()).map(|_| ())
+            }
             Body::Intervened(i) if !sim.mid_step() => match &i.intervention {
                 Intervention::InnerVoice { agent, text } => {
                     sim.inner_voice(*agent, text).await.map(|_| ())

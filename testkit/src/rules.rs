@@ -40,7 +40,7 @@ pub fn answer(template: &str, user: &str) -> String {
             let n = user.lines().filter(numbered).count();
             format!(r#"{{"ratings": [{}]}}"#, vec!["3"; n].join(","))
         }
-        "react" | "attend" => r#"{"answer": "yes"}"#.to_owned(),
+        "react" | "attend" | "job_offer" => r#"{"answer": "yes"}"#.to_owned(),
         "turn" => {
             let said = user.split("The conversation so far:").nth(1).unwrap_or("");
             let said = said.split("\nIt is ").next().unwrap_or(said);

@@ -7,7 +7,7 @@
 //! Pure: the loop and the viewer apply the same recorded interventions to the recorded
 //! town and get the same map ([`recorded_town`]).
 
-use hamlet_log::event::{Intervention, Tile};
+use hamlet_log::event::{Intervention, MayorAct, Tile};
 use hamlet_log::{Body, Event};
 
 use super::map::{Cell, Grid};
@@ -151,6 +151,18 @@ pub fn recorded_town(events: &[Event]) -> Option<Definition> {
                     // A building that does not fit was never written by this engine; the
                     // fold skips it.
                     let _ = town.add_building(template, name, *origin);
+                }
+            }
+            Body::MayorActed(m) => {
+                if let (Some(town), MayorAct::Found { template, name, site, .. }) =
+                    (town.as_mut(), &m.act)
+                {
+                    let origin = town.mayor.as_ref().and_then(|rules| {
+                        rules.sites.iter().find(|s| s.name == *site).map(|s| s.origin)
+                    });
+                    if let Some(origin) = origin {
+                        let _ = town.add_building(template, name, origin);
+                    }
                 }
             }
             _ => {}

@@ -3,7 +3,9 @@
 //! at time zero; a recording therefore carries the town it ran, and nothing about the
 //! start lives outside the log.
 
-use hamlet_log::event::{AgentId, AgentJoined, Body, NewEvent, RunConfigured, TownLoaded};
+use hamlet_log::event::{
+    Account, AgentId, AgentJoined, Body, CashMoved, NewEvent, RunConfigured, TownLoaded,
+};
 
 use super::{
     Definition, GOAL_TRAIT, MEASURE_TRAIT, MEMORY_MODULES, MEMORY_TRAIT, MODEL_TRAIT,
@@ -95,6 +97,18 @@ pub fn genesis_by(town: &Definition, seed: u64, rulebook: Rulebook) -> Vec<NewEv
                 traits: traits(p),
                 tile: p.spawn,
                 cash_cents: p.cash_cents,
+            }),
+        ));
+    }
+    // A town with a mayor: its treasury's funds arrive from outside, once.
+    if let Some(funds) = town.mayor.as_ref().map(|m| m.funds_cents).filter(|f| *f > 0) {
+        events.push(NewEvent::new(
+            at,
+            Body::CashMoved(CashMoved {
+                from: Account::World,
+                to: Account::Town,
+                amount_cents: funds,
+                reason: "the town's funds".into(),
             }),
         ));
     }

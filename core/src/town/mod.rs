@@ -75,6 +75,31 @@ struct RawTown {
     wage: Vec<Spanned<RawWage>>,
     #[serde(default)]
     persona: Vec<Spanned<RawPersona>>,
+    #[serde(default)]
+    mayor: Option<Spanned<RawMayor>>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawMayor {
+    who: String,
+    #[serde(default)]
+    funds_cents: i64,
+    #[serde(default = "found_cents")]
+    found_cents: i64,
+    #[serde(default)]
+    site: Vec<RawSite>,
+}
+
+fn found_cents() -> i64 {
+    40_000
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawSite {
+    name: String,
+    at: [u16; 2],
 }
 
 #[derive(Deserialize)]
@@ -435,6 +460,41 @@ impl Measure {
 /// The trait of an agent (in its `AgentJoined`) holding how its goal's progress is counted.
 pub const MEASURE_TRAIT: &str = "measure";
 
+/// A town file's `[mayor] who` naming the person at the viewer.
+pub const PLAYER: &str = "player";
+
+/// Who leads a town and with what (`[mayor]`, after AgentSims' mayor mode): posts jobs,
+/// founds businesses on its sites, sets wages, calls meetings, gives tasks (`MayorActed`).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Mayor {
+    /// The mayor.
+    pub who: MayorWho,
+    /// The treasury at the start, in cents.
+    pub funds_cents: i64,
+    /// What founding a business costs, from the treasury.
+    pub found_cents: i64,
+    /// Where a business may be founded, each site once.
+    pub sites: Vec<Site>,
+}
+
+/// A town's mayor.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum MayorWho {
+    /// A persona, by name.
+    Agent(String),
+    /// The person at the viewer (or at `hamlet mayor`).
+    Player,
+}
+
+/// A lot a business may be founded on: its name and the building's north-west corner.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Site {
+    /// Its name.
+    pub name: String,
+    /// The north-west corner of what is built there.
+    pub origin: Tile,
+}
+
 /// The planning modules a persona may name: `paper`, the paper's day plan broken into hour
 /// parts and actions (the default), or `goal_qa`, questions about its life goal, their
 /// answers, then a place and a purpose there, asked again when the purpose is done.
@@ -519,6 +579,8 @@ pub struct Definition {
     pub wages: Vec<Wage>,
     /// Personas.
     pub personas: Vec<Persona>,
+    /// Who leads the town, and with what, if anyone does (`[mayor]`).
+    pub mayor: Option<Mayor>,
     /// The file's text, verbatim (recorded in `TownLoaded`).
     pub source: String,
 }
@@ -1008,6 +1070,53 @@ impl Definition {
             });
         }
 
+        let mayor = raw.mayor.as_ref().map(|m| {
+            let span = m.span();
+            let m = m.get_ref();
+            let who = if m.who == PLAYER {
+                MayorWho::Player
+            } else {
+                if !personas.iter().any(|p| p.name == m.who) {
+                    bad(
+                        span.clone(),
+                        "mayor.who".into(),
+                        format!(
+                            "`{}` is neither a persona nor `{PLAYER}` (the person at the viewer)",
+                            m.who
+                        ),
+                    );
+                }
+                MayorWho::Agent(m.who.clone())
+            };
+            if m.funds_cents < 0 {
+                bad(
+                    span.clone(),
+                    "mayor.funds_cents".into(),
+                    "the treasury is not negative".into(),
+                );
+            }
+            if m.found_cents <= 0 {
+                bad(
+                    span.clone(),
+                    "mayor.found_cents".into(),
+                    "founding a business costs more than 0".into(),
+                );
+            }
+            let mut sites: Vec<Site> = Vec::new();
+            for site in &m.site {
+                if site.name.trim().is_empty() || sites.iter().any(|s| s.name == site.name) {
+                    bad(
+                        span.clone(),
+                        "mayor.site".into(),
+                        format!("site `{}`: a site's name is not empty and is its own", site.name),
+                    );
+                }
+                // (A building may grow the map: whether one fits is asked when it is founded.)
+                let origin = Tile { x: site.at[0], y: site.at[1] };
+                sites.push(Site { name: site.name.clone(), origin });
+            }
+            Mayor { who, funds_cents: m.funds_cents, found_cents: m.found_cents, sites }
+        });
         if !problems.is_empty() {
             return Err(TownError { file: file.to_owned(), problems });
         }
@@ -1030,6 +1139,7 @@ impl Definition {
             prices,
             wages,
             personas,
+            mayor,
             source: source.to_owned(),
         })
     }

@@ -170,6 +170,10 @@ impl Scan {
                         crate::describe::summary(&Body::Intervened(i.clone()), &name),
                     );
                 }
+                Body::MayorActed(m) => {
+                    let name = |a: AgentId| name(&a, &names);
+                    mark("mayor", crate::describe::summary(&Body::MayorActed(m.clone()), &name));
+                }
                 _ => {}
             }
             true

@@ -118,6 +118,7 @@ const FILES: &[(&str, &str)] = &[
     ("goal_answers", include_str!("../../prompts/goal_answers.toml")),
     ("goal_purpose", include_str!("../../prompts/goal_purpose.toml")),
     ("picture", include_str!("../../prompts/picture.toml")),
+    ("job_offer", include_str!("../../prompts/job_offer.toml")),
 ];
 
 /// Versions of templates that newer ones replaced, kept for the runs whose rulebook asks with

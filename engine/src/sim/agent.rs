@@ -235,6 +235,15 @@ impl<S: Storage> Sim<S> {
                 summary_cause = at.map(Cause::Pending).or(summary_cause);
             }
         }
+        // The mayor's notices, read when it is up and free; then a job offered, if it is
+        // the one to ask.
+        if !self.folds.notices.is_empty() && !self.busy(agent, now) && !self.asleep(agent, now) {
+            let who = Who { agent, name, summary: &summary };
+            self.read_notices(agent, &who, now, pending).await?;
+            if let Some(job) = self.job_to_offer(agent, now) {
+                self.offer_job(agent, &who, job, now, pending).await?;
+            }
+        }
         // An agent that plans ahead plans its day before anything else.
         let planned = |a: AgentId| {
             !self.strategy(a).plans() || self.folds.schedules.of(a).need(now) != Need::PlanDay
@@ -566,13 +575,8 @@ impl<S: Storage> Sim<S> {
                             actions::start(&self.town, &self.folds.state, &start, now)
                         {
                             // Wages for the work left, a purchase at a shop.
-                            let workplace = self
-                                .town
-                                .personas
-                                .iter()
-                                .find(|p| p.name == me.name)
-                                .and_then(|p| p.workplace.as_deref())
-                                .and_then(|w| w.split(':').next());
+                            let workplace = self.workplace_of(agent);
+                            let workplace = workplace.as_deref().and_then(|w| w.split(':').next());
                             events.extend(economy::on_action_start(
                                 &self.town,
                                 &self.folds.state,

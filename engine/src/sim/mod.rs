@@ -26,6 +26,7 @@
 mod agent;
 mod converse;
 mod intervene;
+mod mayor;
 mod social;
 mod state;
 

@@ -64,6 +64,10 @@ impl<S: Storage> Sim<S> {
         for item in self.hosted_on(agent, day) {
             keep(&mut kept, item);
         }
+        // The mayor's meetings and tasks stand over both.
+        for item in self.mayor_appointments(agent, day) {
+            keep(&mut kept, item);
+        }
         kept.sort_by_key(|k| k.start_secs);
         kept
     }
@@ -144,7 +148,7 @@ impl<S: Storage> Sim<S> {
     /// Where in `sector` an appointment of `agent` is kept: its workplace's room when it
     /// works there (a host at her counter), else the sector's first public room, else its
     /// first.
-    fn appointment_address(&self, agent: AgentId, sector: &str) -> String {
+    pub(super) fn appointment_address(&self, agent: AgentId, sector: &str) -> String {
         let name = self.folds.state.agents.get(&agent).map_or("", |a| a.name.as_str());
         let work =
             self.town.personas.iter().find(|p| p.name == name).and_then(|p| p.workplace.as_deref());
@@ -322,15 +326,33 @@ impl<S: Storage> Sim<S> {
             })
             .min();
         let Some((agreed, at)) = next else { return false };
+        self.cut_purpose_at(agent, agreed, Cause::Pending(at), now, pending)
+    }
+
+    /// A goal planner's purpose under way that runs past `at` (simulated seconds) ends there:
+    /// the rest of it, from the minute under way, as a purpose of its own, caused by `cause`.
+    /// Whether it was cut.
+    pub(super) fn cut_purpose_at(
+        &self,
+        agent: AgentId,
+        at: u64,
+        cause: Cause,
+        now: u64,
+        pending: &mut Pending,
+    ) -> bool {
+        let start = now - now % 60;
+        if at <= start + 60 {
+            return false;
+        }
         let Some((_, item)) = self.folds.schedules.of(agent).hour_under_way(now) else {
             return false;
         };
-        if item.start_secs + u64::from(item.duration_secs) <= agreed {
+        if item.start_secs + u64::from(item.duration_secs) <= at {
             return false;
         }
-        let rest = PlanItem { start_secs: start, duration_secs: (agreed - start) as u32, ..item };
+        let rest = PlanItem { start_secs: start, duration_secs: (at - start) as u32, ..item };
         let plan = PlanMade { agent, level: PlanLevel::Hour, decomposes: None, items: vec![rest] };
-        pending.push(now, Body::PlanMade(plan), &[Cause::Pending(at)]);
+        pending.push(now, Body::PlanMade(plan), &[cause]);
         true
     }
 }

@@ -6,7 +6,9 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use hamlet_log::event::{AgentId, CommitmentMade, Intervention, MemoryKind, PlanLevel, PlanMade};
+use hamlet_log::event::{
+    AgentId, CommitmentMade, Intervention, MayorAct, MemoryKind, PlanLevel, PlanMade,
+};
 use hamlet_log::{Body, Event, EventId};
 
 use crate::fold::Town;
@@ -74,6 +76,12 @@ pub(super) struct Folds {
     /// The agents that plan toward their goal (`planning = "goal_qa"`), not by the paper's
     /// day plan.
     pub(super) goal_planners: BTreeSet<AgentId>,
+    /// The mayor's acts, in order: what every agent reads as a notice.
+    pub(super) notices: Vec<super::mayor::Notice>,
+    /// Which agent has read which notice (folded from the memories the notices caused).
+    pub(super) noticed: BTreeSet<(AgentId, EventId)>,
+    /// Which agent was offered which job (folded from the `job_offer` calls it caused).
+    pub(super) job_asked: BTreeSet<(AgentId, EventId)>,
     pub(super) minds: Minds,
     pub(super) schedules: Schedules,
     pub(super) spatial: BTreeMap<AgentId, SpatialMemory>,
@@ -357,6 +365,38 @@ impl<S: Storage> Sim<S> {
                     let text = crate::mind::respond::one_line(&r.text);
                     if !r.fallback && !text.is_empty() {
                         (entry.1, entry.2) = (text, Some(event.id));
+                    }
+                }
+            }
+            Body::MayorActed(m) => {
+                if let MayorAct::Found { template, name, site, .. } = &m.act {
+                    let origin = self.town.mayor.as_ref().and_then(|rules| {
+                        rules.sites.iter().find(|s| s.name == *site).map(|s| s.origin)
+                    });
+                    // Checked before it was written; a resumed run's town may hold it already.
+                    if let Some(origin) = origin {
+                        if self.town.sectors.iter().all(|s| s.name != *name) {
+                            let _ = self.town.add_building(template, name, origin);
+                        }
+                    }
+                }
+                self.folds.notices.push(super::mayor::Notice {
+                    event: event.id,
+                    mayor: m.mayor,
+                    act: m.act.clone(),
+                });
+            }
+            Body::MemoryAdded(m) if !self.folds.notices.is_empty() => {
+                for cause in &event.header.causes {
+                    if self.folds.notices.iter().any(|n| n.event == *cause) {
+                        self.folds.noticed.insert((m.agent, *cause));
+                    }
+                }
+            }
+            Body::LlmRequested(r) if r.template == "job_offer" => {
+                if let Some(agent) = r.agent {
+                    for cause in &event.header.causes {
+                        self.folds.job_asked.insert((agent, *cause));
                     }
                 }
             }

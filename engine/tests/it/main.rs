@@ -6,6 +6,7 @@ mod fold;
 mod goals;
 mod golden;
 mod intervene;
+mod mayor;
 mod mind;
 mod models;
 mod ops;

@@ -1,0 +1,461 @@
+//! The loop's side of a town's mayor (a town file's `[mayor]`, after AgentSims' mayor mode):
+//! an act is checked against the town and written as `MayorActed` (a business founded also
+//! pays its cost from the treasury); every agent reads it as a notice the next time it
+//! thinks; a meeting or a task is kept in plans as an appointment; a job is offered to one
+//! agent at a time (in agent order, each once) until one takes it (`JobTaken`), and the
+//! hours worked there are paid from the treasury (`economy::pay_wage`).
+//! Must not: decide what the mayor does (the person, or the mayor's own calls).
+
+use hamlet_log::event::{
+    AgentId, CashMoved, JobTaken, MayorAct, MayorActed, MemoryKind, PlanItem, PlanLevel, PlanMade,
+};
+use hamlet_log::{Body, EventId};
+
+use crate::describe::cents;
+use crate::mind::prompt::template;
+use crate::mind::think::{ask, remember_rated, Who};
+use crate::pending::{Cause, Pending};
+use crate::store::Storage;
+use crate::town::MayorWho;
+
+use super::{Sim, SimError};
+
+/// The importance a notice from the mayor is remembered at, by rule.
+pub const NOTICE_IMPORTANCE: u8 = 6;
+
+/// The longest meeting or task, in seconds.
+const LONGEST: u32 = 8 * 3600;
+
+impl<S: Storage> Sim<S> {
+    /// The town's mayor agent, if its mayor is one of its agents.
+    pub fn mayor_agent(&self) -> Option<AgentId> {
+        match &self.town.mayor.as_ref()?.who {
+            MayorWho::Agent(name) => {
+                self.folds.state.agents.iter().find(|(_, a)| a.name == *name).map(|(id, _)| *id)
+            }
+            MayorWho::Player => None,
+        }
+    }
+
+    /// The person at the viewer acts as the town's mayor: checked (a town whose mayor is
+    /// someone else, or an act the town cannot take, is refused and nothing is written),
+    /// then written with what it costs.
+    pub fn mayor_act(&mut self, act: MayorAct) -> Result<EventId, SimError> {
+        match self.town.mayor.as_ref().map(|m| &m.who) {
+            Some(MayorWho::Player) => {}
+            Some(MayorWho::Agent(name)) => {
+                return Err(SimError::refused(
+                    "mayor",
+                    format!("{}'s mayor is {name}, not the person at the viewer", self.town.name),
+                ))
+            }
+            None => {
+                return Err(SimError::refused(
+                    "mayor",
+                    format!(
+                        "{} has no mayor: give its town file a [mayor] with who = \"player\"",
+                        self.town.name
+                    ),
+                ))
+            }
+        }
+        let bodies = self.mayor_bodies(None, act)?;
+        let now = self.folds.state.sim_time_secs;
+        let mut pending = Pending::new();
+        let first = pending.push(now, bodies[0].clone(), &[]);
+        for body in &bodies[1..] {
+            pending.push(now, body.clone(), &[Cause::Pending(first)]);
+        }
+        let ids = self.commit(pending)?;
+        ids.first().copied().ok_or_else(|| SimError::Resume("nothing was committed".into()))
+    }
+
+    /// The events of `mayor`'s act (the `MayorActed`, then what it pays), or why the town
+    /// cannot take it.
+    pub(super) fn mayor_bodies(
+        &self,
+        mayor: Option<AgentId>,
+        act: MayorAct,
+    ) -> Result<Vec<Body>, SimError> {
+        let now = self.folds.state.sim_time_secs;
+        let sector = |name: &str| self.town.sectors.iter().any(|s| s.name == name);
+        let place = |place: &str| match place.split_once(':') {
+            Some((s, a)) => self
+                .town
+                .sectors
+                .iter()
+                .any(|x| x.name == s && x.arenas.iter().any(|r| r.name == a)),
+            None => sector(place),
+        };
+        let sectors = || {
+            let names: Vec<&str> = self.town.sectors.iter().map(|s| s.name.as_str()).collect();
+            names.join(", ")
+        };
+        let when = |start: u64, duration: u32| {
+            if start < now {
+                Err(SimError::refused("start", "it would start before now"))
+            } else if duration == 0 || duration > LONGEST {
+                Err(SimError::refused("duration", "it lasts from a minute to eight hours"))
+            } else {
+                Ok(())
+            }
+        };
+        let mut paid = Vec::new();
+        match &act {
+            MayorAct::PostJob { sector: s, title, cents_per_hour } => {
+                if !sector(s) {
+                    return Err(SimError::refused(
+                        "sector",
+                        format!("no sector `{s}`; there are {}", sectors()),
+                    ));
+                }
+                if title.trim().is_empty() || title.contains('\n') {
+                    return Err(SimError::refused("title", "a job's title is one line, not empty"));
+                }
+                if *cents_per_hour <= 0 {
+                    return Err(SimError::refused("wage", "a wage is more than 0"));
+                }
+            }
+            MayorAct::SetWage { sector: s, cents_per_hour } => {
+                if !sector(s) {
+                    return Err(SimError::refused(
+                        "sector",
+                        format!("no sector `{s}`; there are {}", sectors()),
+                    ));
+                }
+                if *cents_per_hour <= 0 {
+                    return Err(SimError::refused("wage", "a wage is more than 0"));
+                }
+            }
+            MayorAct::Found { template, name, site, cost_cents } => {
+                let rules = self.town.mayor.as_ref();
+                let Some(spot) = rules.and_then(|m| m.sites.iter().find(|x| x.name == *site))
+                else {
+                    let names: Vec<&str> = rules
+                        .into_iter()
+                        .flat_map(|m| m.sites.iter().map(|x| x.name.as_str()))
+                        .collect();
+                    return Err(SimError::refused(
+                        "site",
+                        format!("no site `{site}`; the town's sites are {}", names.join(", ")),
+                    ));
+                };
+                if self.founded_on(site) {
+                    return Err(SimError::refused("site", format!("{site} is built on already")));
+                }
+                let cost = rules.map_or(0, |m| m.found_cents);
+                if *cost_cents != cost {
+                    return Err(SimError::refused(
+                        "cost",
+                        format!("founding costs {}", cents(cost)),
+                    ));
+                }
+                let treasury = self.folds.state.mayor.as_ref().map_or(0, |b| b.treasury_cents);
+                if treasury < cost {
+                    return Err(SimError::refused(
+                        "cost",
+                        format!(
+                            "the treasury holds {}; founding costs {}",
+                            cents(treasury),
+                            cents(cost)
+                        ),
+                    ));
+                }
+                self.check_add_building(template, name, spot.origin)?;
+                paid.push(Body::CashMoved(CashMoved {
+                    from: hamlet_log::event::Account::Town,
+                    to: hamlet_log::event::Account::World,
+                    amount_cents: cost,
+                    reason: format!("founds {name}"),
+                }));
+            }
+            MayorAct::CallMeeting { what, place: at, start_secs, duration_secs } => {
+                if what.trim().is_empty() || what.contains('\n') {
+                    return Err(SimError::refused("what", "what a meeting is about is one line"));
+                }
+                if !place(at) {
+                    return Err(SimError::refused(
+                        "place",
+                        format!("no place `{at}`; there are {}", sectors()),
+                    ));
+                }
+                when(*start_secs, *duration_secs)?;
+            }
+            MayorAct::AssignTask { agent, what, place: at, start_secs, duration_secs } => {
+                if !self.folds.state.agents.contains_key(agent) {
+                    return Err(SimError::refused("agent", format!("no agent {}", agent.0)));
+                }
+                if what.trim().is_empty() || what.contains('\n') {
+                    return Err(SimError::refused("what", "a task is one line"));
+                }
+                if !place(at) {
+                    return Err(SimError::refused(
+                        "place",
+                        format!("no place `{at}`; there are {}", sectors()),
+                    ));
+                }
+                when(*start_secs, *duration_secs)?;
+            }
+        }
+        let mut bodies = vec![Body::MayorActed(MayorActed { mayor, act })];
+        bodies.extend(paid);
+        Ok(bodies)
+    }
+
+    /// Whether a business was founded on `site`.
+    fn founded_on(&self, site: &str) -> bool {
+        self.folds
+            .notices
+            .iter()
+            .any(|n| matches!(&n.act, MayorAct::Found { site: s, .. } if s == site))
+    }
+
+    /// What `agent` reads of the mayor's acts it has not read yet, remembered as notices
+    /// (one batch, importance by rule); a meeting or task for today is kept in its plans.
+    pub(super) async fn read_notices(
+        &self,
+        agent: AgentId,
+        who: &Who<'_>,
+        now: u64,
+        pending: &mut Pending,
+    ) -> Result<(), SimError> {
+        let unread: Vec<&Notice> = self
+            .folds
+            .notices
+            .iter()
+            .filter(|n| !self.folds.noticed.contains(&(agent, n.event)))
+            .collect();
+        if unread.is_empty() {
+            return Ok(());
+        }
+        let words: Vec<String> = unread.iter().map(|n| self.notice_words(n)).collect();
+        let rule = vec![Some(NOTICE_IMPORTANCE); words.len()];
+        let evidence = vec![Vec::new(); words.len()];
+        let causes: Vec<Cause> = unread.iter().map(|n| Cause::Logged(n.event)).collect();
+        remember_rated(
+            &self.gateway,
+            self.settings.style,
+            who,
+            MemoryKind::Observation,
+            &words,
+            &rule,
+            &evidence,
+            &causes,
+            now,
+            pending,
+        )
+        .await?;
+        for n in unread {
+            if let Some(item) = self.appointment_of(agent, n) {
+                self.plan_around(agent, item, n.event, now, pending);
+            }
+        }
+        Ok(())
+    }
+
+    /// A notice in words, as agents remember it.
+    fn notice_words(&self, n: &Notice) -> String {
+        let name = |a: AgentId| {
+            self.folds.state.agents.get(&a).map_or("someone", |x| x.name.as_str()).to_owned()
+        };
+        let clock = |secs: u64| {
+            format!(
+                "{} at {:02}:{:02}",
+                self.town.day_words(secs / 86_400),
+                secs % 86_400 / 3600,
+                secs % 3600 / 60
+            )
+        };
+        let from =
+            n.mayor.map_or_else(|| "the mayor".to_owned(), |m| format!("the mayor, {}", name(m)));
+        match &n.act {
+            MayorAct::PostJob { sector, title, cents_per_hour } => format!(
+                "A notice from {from}: a job as {title} at {sector}, paid {} an hour, is open",
+                cents(*cents_per_hour)
+            ),
+            MayorAct::Found { name: business, site, .. } => {
+                format!("A notice from {from}: {business} is founded on the {site}")
+            }
+            MayorAct::SetWage { sector, cents_per_hour } => format!(
+                "A notice from {from}: work at {sector} is paid {} an hour from now on",
+                cents(*cents_per_hour)
+            ),
+            MayorAct::CallMeeting { what, place, start_secs, .. } => format!(
+                "A notice from {from}: everyone is called to a meeting at {place} on {}: {what}",
+                clock(*start_secs)
+            ),
+            MayorAct::AssignTask { agent, what, place, start_secs, .. } => format!(
+                "A notice from {from}: {} is asked to {what} at {place} on {}",
+                name(*agent),
+                clock(*start_secs)
+            ),
+        }
+    }
+
+    /// The meetings called and the tasks given to `agent` that begin on simulated day `day`,
+    /// as plan items.
+    pub(super) fn mayor_appointments(&self, agent: AgentId, day: u64) -> Vec<PlanItem> {
+        let items = self.folds.notices.iter().filter_map(|n| self.appointment_of(agent, n));
+        items.filter(|i| i.start_secs / 86_400 == day).collect()
+    }
+
+    /// What a notice asks of `agent` at a time and place, as a plan item: a meeting (asked of
+    /// everyone) or a task given to it.
+    fn appointment_of(&self, agent: AgentId, n: &Notice) -> Option<PlanItem> {
+        let (description, place, start_secs, duration_secs) = match &n.act {
+            MayorAct::CallMeeting { what, place, start_secs, duration_secs } => {
+                (format!("goes to the mayor's meeting: {what}"), place, *start_secs, *duration_secs)
+            }
+            MayorAct::AssignTask { agent: to, what, place, start_secs, duration_secs }
+                if *to == agent =>
+            {
+                (what.clone(), place, *start_secs, *duration_secs)
+            }
+            _ => return None,
+        };
+        let address = match place.split_once(':') {
+            Some(_) => place.clone(),
+            None => self.appointment_address(agent, place),
+        };
+        Some(PlanItem { description, address, start_secs, duration_secs })
+    }
+
+    /// The open job `agent` is to be asked about now, if any: the first job posted that
+    /// nobody has taken, when `agent` is the first agent (in agent order) who has no job of
+    /// the mayor's, is not the mayor, has not been asked about it, and is free.
+    pub(super) fn job_to_offer(
+        &self,
+        agent: AgentId,
+        now: u64,
+    ) -> Option<(EventId, String, String, i64)> {
+        let book = self.folds.state.mayor.as_ref()?;
+        let mayor = self.mayor_agent();
+        let employed = |a: AgentId| book.jobs.iter().any(|j| j.taken_by == Some(a));
+        for job in book.jobs.iter().filter(|j| j.taken_by.is_none()) {
+            let candidate = self.folds.state.agents.keys().copied().find(|&a| {
+                Some(a) != mayor
+                    && !employed(a)
+                    && !self.folds.job_asked.contains(&(a, job.posted))
+                    && !self.busy(a, now)
+                    && !self.asleep(a, now)
+            });
+            if candidate == Some(agent) {
+                let rate = book.wages.get(&job.sector).copied().unwrap_or(job.cents_per_hour);
+                return Some((job.posted, job.sector.clone(), job.title.clone(), rate));
+            }
+            if candidate.is_some() {
+                return None;
+            }
+        }
+        None
+    }
+
+    /// Asks `agent` whether it takes the job (`job_offer`); yes is a `JobTaken` and a
+    /// memory of it.
+    pub(super) async fn offer_job(
+        &self,
+        agent: AgentId,
+        who: &Who<'_>,
+        job: (EventId, String, String, i64),
+        now: u64,
+        pending: &mut Pending,
+    ) -> Result<(), SimError> {
+        let (posted, sector, title, rate) = job;
+        let mut vars = who.vars();
+        vars.insert("job", format!("{title} at {sector}, paid {} an hour", cents(rate)));
+        let workplace = self.workplace_of(agent).unwrap_or_else(|| "no work".to_owned());
+        vars.insert("work", workplace);
+        let shape = hamlet_gateway::answer::Shape::YesNo;
+        let asking = template("job_offer").and_then(|t| t.call(&vars, self.settings.style, shape));
+        let mut call = asking.map_err(crate::mind::think::ThinkError::from)?;
+        call.agent = Some(agent);
+        call.max_tokens = Some(16);
+        let (answered, asked) =
+            ask(&self.gateway, call, &[Cause::Logged(posted)], now, pending).await?;
+        let yes = matches!(answered.answer, hamlet_gateway::answer::Answer::YesNo(true))
+            && !answered.fallback;
+        if !yes {
+            return Ok(());
+        }
+        let causes: Vec<Cause> = asked.into_iter().map(Cause::Pending).collect();
+        let at = pending.push(now, Body::JobTaken(JobTaken { agent, job: posted }), &causes);
+        let words = format!(
+            "{} took the job of {title} at {sector}, paid {} an hour",
+            who.name,
+            cents(rate)
+        );
+        remember_rated(
+            &self.gateway,
+            self.settings.style,
+            who,
+            MemoryKind::Plan,
+            &[words],
+            &[Some(NOTICE_IMPORTANCE + 1)],
+            &[Vec::new()],
+            &[Cause::Pending(at)],
+            now,
+            pending,
+        )
+        .await?;
+        Ok(())
+    }
+
+    /// Where `agent` works: the sector of the last job of the mayor's it took, else its
+    /// persona's workplace (`sector:arena`).
+    pub(super) fn workplace_of(&self, agent: AgentId) -> Option<String> {
+        let job = self.folds.state.mayor.as_ref().and_then(|b| {
+            b.jobs.iter().rev().find(|j| j.taken_by == Some(agent)).map(|j| j.sector.clone())
+        });
+        job.or_else(|| {
+            let name = self.folds.state.agents.get(&agent)?.name.as_str();
+            self.town.personas.iter().find(|p| p.name == name)?.workplace.clone()
+        })
+    }
+
+    /// A goal planner's purpose or a paper planner's day, kept around an appointment made
+    /// today (a meeting called, a task given): see `social::take_notes`.
+    pub(super) fn plan_around(
+        &self,
+        agent: AgentId,
+        item: PlanItem,
+        cause: EventId,
+        now: u64,
+        pending: &mut Pending,
+    ) {
+        let today = now / 86_400;
+        if item.start_secs / 86_400 != today || !self.strategy(agent).plans() {
+            return;
+        }
+        if self.folds.goal_planners.contains(&agent) {
+            self.cut_purpose_at(agent, item.start_secs, Cause::Logged(cause), now, pending);
+            return;
+        }
+        let Some(day_plan) = self
+            .folds
+            .day_plans
+            .get(&agent)
+            .filter(|p| p.items.first().is_some_and(|i| i.start_secs / 86_400 == today))
+        else {
+            return;
+        };
+        let mut appointments = self.appointments_on(agent, today);
+        if !appointments.contains(&item) {
+            appointments.push(item);
+        }
+        appointments.sort_by_key(|k| k.start_secs);
+        let items = crate::mind::plan::with_appointments(day_plan.items.clone(), &appointments);
+        let plan = PlanMade { agent, level: PlanLevel::Day, decomposes: None, items };
+        pending.push(now, Body::PlanMade(plan), &[Cause::Logged(cause)]);
+    }
+}
+
+/// A mayor's act as every agent reads it.
+#[derive(Clone, Debug)]
+pub(super) struct Notice {
+    /// The `MayorActed` event.
+    pub(super) event: EventId,
+    /// Who acted.
+    pub(super) mayor: Option<AgentId>,
+    /// What.
+    pub(super) act: MayorAct,
+}

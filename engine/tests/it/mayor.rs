@@ -1,0 +1,187 @@
+//! Mayor mode: a town file's `[mayor]` leads the town. The person at the viewer acts as
+//! mayor (`Sim::mayor_act`); acts the town cannot take are refused with nothing written; a
+//! business founded pays its cost from the treasury and stands on the map; every agent
+//! reads each act as a notice; a job is offered to one agent at a time until one takes it,
+//! and its hours are paid from the treasury; a meeting is kept in everyone's plans.
+
+use hamlet_engine::sim::{Sim, SimError, SimSettings};
+use hamlet_engine::store::Store;
+use hamlet_engine::town::Definition;
+use hamlet_log::event::{Account, MayorAct, PlanLevel};
+use hamlet_log::Body;
+
+use crate::sim::{rules, town};
+
+const MAYOR: &str = "\n[mayor]\nwho = \"player\"\nfunds_cents = 100000\nfound_cents = 40000\nsite = [{ name = \"north lot\", at = [80, 1] }]\n";
+
+fn led_town() -> Definition {
+    Definition::parse("led.toml", &format!("{}{MAYOR}", town().source)).unwrap()
+}
+
+fn refused(r: Result<hamlet_log::EventId, SimError>) -> (&'static str, String) {
+    match r {
+        Err(SimError::Refused { field, why }) => (field, why),
+        other => panic!("not refused: {other:?}"),
+    }
+}
+
+#[test]
+fn the_person_as_mayor_posts_a_job_founds_a_business_and_calls_a_meeting_and_the_town_answers() {
+    let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+    let tmp = tempfile::tempdir().unwrap();
+    let store = Store::open(tmp.path()).unwrap();
+    let log = rt.block_on(async {
+        let mut sim = Sim::start(store, "main", led_town(), 7, rules(), SimSettings::default())
+            .await
+            .unwrap();
+        // The treasury's funds arrived at the start.
+        assert_eq!(sim.state().mayor.as_ref().map(|b| b.treasury_cents), Some(100_000));
+        for _ in 0..6 {
+            sim.step().await.unwrap();
+        }
+        // Refusals name the field and write nothing.
+        let head = |sim: &Sim<_>| sim.store().branch(sim.branch()).unwrap().head_seq;
+        let before = head(&sim);
+        let found = |site: &str, cost: i64| MayorAct::Found {
+            template: "Marigold café".into(),
+            name: "Oak Hill bakery".into(),
+            site: site.into(),
+            cost_cents: cost,
+        };
+        assert_eq!(refused(sim.mayor_act(found("south lot", 40_000))).0, "site");
+        assert_eq!(refused(sim.mayor_act(found("north lot", 5))).0, "cost");
+        let job_nowhere = MayorAct::PostJob {
+            sector: "Nowhere".into(),
+            title: "baker".into(),
+            cents_per_hour: 1_500,
+        };
+        assert!(refused(sim.mayor_act(job_nowhere)).1.contains("no sector `Nowhere`"));
+        let past = MayorAct::CallMeeting {
+            what: "the bakery".into(),
+            place: "Willowmere town hall".into(),
+            start_secs: 0,
+            duration_secs: 3600,
+        };
+        assert_eq!(refused(sim.mayor_act(past)).0, "start");
+        assert_eq!(head(&sim), before, "nothing written");
+
+        // Founded: paid from the treasury, on the map; a second time on the same site is not.
+        sim.mayor_act(found("north lot", 40_000)).unwrap();
+        assert_eq!(sim.state().mayor.as_ref().map(|b| b.treasury_cents), Some(60_000));
+        assert!(sim.definition().sectors.iter().any(|s| s.name == "Oak Hill bakery"));
+        let again = MayorAct::Found {
+            template: "Marigold café".into(),
+            name: "Oak Hill bakery two".into(),
+            site: "north lot".into(),
+            cost_cents: 40_000,
+        };
+        assert!(refused(sim.mayor_act(again)).1.contains("built on already"));
+        // A job there, and a meeting at the town hall in an hour.
+        sim.mayor_act(MayorAct::PostJob {
+            sector: "Oak Hill bakery".into(),
+            title: "baker".into(),
+            cents_per_hour: 1_500,
+        })
+        .unwrap();
+        let now = sim.state().sim_time_secs;
+        let meeting = now - now % 3600 + 2 * 3600;
+        sim.mayor_act(MayorAct::CallMeeting {
+            what: "the bakery's opening".into(),
+            place: "Willowmere town hall".into(),
+            start_secs: meeting,
+            duration_secs: 3600,
+        })
+        .unwrap();
+        for _ in 0..3 * 360 {
+            sim.step().await.unwrap();
+        }
+        let head = head(&sim);
+        sim.store().events(sim.branch(), 0, head).unwrap()
+    });
+    let names: Vec<String> = town().personas.iter().map(|p| p.name.clone()).collect();
+    // Every agent read each of the three acts as a notice.
+    for name in &names {
+        let read = log
+            .iter()
+            .filter(|e| matches!(&e.body, Body::MemoryAdded(m)
+                if m.description.starts_with("A notice from the mayor:")
+                && log.iter().any(|j| matches!(&j.body, Body::AgentJoined(a) if a.agent == m.agent && a.name == *name))))
+            .count();
+        assert_eq!(read, 3, "{name}");
+    }
+    // The job went to the first agent asked (the rules say yes), and only one was asked.
+    let taken: Vec<_> = log
+        .iter()
+        .filter_map(|e| match &e.body {
+            Body::JobTaken(j) => Some(j.agent),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(taken.len(), 1);
+    let offers = log.iter().filter(|e| matches!(&e.body, Body::LlmRequested(r) if r.template == "job_offer" && r.attempt == 1)).count();
+    assert_eq!(offers, 1);
+    // The meeting is in everyone's plans: each one's latest day plan keeps it, at its time.
+    let joined: Vec<hamlet_log::event::AgentId> = log
+        .iter()
+        .filter_map(|e| match &e.body {
+            Body::AgentJoined(j) => Some(j.agent),
+            _ => None,
+        })
+        .collect();
+    for agent in joined {
+        let latest = log.iter().rev().find_map(|e| match &e.body {
+            Body::PlanMade(p) if p.agent == agent && p.level == PlanLevel::Day => Some(p),
+            _ => None,
+        });
+        let items = &latest.unwrap().items;
+        let kept = items.iter().find(|i| i.description.starts_with("goes to the mayor's meeting"));
+        assert!(
+            kept.is_some_and(
+                |i| i.address.starts_with("Willowmere town hall") && i.duration_secs == 3600
+            ),
+            "agent {}: {items:?}",
+            agent.0
+        );
+    }
+    // The treasury paid the founding, and nobody worked at the bakery yet.
+    let from_town: Vec<i64> = log
+        .iter()
+        .filter_map(|e| match &e.body {
+            Body::CashMoved(c) if c.from == Account::Town => Some(c.amount_cents),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(from_town, vec![40_000]);
+    // The same answers give the same log.
+    let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+    let scratch = tempfile::tempdir().unwrap();
+    match rt.block_on(hamlet_engine::resim::resimulate(&log, scratch.path(), |_, _| {})).unwrap() {
+        hamlet_engine::resim::Verdict::Identical { events } => assert_eq!(events, log.len()),
+        other => panic!("the re-run parted: {other:?}"),
+    }
+}
+
+#[test]
+fn a_town_whose_mayor_is_an_agent_refuses_the_person_and_a_town_file_names_a_real_mayor() {
+    let with = |who: &str| format!("{}{}", town().source, MAYOR.replace("\"player\"", who));
+    let e = Definition::parse("bad.toml", &with("\"Nobody Here\"")).unwrap_err().to_string();
+    assert!(e.contains("mayor.who") && e.contains("neither a persona"), "{e}");
+    let first = town().personas[0].name.clone();
+    let agent_led = Definition::parse("agent.toml", &with(&format!("\"{first}\""))).unwrap();
+    let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+    let tmp = tempfile::tempdir().unwrap();
+    let store = Store::open(tmp.path()).unwrap();
+    rt.block_on(async {
+        let mut sim =
+            Sim::start(store, "main", agent_led, 7, rules(), SimSettings::default()).await.unwrap();
+        assert!(sim.mayor_agent().is_some());
+        let job = MayorAct::PostJob {
+            sector: "Marigold café".into(),
+            title: "baker".into(),
+            cents_per_hour: 1,
+        };
+        let (field, why) = refused(sim.mayor_act(job));
+        assert_eq!(field, "mayor");
+        assert!(why.contains(&format!("mayor is {first}")), "{why}");
+    });
+}
