@@ -326,7 +326,13 @@ pub fn over_http(request: &Received) -> Reply {
     let content = |i: usize| {
         messages.get(i).and_then(|m| m["content"].as_str()).unwrap_or_default().to_owned()
     };
-    Reply::Chat(answer(&template_of(&content(0)), &content(1)))
+    // An agent's template opens with the preamble as the system message: its own words
+    // are in the user message.
+    let mut template = template_of(&content(0));
+    if template.is_empty() {
+        template = template_of(&content(1));
+    }
+    Reply::Chat(answer(&template, &content(1)))
 }
 
 /// A test double: the rules, except that every line of dialogue is the same greeting (as a
@@ -377,7 +383,11 @@ pub fn echoing_over_http(request: &Received) -> Reply {
     let content = |i: usize| {
         messages.get(i).and_then(|m| m["content"].as_str()).unwrap_or_default().to_owned()
     };
-    match echoing(&template_of(&content(0)), &content(1)) {
+    let mut template = template_of(&content(0));
+    if template.is_empty() {
+        template = template_of(&content(1));
+    }
+    match echoing(&template, &content(1)) {
         Some(text) if !request.line.contains("/embeddings") => Reply::Chat(text),
         _ => over_http(request),
     }

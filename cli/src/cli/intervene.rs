@@ -1,12 +1,12 @@
 //! `hamlet set-object`, `hamlet happen`, `hamlet edit-persona`, `hamlet add-agent`,
-//! `hamlet add-building`:
+//! `hamlet add-building`, `hamlet mayor`:
 //! the user changes the town on a branch — usually a fork (`hamlet fork`), so the run it
 //! came from stays as it was — and `hamlet run --resume --branch` goes on from the change.
 
 use std::path::PathBuf;
 
-use clap::Args;
-use hamlet_log::event::Tile;
+use clap::{Args, Subcommand};
+use hamlet_log::event::{MayorAct, Tile};
 
 use super::llm::LlmArgs;
 use super::voice::{finish_step, open};
@@ -249,4 +249,190 @@ mod tests {
             assert!(parse_tile(bad).unwrap_err().contains("X,Y"), "{bad}");
         }
     }
+}
+
+/// `hamlet mayor`: the person at the viewer acts as the town's mayor.
+#[derive(Debug, Args)]
+pub struct MayorArgs {
+    #[command(subcommand)]
+    act: MayorCommand,
+}
+
+/// Where a mayor's act is written, and the model flags every command takes.
+#[derive(Debug, Args)]
+pub struct On {
+    #[command(flatten)]
+    target: Target,
+    #[command(flatten)]
+    llm: LlmArgs,
+}
+
+/// What the mayor does.
+#[derive(Debug, Subcommand)]
+pub enum MayorCommand {
+    /// Post a job at a sector, paid from the treasury for each hour worked; it is offered to
+    /// one agent at a time until one takes it
+    PostJob {
+        /// Where the work is: a sector
+        #[arg(long)]
+        sector: String,
+        /// The job, in words ("baker")
+        #[arg(long)]
+        title: String,
+        /// The wage per hour, in dollars (15 or 15.50)
+        #[arg(long, value_parser = dollars)]
+        wage: i64,
+        #[command(flatten)]
+        on: On,
+    },
+    /// Found a business: a copy of a template sector on one of the town file's sites, paid
+    /// from the treasury
+    Found {
+        /// The sector copied (`hamlet town show` lists them)
+        #[arg(long)]
+        template: String,
+        /// The new business's name
+        #[arg(long)]
+        name: String,
+        /// The site (the town file's `[[mayor.site]]`)
+        #[arg(long)]
+        site: String,
+        #[command(flatten)]
+        on: On,
+    },
+    /// Set the wage of work at a sector from now on
+    SetWage {
+        /// The sector
+        #[arg(long)]
+        sector: String,
+        /// The wage per hour, in dollars
+        #[arg(long, value_parser = dollars)]
+        wage: i64,
+        #[command(flatten)]
+        on: On,
+    },
+    /// Call everyone to a meeting at a place and time
+    Meeting {
+        /// What it is about
+        #[arg(long)]
+        what: String,
+        /// Where: a sector or `sector:arena`
+        #[arg(long)]
+        place: String,
+        /// When: `day<N> HH:MM` or `HH:MM` (day 0)
+        #[arg(long, value_parser = super::parse_moment)]
+        at: hamlet_engine::history::Moment,
+        /// How long
+        #[arg(long = "for", value_name = "DURATION", default_value = "1h",
+              value_parser = super::research::parse_duration)]
+        lasts: u64,
+        #[command(flatten)]
+        on: On,
+    },
+    /// Give one agent a task at a place and time
+    Task {
+        /// To whom (name or number)
+        #[arg(long)]
+        agent: String,
+        /// What, in words
+        #[arg(long)]
+        what: String,
+        /// Where: a sector or `sector:arena`
+        #[arg(long)]
+        place: String,
+        /// When: `day<N> HH:MM` or `HH:MM` (day 0)
+        #[arg(long, value_parser = super::parse_moment)]
+        at: hamlet_engine::history::Moment,
+        /// How long
+        #[arg(long = "for", value_name = "DURATION", default_value = "1h",
+              value_parser = super::research::parse_duration)]
+        lasts: u64,
+        #[command(flatten)]
+        on: On,
+    },
+}
+
+/// Dollars as cents: `15`, `15.5`, `15.50`.
+fn dollars(text: &str) -> Result<i64, String> {
+    let err = || format!("`{text}` is not an amount in dollars (15, 15.50)");
+    let (whole, part) = text.trim().split_once('.').unwrap_or((text.trim(), ""));
+    if part.len() > 2 || (whole.is_empty() && part.is_empty()) {
+        return Err(err());
+    }
+    let whole: i64 = if whole.is_empty() { 0 } else { whole.parse().map_err(|_| err())? };
+    let cents: i64 = format!("{part:0<2}").parse().map_err(|_| err())?;
+    let total = whole.checked_mul(100).and_then(|w| w.checked_add(cents)).ok_or_else(err)?;
+    (total > 0).then_some(total).ok_or_else(|| format!("`{text}`: a wage is more than 0"))
+}
+
+/// A moment given as a time, in simulated seconds.
+fn time_of(at: &hamlet_engine::history::Moment) -> anyhow::Result<u64> {
+    match at {
+        hamlet_engine::history::Moment::Time(t) => Ok(*t),
+        _ => anyhow::bail!("--at takes a time: `day<N> HH:MM` or `HH:MM`"),
+    }
+}
+
+pub fn mayor(a: MayorArgs) -> anyhow::Result<Outcome> {
+    let rt = runtime()?;
+    let on = match &a.act {
+        MayorCommand::PostJob { on, .. }
+        | MayorCommand::Found { on, .. }
+        | MayorCommand::SetWage { on, .. }
+        | MayorCommand::Meeting { on, .. }
+        | MayorCommand::Task { on, .. } => on,
+    };
+    let agent_name = match &a.act {
+        MayorCommand::Task { agent, .. } => Some(agent.as_str()),
+        _ => None,
+    };
+    let (mut sim, branch, agent) =
+        open(&on.target.store, &on.target.branch, agent_name, false, &on.llm, &[], &rt)?;
+    let act = match &a.act {
+        MayorCommand::PostJob { sector, title, wage, .. } => MayorAct::PostJob {
+            sector: sector.clone(),
+            title: title.clone(),
+            cents_per_hour: *wage,
+        },
+        MayorCommand::Found { template, name, site, .. } => {
+            let cost = sim.definition().mayor.as_ref().map_or(0, |m| m.found_cents);
+            MayorAct::Found {
+                template: template.clone(),
+                name: name.clone(),
+                site: site.clone(),
+                cost_cents: cost,
+            }
+        }
+        MayorCommand::SetWage { sector, wage, .. } => {
+            MayorAct::SetWage { sector: sector.clone(), cents_per_hour: *wage }
+        }
+        MayorCommand::Meeting { what, place, at, lasts, .. } => MayorAct::CallMeeting {
+            what: what.clone(),
+            place: place.clone(),
+            start_secs: time_of(at)?,
+            duration_secs: u32::try_from(*lasts).unwrap_or(u32::MAX),
+        },
+        MayorCommand::Task { what, place, at, lasts, .. } => MayorAct::AssignTask {
+            agent: agent
+                .ok_or_else(|| anyhow::anyhow!("no agent `{}`", agent_name.unwrap_or_default()))?,
+            what: what.clone(),
+            place: place.clone(),
+            start_secs: time_of(at)?,
+            duration_secs: u32::try_from(*lasts).unwrap_or(u32::MAX),
+        },
+    };
+    sim.check_mayor_act(act.clone())?;
+    finish_step(&mut sim, &rt)?;
+    sim.mayor_act(act.clone())?;
+    let names = |id: hamlet_log::event::AgentId| {
+        sim.state().agents.get(&id).map_or_else(|| format!("agent {}", id.0), |x| x.name.clone())
+    };
+    let body = hamlet_log::Body::MayorActed(hamlet_log::event::MayorActed { mayor: None, act });
+    println!("{}", hamlet_engine::describe::summary(&body, &names));
+    if let Some(book) = &sim.state().mayor {
+        println!("the treasury holds {}", hamlet_engine::describe::cents(book.treasury_cents));
+    }
+    println!("every agent reads it as a notice when the run goes on");
+    go_on(&on.target, &branch);
+    Ok(Outcome::Done)
 }

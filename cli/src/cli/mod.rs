@@ -251,6 +251,18 @@ hamlet happen --store run/ --branch alarm --place 'Marigold café' --for 20m 'a 
 hamlet run --resume --store run/ --branch alarm --hours 1"
     )]
     Happen(intervene::HappenArgs),
+    /// Act as the town's mayor (a town file whose `[mayor] who = "player"`): post a job,
+    /// found a business, set a wage, call a meeting, give a task
+    #[command(
+        after_help = "Each act is a `MayorActed` event on the branch, checked first (an unknown \
+sector, site or agent, a treasury too poor, a time already past are refused and nothing is \
+written); every agent reads it as a notice when the run goes on.\n\n\
+Examples:\n  hamlet mayor found --store run/ --template 'Marigold café' --name 'Oak Hill bakery' --site 'north lot'\n  \
+hamlet mayor post-job --store run/ --sector 'Oak Hill bakery' --title baker --wage 15\n  \
+hamlet mayor meeting --store run/ --what 'the bakery opens' --place 'Willowmere town hall' --at 'day0 17:00' --for 1h\n  \
+hamlet mayor task --store run/ --agent 'Oskar Lindqvist' --what 'carries flour to the bakery' --place 'Oak Hill bakery' --at 'day0 14:00'"
+    )]
+    Mayor(intervene::MayorArgs),
     /// Rewrite an agent's seed paragraph: new statements become seed memories and the agent
     /// describes itself afresh
     #[command(
@@ -336,6 +348,7 @@ pub fn run(cli: Cli) -> anyhow::Result<Outcome> {
         Command::InnerVoice(a) => voice::inner_voice(a),
         Command::SetObject(a) => intervene::set_object(a),
         Command::Happen(a) => intervene::happen(a),
+        Command::Mayor(a) => intervene::mayor(a),
         Command::EditPersona(a) => intervene::edit_persona(a),
         Command::AddAgent(a) => intervene::add_agent(a),
         Command::AddBuilding(a) => intervene::add_building(a),

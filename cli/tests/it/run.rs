@@ -855,3 +855,87 @@ async fn a_quiz_asks_every_agent_on_scratch_forks_and_scores_each_answer_by_its_
     assert!(!out.status.success());
     assert!(text(&out).contains("question 1 asks nothing"), "{}", text(&out));
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_person_acts_as_mayor_from_the_command_line_and_the_town_reads_it() {
+    let server = LoopbackServer::start(vec![], Reply::Rules(over_http)).await;
+    let tmp = tempfile::tempdir().unwrap();
+    let town = tmp.path().join("led.toml");
+    std::fs::write(
+        &town,
+        format!(
+            "{}\n[mayor]\nwho = \"player\"\nfunds_cents = 50000\nfound_cents = 40000\nsite = [{{ name = \"north lot\", at = [80, 1] }}]\n",
+            hamlet_engine::town::WILLOWMERE
+        ),
+    )
+    .unwrap();
+    let store = tmp.path().join("run");
+    let mut a = args(&server, &store, &["run", "--hours", "0.05", "--town"]);
+    a.insert(4, town.display().to_string());
+    let out = hamlet(a).await;
+    assert!(out.status.success(), "{}", text(&out));
+    let mayor = |rest: &[&str]| {
+        let mut v = vec!["mayor"];
+        v.extend_from_slice(rest);
+        args(&server, &store, &v)
+    };
+    // Refused, with why, and nothing written.
+    let before = events(&store, "main").len();
+    for (rest, says) in [
+        (
+            vec!["found", "--template", "Marigold café", "--name", "Bakery", "--site", "south lot"],
+            "no site `south lot`; the town's sites are north lot",
+        ),
+        (
+            vec!["post-job", "--sector", "Nowhere", "--title", "baker", "--wage", "15"],
+            "no sector `Nowhere`",
+        ),
+        (
+            vec!["post-job", "--sector", "Marigold café", "--title", "baker", "--wage", "0"],
+            "more than 0",
+        ),
+    ] {
+        let out = hamlet(mayor(&rest)).await;
+        assert!(!out.status.success(), "{rest:?}");
+        assert!(text(&out).contains(says), "{rest:?}: {}", text(&out));
+    }
+    assert_eq!(events(&store, "main").len(), before);
+    // Founded and paid; a job posted; a second founding the treasury cannot pay.
+    let out = hamlet(mayor(&[
+        "found",
+        "--template",
+        "Marigold café",
+        "--name",
+        "Oak Hill bakery",
+        "--site",
+        "north lot",
+    ]))
+    .await;
+    assert!(out.status.success(), "{}", text(&out));
+    assert!(text(&out).contains("founds Oak Hill bakery on north lot"), "{}", text(&out));
+    assert!(text(&out).contains("the treasury holds $100.00"), "{}", text(&out));
+    let out = hamlet(mayor(&[
+        "post-job",
+        "--sector",
+        "Oak Hill bakery",
+        "--title",
+        "baker",
+        "--wage",
+        "15.50",
+    ]))
+    .await;
+    assert!(out.status.success(), "{}", text(&out));
+    assert!(text(&out).contains("baker at $15.50 an hour"), "{}", text(&out));
+    // The run goes on: everyone reads the notices, and someone takes the job.
+    let out = hamlet(args(&server, &store, &["run", "--resume", "--hours", "0.3"])).await;
+    assert!(out.status.success(), "{}", text(&out));
+    let log = events(&store, "main");
+    let notices = log
+        .iter()
+        .filter(|e| matches!(&e.body, Body::MemoryAdded(m) if m.description.starts_with("A notice from the mayor")))
+        .count();
+    assert_eq!(notices, 2 * 10, "two acts, ten agents");
+    assert!(log.iter().any(|e| matches!(e.body, Body::JobTaken(_))));
+    let listed = at_store(&store, &["log", "--kind", "MayorActed,JobTaken"]);
+    assert!(text(&listed).contains("takes a job the mayor posted"), "{}", text(&listed));
+}

@@ -41,6 +41,19 @@ impl<S: Storage> Sim<S> {
     /// someone else, or an act the town cannot take, is refused and nothing is written),
     /// then written with what it costs.
     pub fn mayor_act(&mut self, act: MayorAct) -> Result<EventId, SimError> {
+        let bodies = self.check_mayor_act(act)?;
+        let now = self.folds.state.sim_time_secs;
+        let mut pending = Pending::new();
+        let first = pending.push(now, bodies[0].clone(), &[]);
+        for body in &bodies[1..] {
+            pending.push(now, body.clone(), &[Cause::Pending(first)]);
+        }
+        let ids = self.commit(pending)?;
+        ids.first().copied().ok_or_else(|| SimError::Resume("nothing was committed".into()))
+    }
+
+    /// Whether [`Sim::mayor_act`] would be refused, and why; else the events it would write.
+    pub fn check_mayor_act(&self, act: MayorAct) -> Result<Vec<Body>, SimError> {
         match self.town.mayor.as_ref().map(|m| &m.who) {
             Some(MayorWho::Player) => {}
             Some(MayorWho::Agent(name)) => {
@@ -59,15 +72,7 @@ impl<S: Storage> Sim<S> {
                 ))
             }
         }
-        let bodies = self.mayor_bodies(None, act)?;
-        let now = self.folds.state.sim_time_secs;
-        let mut pending = Pending::new();
-        let first = pending.push(now, bodies[0].clone(), &[]);
-        for body in &bodies[1..] {
-            pending.push(now, body.clone(), &[Cause::Pending(first)]);
-        }
-        let ids = self.commit(pending)?;
-        ids.first().copied().ok_or_else(|| SimError::Resume("nothing was committed".into()))
+        self.mayor_bodies(None, act)
     }
 
     /// The events of `mayor`'s act (the `MayorActed`, then what it pays), or why the town
