@@ -155,6 +155,34 @@ pub fn answer(template: &str, user: &str) -> String {
         }
         "goal_answers" => "I should go where the work is and get on with it.".into(),
         "picture" => "Friendly and busy; we talk about the market most days.".into(),
+        "mayor_act" => {
+            // Found on a free site first, then post a job, then nothing.
+            let line = |key: &str| user.lines().find_map(|l| l.split_once(key)).map(|(_, v)| v.to_owned());
+            let sites_free = line("Free sites: ").is_some_and(|v| !v.starts_with("none"));
+            let jobs_open = line("Jobs open: ").is_some_and(|v| !v.starts_with("none"));
+            let choice = if sites_free {
+                "found a business"
+            } else if !jobs_open && line("Jobs taken: ").is_some_and(|v| v.starts_with("none")) {
+                "post a job"
+            } else {
+                "do nothing for now"
+            };
+            serde_json::json!({ "choice": choice }).to_string()
+        }
+        "mayor_details" => {
+            let line = |key: &str| user.lines().find_map(|l| l.split_once(key)).map(|(_, v)| v.to_owned());
+            let places: Vec<String> =
+                line("Places: ").unwrap_or_default().split(", ").map(str::to_owned).collect();
+            let first = places.first().cloned().unwrap_or_default();
+            let last = places.last().cloned().unwrap_or_default();
+            if user.contains("\"site\"") {
+                let sites = line("Free sites: ").unwrap_or_default();
+                let site = sites.trim_end_matches('.').split(", ").next().unwrap_or("").to_owned();
+                serde_json::json!({ "like": first, "name": "Rule bakery", "site": site }).to_string()
+            } else {
+                serde_json::json!({ "sector": last, "title": "baker", "dollars_per_hour": 15 }).to_string()
+            }
+        }
         "goal_purpose" => {
             // The last place offered (the first is where the agent is), for an hour.
             let places = user.lines().find_map(|l| l.split_once(" knows: ")).map(|(_, p)| p);

@@ -244,6 +244,11 @@ impl<S: Storage> Sim<S> {
                 self.offer_job(agent, &who, job, now, pending).await?;
             }
         }
+        // The mayor, when it is one of the agents, decides what to do for the town.
+        if self.town.mayor.is_some() && self.mayor_due(agent, now) {
+            let who = Who { agent, name, summary: &summary };
+            self.mayor_decides(agent, &who, now, pending).await?;
+        }
         // An agent that plans ahead plans its day before anything else.
         let planned = |a: AgentId| {
             !self.strategy(a).plans() || self.folds.schedules.of(a).need(now) != Need::PlanDay

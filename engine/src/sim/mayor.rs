@@ -26,6 +26,22 @@ pub const NOTICE_IMPORTANCE: u8 = 6;
 /// The longest meeting or task, in seconds.
 const LONGEST: u32 = 8 * 3600;
 
+/// How often a mayor agent decides what to do for the town, in simulated seconds.
+pub const MAYOR_EVERY_SECS: u64 = 2 * 3600;
+
+/// The acts a mayor agent chooses from, in words, `nothing` first.
+const ACTS: [&str; 6] = [
+    "do nothing for now",
+    "post a job",
+    "found a business",
+    "set a wage",
+    "call a meeting",
+    "give someone a task",
+];
+
+/// The most a mayor agent may offer an hour, in dollars.
+const MOST_DOLLARS: i64 = 60;
+
 impl<S: Storage> Sim<S> {
     /// The town's mayor agent, if its mayor is one of its agents.
     pub fn mayor_agent(&self) -> Option<AgentId> {
@@ -451,6 +467,213 @@ impl<S: Storage> Sim<S> {
         let items = crate::mind::plan::with_appointments(day_plan.items.clone(), &appointments);
         let plan = PlanMade { agent, level: PlanLevel::Day, decomposes: None, items };
         pending.push(now, Body::PlanMade(plan), &[Cause::Logged(cause)]);
+    }
+}
+
+impl<S: Storage> Sim<S> {
+    /// Whether `agent` is the town's mayor and due to decide (awake and free, and
+    /// [`MAYOR_EVERY_SECS`] since it last did).
+    pub(super) fn mayor_due(&self, agent: AgentId, now: u64) -> bool {
+        self.mayor_agent() == Some(agent)
+            && !self.busy(agent, now)
+            && !self.asleep(agent, now)
+            && self.folds.mayor_decided.is_none_or(|at| now >= at + MAYOR_EVERY_SECS)
+    }
+
+    /// A mayor agent decides what to do for the town: an act (`mayor_act`), then its details
+    /// (`mayor_details`), checked as the person's would be. An act the town cannot take is
+    /// not written: the mayor remembers that it could not, and why.
+    pub(super) async fn mayor_decides(
+        &self,
+        agent: AgentId,
+        who: &Who<'_>,
+        now: u64,
+        pending: &mut Pending,
+    ) -> Result<(), SimError> {
+        use hamlet_gateway::answer::{Answer, Shape};
+        let style = self.settings.style;
+        let book = self.folds.state.mayor.clone().unwrap_or_default();
+        let rules = self.town.mayor.as_ref();
+        let free: Vec<&str> = rules
+            .into_iter()
+            .flat_map(|m| m.sites.iter().map(|s| s.name.as_str()))
+            .filter(|s| !self.founded_on(s))
+            .collect();
+        let jobs = |taken: bool| {
+            let list: Vec<String> = book
+                .jobs
+                .iter()
+                .filter(|j| j.taken_by.is_some() == taken)
+                .map(|j| format!("{} at {}", j.title, j.sector))
+                .collect();
+            if list.is_empty() {
+                "none".to_owned()
+            } else {
+                list.join("; ")
+            }
+        };
+        let stream = self.folds.minds.stream(agent);
+        let recent = crate::mind::think::recent_lines(stream.recent(12), 900);
+        let mut vars = who.vars();
+        vars.insert("time", self.town.moment_words(now));
+        vars.insert(
+            "goal",
+            self.folds.goals.get(&agent).cloned().unwrap_or_else(|| "a town that thrives".into()),
+        );
+        vars.insert("treasury", cents(book.treasury_cents));
+        vars.insert("found", cents(rules.map_or(0, |m| m.found_cents)));
+        vars.insert("sites", if free.is_empty() { "none".into() } else { free.join(", ") });
+        vars.insert("jobs", jobs(false));
+        vars.insert("taken", jobs(true));
+        vars.insert(
+            "recent",
+            if recent.is_empty() { "- nothing yet".into() } else { recent.join("\n") },
+        );
+        let options: Vec<String> = ACTS.iter().map(|a| (*a).to_owned()).collect();
+        vars.insert("options", options.join(" | "));
+        let asked = |name: &str, vars: &std::collections::BTreeMap<&str, String>, shape: Shape| {
+            template(name)
+                .and_then(|t| t.call(vars, style, shape))
+                .map_err(crate::mind::think::ThinkError::from)
+        };
+        let mut call = asked("mayor_act", &vars, Shape::Choice(options.clone()))?;
+        call.agent = Some(agent);
+        call.max_tokens = Some(24);
+        let (answered, at) = ask(&self.gateway, call, &[], now, pending).await?;
+        let chosen = match &answered.answer {
+            Answer::Choice(c) if !answered.fallback => {
+                ACTS.iter().position(|a| a == c).unwrap_or(0)
+            }
+            _ => 0,
+        };
+        if chosen == 0 {
+            return Ok(());
+        }
+        let sectors: Vec<String> = self.town.sectors.iter().map(|s| s.name.clone()).collect();
+        let people: Vec<String> =
+            self.folds.state.agents.values().map(|a| a.name.clone()).collect();
+        let time =
+            serde_json::json!({ "type": "string", "pattern": "^([01][0-9]|2[0-3]):[0-5][0-9]$" });
+        let text =
+            |most: u32| serde_json::json!({ "type": "string", "minLength": 3, "maxLength": most });
+        let dollars =
+            serde_json::json!({ "type": "integer", "minimum": 1, "maximum": MOST_DOLLARS });
+        let one_of = |list: &[String]| serde_json::json!({ "type": "string", "enum": list });
+        let free_sites: Vec<String> = free.iter().map(|s| (*s).to_owned()).collect();
+        let (form, properties) = match chosen {
+            1 => ("{\"sector\": \"...\", \"title\": \"...\", \"dollars_per_hour\": <1-60>}",
+                serde_json::json!({ "sector": one_of(&sectors), "title": text(40), "dollars_per_hour": dollars })),
+            2 => ("{\"like\": \"<a place to copy>\", \"name\": \"...\", \"site\": \"...\"}",
+                serde_json::json!({ "like": one_of(&sectors), "name": text(40), "site": one_of(&free_sites) })),
+            3 => ("{\"sector\": \"...\", \"dollars_per_hour\": <1-60>}",
+                serde_json::json!({ "sector": one_of(&sectors), "dollars_per_hour": dollars })),
+            4 => ("{\"what\": \"...\", \"place\": \"...\", \"from\": \"HH:MM\", \"until\": \"HH:MM\"}",
+                serde_json::json!({ "what": text(80), "place": one_of(&sectors), "from": time, "until": time })),
+            _ => ("{\"who\": \"...\", \"what\": \"...\", \"place\": \"...\", \"from\": \"HH:MM\", \"until\": \"HH:MM\"}",
+                serde_json::json!({ "who": one_of(&people), "what": text(80), "place": one_of(&sectors), "from": time, "until": time })),
+        };
+        let required: Vec<&String> =
+            properties.as_object().map(|o| o.keys().collect()).unwrap_or_default();
+        let schema = serde_json::json!({
+            "type": "object", "properties": properties, "required": required, "additionalProperties": false,
+        });
+        vars.insert("act", ACTS[chosen].to_owned());
+        vars.insert("form", form.to_owned());
+        vars.insert("places", sectors.join(", "));
+        vars.insert("people", people.join(", "));
+        let mut call = asked("mayor_details", &vars, Shape::Json(schema))?;
+        call.agent = Some(agent);
+        call.max_tokens = Some(120);
+        let causes: Vec<Cause> = at.into_iter().map(Cause::Pending).collect();
+        let (answered, at) = ask(&self.gateway, call, &causes, now, pending).await?;
+        let v = match answered.answer {
+            Answer::Json(v) if !answered.fallback => v,
+            _ => return Ok(()),
+        };
+        let s = |k: &str| {
+            v.get(k).and_then(serde_json::Value::as_str).unwrap_or_default().trim().to_owned()
+        };
+        let cents_of = |k: &str| v.get(k).and_then(serde_json::Value::as_i64).unwrap_or(0) * 100;
+        let clock = |k: &str| crate::mind::social::times_named(&s(k)).first().copied();
+        let day = now - now % 86_400;
+        let span = || match (clock("from"), clock("until")) {
+            (Some(a), Some(b)) if b > a => Some((day + a * 60, ((b - a) * 60) as u32)),
+            (Some(a), _) => Some((day + a * 60, 3600)),
+            _ => None,
+        };
+        let act = match chosen {
+            1 => Some(MayorAct::PostJob {
+                sector: s("sector"),
+                title: s("title"),
+                cents_per_hour: cents_of("dollars_per_hour"),
+            }),
+            2 => Some(MayorAct::Found {
+                template: s("like"),
+                name: s("name"),
+                site: s("site"),
+                cost_cents: rules.map_or(0, |m| m.found_cents),
+            }),
+            3 => Some(MayorAct::SetWage {
+                sector: s("sector"),
+                cents_per_hour: cents_of("dollars_per_hour"),
+            }),
+            4 => span().map(|(start_secs, duration_secs)| MayorAct::CallMeeting {
+                what: s("what"),
+                place: s("place"),
+                start_secs,
+                duration_secs,
+            }),
+            _ => {
+                let to = self
+                    .folds
+                    .state
+                    .agents
+                    .iter()
+                    .find(|(_, a)| a.name == s("who"))
+                    .map(|(id, _)| *id);
+                match (to, span()) {
+                    (Some(agent), Some((start_secs, duration_secs))) => {
+                        Some(MayorAct::AssignTask {
+                            agent,
+                            what: s("what"),
+                            place: s("place"),
+                            start_secs,
+                            duration_secs,
+                        })
+                    }
+                    _ => None,
+                }
+            }
+        };
+        let causes: Vec<Cause> = at.into_iter().map(Cause::Pending).collect();
+        let refusal = match act.map(|act| self.mayor_bodies(Some(agent), act)) {
+            Some(Ok(bodies)) => {
+                let first = pending.push(now, bodies[0].clone(), &causes);
+                for body in &bodies[1..] {
+                    pending.push(now, body.clone(), &[Cause::Pending(first)]);
+                }
+                return Ok(());
+            }
+            Some(Err(SimError::Refused { why, .. })) => why,
+            Some(Err(e)) => return Err(e),
+            None => "its details did not say when, or for whom".to_owned(),
+        };
+        let words =
+            format!("{} meant to {} for the town but could not: {refusal}", who.name, ACTS[chosen]);
+        remember_rated(
+            &self.gateway,
+            style,
+            who,
+            MemoryKind::Observation,
+            &[words],
+            &[Some(NOTICE_IMPORTANCE)],
+            &[Vec::new()],
+            &causes,
+            now,
+            pending,
+        )
+        .await?;
+        Ok(())
     }
 }
 

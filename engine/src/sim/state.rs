@@ -82,6 +82,8 @@ pub(super) struct Folds {
     pub(super) noticed: BTreeSet<(AgentId, EventId)>,
     /// Which agent was offered which job (folded from the `job_offer` calls it caused).
     pub(super) job_asked: BTreeSet<(AgentId, EventId)>,
+    /// When the mayor agent last decided what to do for the town (its `mayor_act` call).
+    pub(super) mayor_decided: Option<u64>,
     pub(super) minds: Minds,
     pub(super) schedules: Schedules,
     pub(super) spatial: BTreeMap<AgentId, SpatialMemory>,
@@ -392,6 +394,9 @@ impl<S: Storage> Sim<S> {
                         self.folds.noticed.insert((m.agent, *cause));
                     }
                 }
+            }
+            Body::LlmRequested(r) if r.template == "mayor_act" && r.attempt == 1 => {
+                self.folds.mayor_decided = Some(event.sim_time_secs());
             }
             Body::LlmRequested(r) if r.template == "job_offer" => {
                 if let Some(agent) = r.agent {

@@ -185,3 +185,45 @@ fn a_town_whose_mayor_is_an_agent_refuses_the_person_and_a_town_file_names_a_rea
         assert!(why.contains(&format!("mayor is {first}")), "{why}");
     });
 }
+
+#[test]
+fn a_mayor_agent_decides_for_the_town_founds_and_posts_a_job_that_someone_takes() {
+    let first = town().personas[0].name.clone();
+    let source =
+        format!("{}{}", town().source, MAYOR.replace("\"player\"", &format!("\"{first}\"")));
+    let led = Definition::parse("agent.toml", &source).unwrap();
+    let (_tmp, log) = crate::sim::run_town(led, SimSettings::default(), rules(), 5 * 360);
+    let acts: Vec<(Option<hamlet_log::event::AgentId>, &MayorAct)> = log
+        .iter()
+        .filter_map(|e| match &e.body {
+            Body::MayorActed(m) => Some((m.mayor, &m.act)),
+            _ => None,
+        })
+        .collect();
+    // By the rules double: found on the free site, then a job there (decided two hours apart).
+    assert!(
+        matches!(acts.first(), Some((Some(_), MayorAct::Found { site, .. })) if site == "north lot"),
+        "{acts:?}"
+    );
+    assert!(
+        acts.iter()
+            .any(|(_, a)| matches!(a, MayorAct::PostJob { sector, .. } if sector == "Rule bakery")),
+        "{acts:?}"
+    );
+    let decisions = log.iter().filter(
+        |e| matches!(&e.body, Body::LlmRequested(r) if r.template == "mayor_act" && r.attempt == 1),
+    );
+    let times: Vec<u64> = decisions.map(|e| e.sim_time_secs()).collect();
+    assert!(times.windows(2).all(|w| w[1] >= w[0] + 2 * 3600), "{times:?}");
+    assert!(log.iter().any(|e| matches!(e.body, Body::JobTaken(_))));
+    // The founding was paid from the treasury; the map holds the business.
+    assert!(log.iter().any(|e| matches!(&e.body, Body::CashMoved(c) if c.from == Account::Town && c.amount_cents == 40_000)));
+    let town = hamlet_engine::town::build::recorded_town(&log).unwrap();
+    assert!(town.sectors.iter().any(|s| s.name == "Rule bakery"));
+    let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+    let scratch = tempfile::tempdir().unwrap();
+    match rt.block_on(hamlet_engine::resim::resimulate(&log, scratch.path(), |_, _| {})).unwrap() {
+        hamlet_engine::resim::Verdict::Identical { events } => assert_eq!(events, log.len()),
+        other => panic!("the re-run parted: {other:?}"),
+    }
+}
