@@ -39,6 +39,12 @@ const KINDS = {
   'add-building': { label: 'Add a building', model: false, fields: [['template', 'Copy of', 'sector'], ['name', 'Name', 'text'], ['x', 'West wall (x)', 'number'], ['y', 'North wall (y)', 'number']] },
   'set-object': { label: 'Set an object', model: false, fields: [['address', 'Object', 'object'], ['state', 'State', 'text', 'e.g. out of order']] },
   happen: { label: 'Something happens', model: false, fields: [['place', 'Where (sector or sector:arena)', 'place'], ['text', 'What', 'textarea', 'e.g. a fire alarm is ringing'], ['minutes', 'For minutes', 'number']] },
+  // The mayor's acts, for a town whose [mayor] is the person at the viewer.
+  'mayor-job': { label: 'Mayor: post a job', model: false, fields: [['sector', 'Where the work is', 'sector'], ['title', 'The job', 'text', 'e.g. baker'], ['dollars', 'Wage per hour ($)', 'number']] },
+  'mayor-found': { label: 'Mayor: found a business', model: false, fields: [['template', 'A copy of', 'sector'], ['name', 'Its name', 'text'], ['site', 'On the site', 'text', 'a [[mayor.site]] of the town file']] },
+  'mayor-wage': { label: 'Mayor: set a wage', model: false, fields: [['sector', 'Where', 'sector'], ['dollars', 'Wage per hour ($)', 'number']] },
+  'mayor-meeting': { label: 'Mayor: call a meeting', model: false, fields: [['what', 'About', 'text'], ['place', 'Where (sector or sector:arena)', 'place'], ['in_minutes', 'Starts in minutes', 'number'], ['minutes', 'For minutes', 'number']] },
+  'mayor-task': { label: 'Mayor: give a task', model: false, fields: [['agent', 'Agent', 'agent'], ['what', 'The task', 'text'], ['place', 'Where (sector or sector:arena)', 'place'], ['in_minutes', 'Starts in minutes', 'number'], ['minutes', 'For minutes', 'number']] },
 };
 
 const STRATEGIES = ['full', 'no_reflection', 'no_reflection_no_planning'];

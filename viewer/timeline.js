@@ -6,7 +6,7 @@ import { seek, targetSecs, baseSeq, addTicker, wake, lessOftenWhilePlaying } fro
 import { el, button, icon, fmtTime, fmtClock, fmtCount, showError, setChildren, clear } from './dom.js';
 
 const PAD = 10;
-const MARKER_KINDS = ['conversation', 'reflection', 'plan', 'intervention'];
+const MARKER_KINDS = ['conversation', 'reflection', 'plan', 'intervention', 'mayor'];
 
 let root = null;
 let track = null;

@@ -568,6 +568,55 @@ pub enum Intervention {
         /// For how many simulated minutes from now.
         minutes: u64,
     },
+    /// The person as mayor posts a job (`hamlet mayor post-job`).
+    MayorJob {
+        /// Where the work is.
+        sector: String,
+        /// The job.
+        title: String,
+        /// The wage per hour, in dollars.
+        dollars: u32,
+    },
+    /// The person as mayor founds a business (`hamlet mayor found`).
+    MayorFound {
+        /// The sector copied.
+        template: String,
+        /// Its name.
+        name: String,
+        /// The town file's site.
+        site: String,
+    },
+    /// The person as mayor sets a wage (`hamlet mayor set-wage`).
+    MayorWage {
+        /// The sector.
+        sector: String,
+        /// The wage per hour, in dollars.
+        dollars: u32,
+    },
+    /// The person as mayor calls a meeting (`hamlet mayor meeting`).
+    MayorMeeting {
+        /// About what.
+        what: String,
+        /// A sector or `sector:arena`.
+        place: String,
+        /// Starts in how many simulated minutes from now.
+        in_minutes: u64,
+        /// Lasts how many minutes.
+        minutes: u32,
+    },
+    /// The person as mayor gives an agent a task (`hamlet mayor task`).
+    MayorTask {
+        /// The agent.
+        agent: u32,
+        /// The task.
+        what: String,
+        /// A sector or `sector:arena`.
+        place: String,
+        /// Starts in how many simulated minutes from now.
+        in_minutes: u64,
+        /// Lasts how many minutes.
+        minutes: u32,
+    },
 }
 
 /// What an intervention did: in words, and the events it wrote.
@@ -589,7 +638,54 @@ impl Intervention {
             Intervention::AddBuilding { .. }
                 | Intervention::SetObject { .. }
                 | Intervention::Happen { .. }
+                | Intervention::MayorJob { .. }
+                | Intervention::MayorFound { .. }
+                | Intervention::MayorWage { .. }
+                | Intervention::MayorMeeting { .. }
+                | Intervention::MayorTask { .. }
         )
+    }
+
+    /// The mayor's act it is, as of `sim`'s head, if it is one.
+    fn mayor_act<S: Storage>(&self, sim: &Sim<S>) -> Option<hamlet_log::event::MayorAct> {
+        use hamlet_log::event::MayorAct;
+        let now = sim.state().sim_time_secs;
+        let at = |minutes: u64| (now + minutes.saturating_mul(60)).div_ceil(60) * 60;
+        Some(match self {
+            Intervention::MayorJob { sector, title, dollars } => MayorAct::PostJob {
+                sector: sector.clone(),
+                title: title.clone(),
+                cents_per_hour: i64::from(*dollars) * 100,
+            },
+            Intervention::MayorFound { template, name, site } => MayorAct::Found {
+                template: template.clone(),
+                name: name.clone(),
+                site: site.clone(),
+                cost_cents: sim.definition().mayor.as_ref().map_or(0, |m| m.found_cents),
+            },
+            Intervention::MayorWage { sector, dollars } => MayorAct::SetWage {
+                sector: sector.clone(),
+                cents_per_hour: i64::from(*dollars) * 100,
+            },
+            Intervention::MayorMeeting { what, place, in_minutes, minutes } => {
+                MayorAct::CallMeeting {
+                    what: what.clone(),
+                    place: place.clone(),
+                    start_secs: at(*in_minutes),
+                    duration_secs: minutes.saturating_mul(60),
+                }
+            }
+            Intervention::MayorTask { agent, what, place, in_minutes, minutes } => {
+                MayorAct::AssignTask {
+                    agent: AgentId(*agent),
+                    what: what.clone(),
+                    place: place.clone(),
+                    start_secs: at(*in_minutes),
+                    duration_secs: minutes.saturating_mul(60),
+                }
+            }
+            _ => return None,
+        })
     }
 
     /// The model it names for an agent, if any (an added agent's, or an edited one's).
@@ -646,6 +742,10 @@ impl Intervention {
             Intervention::Happen { place, text, minutes } => {
                 sim.check_happen(place, text, now.saturating_add(minutes.saturating_mul(60)))
             }
+            _ => match self.mayor_act(sim) {
+                Some(act) => sim.check_mayor_act(act).map(|_| ()),
+                None => Ok(()),
+            },
         }
     }
 
@@ -706,6 +806,23 @@ impl Intervention {
                 let until = now.saturating_add(minutes.saturating_mul(60));
                 sim.happen(place, text, until)?;
                 format!("at {place} until {}: {}", sim_time(until), text.trim())
+            }
+            other => {
+                let Some(act) = other.mayor_act(sim) else {
+                    return Ok(InterventionMade {
+                        said: String::new(),
+                        from_seq,
+                        to_seq: head(sim),
+                    });
+                };
+                sim.mayor_act(act.clone())?;
+                let body = hamlet_log::Body::MayorActed(hamlet_log::event::MayorActed {
+                    mayor: None,
+                    act,
+                });
+                let said = crate::describe::summary(&body, &|a| name(sim, a.0));
+                let treasury = sim.state().mayor.as_ref().map_or(0, |b| b.treasury_cents);
+                format!("{said}; the treasury holds {}", crate::describe::cents(treasury))
             }
         };
         Ok(InterventionMade { said, from_seq, to_seq: head(sim) })

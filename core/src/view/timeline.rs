@@ -197,7 +197,7 @@ impl Scan {
         }
         if scan.markers.len() > MAX_MARKERS {
             let rank = |m: &Marker| match m.kind {
-                "intervention" => 0,
+                "intervention" | "mayor" => 0,
                 "reflection" => 1,
                 "conversation" => 2,
                 _ => 3,

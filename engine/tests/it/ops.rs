@@ -316,3 +316,61 @@ fn a_rename_lands_between_steps_and_the_run_goes_on_under_its_new_name() {
     assert_eq!(store.find_branch("what-if").unwrap().name, "what-if", "its fork keeps its name");
     store.check_index().unwrap();
 }
+
+/// Goal: the window's Mayor forms are the engine's mayor acts: checked by field, made with no
+/// model, said with what the treasury holds after.
+#[test]
+fn the_windows_mayor_forms_act_for_the_town_whose_mayor_is_the_person() {
+    use hamlet_engine::ops::Intervention;
+    use hamlet_engine::sim::SimError;
+
+    let source = format!(
+        "{}\n[mayor]\nwho = \"player\"\nfunds_cents = 100000\nsite = [{{ name = \"north lot\", at = [80, 1] }}]\n",
+        town().source
+    );
+    let led = hamlet_engine::town::Definition::parse("led.toml", &source).unwrap();
+    let (tmp, _) = crate::sim::run_town(led, SimSettings::default(), rules(), 6);
+    let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+    let store = Store::open(tmp.path()).unwrap();
+    let main = store.find_branch("main").unwrap().id;
+    let mut sim =
+        rt.block_on(Sim::resume(store, main, ops::no_model(), SimSettings::default())).unwrap();
+    let head = ops::head(&sim);
+    let wageless = Intervention::MayorJob {
+        sector: "Marigold café".into(),
+        title: "baker".into(),
+        dollars: 0,
+    };
+    assert!(matches!(wageless.check(&sim), Err(SimError::Refused { field: "wage", .. })));
+    let nowhere = Intervention::MayorFound {
+        template: "Marigold café".into(),
+        name: "Oak Hill bakery".into(),
+        site: "south lot".into(),
+    };
+    assert!(matches!(nowhere.check(&sim), Err(SimError::Refused { field: "site", .. })));
+    assert_eq!(ops::head(&sim), head, "nothing written");
+    assert!(!Intervention::MayorMeeting {
+        what: "a".into(),
+        place: "b".into(),
+        in_minutes: 1,
+        minutes: 1
+    }
+    .needs_model());
+    let found = Intervention::MayorFound {
+        template: "Marigold café".into(),
+        name: "Oak Hill bakery".into(),
+        site: "north lot".into(),
+    };
+    let made = rt.block_on(found.make(&mut sim)).unwrap();
+    assert!(made.said.contains("founds Oak Hill bakery on north lot"), "{}", made.said);
+    assert!(made.said.ends_with("the treasury holds $600.00"), "{}", made.said);
+    let meeting = Intervention::MayorMeeting {
+        what: "the bakery opens".into(),
+        place: "Oak Hill bakery".into(),
+        in_minutes: 90,
+        minutes: 60,
+    };
+    let made = rt.block_on(meeting.make(&mut sim)).unwrap();
+    assert!(made.said.contains("calls a meeting at Oak Hill bakery"), "{}", made.said);
+    assert_eq!(made.to_seq, made.from_seq, "one event");
+}
