@@ -227,3 +227,20 @@ fn a_mayor_agent_decides_for_the_town_founds_and_posts_a_job_that_someone_takes(
         other => panic!("the re-run parted: {other:?}"),
     }
 }
+
+#[test]
+fn the_shipped_scenario_oak_hill_has_its_mayor_found_on_its_site_and_fill_a_job() {
+    let oak_hill = hamlet_engine::town::load(
+        &std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("towns/oak-hill.toml"),
+    )
+    .unwrap();
+    assert!(
+        matches!(&oak_hill.mayor, Some(m) if matches!(&m.who, hamlet_engine::town::MayorWho::Agent(a) if a == "Ada Brook"))
+    );
+    let (_tmp, log) = crate::sim::run_town(oak_hill, SimSettings::default(), rules(), 3 * 360);
+    let founded = log.iter().any(|e| matches!(&e.body, Body::MayorActed(m) if matches!(&m.act, MayorAct::Found { site, .. } if site == "north lot")));
+    assert!(founded);
+    assert!(log.iter().any(|e| matches!(e.body, Body::JobTaken(_))));
+    let town = hamlet_engine::town::build::recorded_town(&log).unwrap();
+    assert_eq!(town.sectors.len(), 5, "the business stands on the map");
+}
