@@ -313,19 +313,8 @@ pub enum MayorCommand {
     },
     /// Call everyone to a meeting at a place and time
     Meeting {
-        /// What it is about
-        #[arg(long)]
-        what: String,
-        /// Where: a sector or `sector:arena`
-        #[arg(long)]
-        place: String,
-        /// When: `day<N> HH:MM` or `HH:MM` (day 0)
-        #[arg(long, value_parser = super::parse_moment)]
-        at: hamlet_engine::history::Moment,
-        /// How long
-        #[arg(long = "for", value_name = "DURATION", default_value = "1h",
-              value_parser = super::research::parse_duration)]
-        lasts: u64,
+        #[command(flatten)]
+        errand: Errand,
         #[command(flatten)]
         on: On,
     },
@@ -334,22 +323,29 @@ pub enum MayorCommand {
         /// To whom (name or number)
         #[arg(long)]
         agent: String,
-        /// What, in words
-        #[arg(long)]
-        what: String,
-        /// Where: a sector or `sector:arena`
-        #[arg(long)]
-        place: String,
-        /// When: `day<N> HH:MM` or `HH:MM` (day 0)
-        #[arg(long, value_parser = super::parse_moment)]
-        at: hamlet_engine::history::Moment,
-        /// How long
-        #[arg(long = "for", value_name = "DURATION", default_value = "1h",
-              value_parser = super::research::parse_duration)]
-        lasts: u64,
+        #[command(flatten)]
+        errand: Errand,
         #[command(flatten)]
         on: On,
     },
+}
+
+/// What a meeting or a task is, where and when.
+#[derive(Debug, Args)]
+pub struct Errand {
+    /// What it is about
+    #[arg(long)]
+    what: String,
+    /// Where: a sector or `sector:arena`
+    #[arg(long)]
+    place: String,
+    /// When: `day<N> HH:MM` or `HH:MM` (day 0)
+    #[arg(long, value_parser = super::parse_moment)]
+    at: hamlet_engine::history::Moment,
+    /// How long
+    #[arg(long = "for", value_name = "DURATION", default_value = "1h",
+              value_parser = super::research::parse_duration)]
+    lasts: u64,
 }
 
 /// Dollars as cents: `15`, `15.5`, `15.50`.
@@ -406,19 +402,19 @@ pub fn mayor(a: MayorArgs) -> anyhow::Result<Outcome> {
         MayorCommand::SetWage { sector, wage, .. } => {
             MayorAct::SetWage { sector: sector.clone(), cents_per_hour: *wage }
         }
-        MayorCommand::Meeting { what, place, at, lasts, .. } => MayorAct::CallMeeting {
-            what: what.clone(),
-            place: place.clone(),
-            start_secs: time_of(at)?,
-            duration_secs: u32::try_from(*lasts).unwrap_or(u32::MAX),
+        MayorCommand::Meeting { errand: e, .. } => MayorAct::CallMeeting {
+            what: e.what.clone(),
+            place: e.place.clone(),
+            start_secs: time_of(&e.at)?,
+            duration_secs: u32::try_from(e.lasts).unwrap_or(u32::MAX),
         },
-        MayorCommand::Task { what, place, at, lasts, .. } => MayorAct::AssignTask {
+        MayorCommand::Task { errand: e, .. } => MayorAct::AssignTask {
             agent: agent
                 .ok_or_else(|| anyhow::anyhow!("no agent `{}`", agent_name.unwrap_or_default()))?,
-            what: what.clone(),
-            place: place.clone(),
-            start_secs: time_of(at)?,
-            duration_secs: u32::try_from(*lasts).unwrap_or(u32::MAX),
+            what: e.what.clone(),
+            place: e.place.clone(),
+            start_secs: time_of(&e.at)?,
+            duration_secs: u32::try_from(e.lasts).unwrap_or(u32::MAX),
         },
     };
     sim.check_mayor_act(act.clone())?;

@@ -112,8 +112,25 @@ impl<S: Storage> Sim<S> {
             let names: Vec<&str> = self.town.sectors.iter().map(|s| s.name.as_str()).collect();
             names.join(", ")
         };
-        let when = |start: u64, duration: u32| {
-            if start < now {
+        // A wage at a sector, and an errand (a meeting, a task): what, where, when.
+        let wage_at = |s: &str, cents: i64| {
+            if !sector(s) {
+                Err(SimError::refused(
+                    "sector",
+                    format!("no sector `{s}`; there are {}", sectors()),
+                ))
+            } else if cents <= 0 {
+                Err(SimError::refused("wage", "a wage is more than 0"))
+            } else {
+                Ok(())
+            }
+        };
+        let errand = |what: &str, at: &str, start: u64, duration: u32| {
+            if what.trim().is_empty() || what.contains('\n') {
+                Err(SimError::refused("what", "what it is, in one line, not empty"))
+            } else if !place(at) {
+                Err(SimError::refused("place", format!("no place `{at}`; there are {}", sectors())))
+            } else if start < now {
                 Err(SimError::refused("start", "it would start before now"))
             } else if duration == 0 || duration > LONGEST {
                 Err(SimError::refused("duration", "it lasts from a minute to eight hours"))
@@ -124,30 +141,12 @@ impl<S: Storage> Sim<S> {
         let mut paid = Vec::new();
         match &act {
             MayorAct::PostJob { sector: s, title, cents_per_hour } => {
-                if !sector(s) {
-                    return Err(SimError::refused(
-                        "sector",
-                        format!("no sector `{s}`; there are {}", sectors()),
-                    ));
-                }
                 if title.trim().is_empty() || title.contains('\n') {
                     return Err(SimError::refused("title", "a job's title is one line, not empty"));
                 }
-                if *cents_per_hour <= 0 {
-                    return Err(SimError::refused("wage", "a wage is more than 0"));
-                }
+                wage_at(s, *cents_per_hour)?;
             }
-            MayorAct::SetWage { sector: s, cents_per_hour } => {
-                if !sector(s) {
-                    return Err(SimError::refused(
-                        "sector",
-                        format!("no sector `{s}`; there are {}", sectors()),
-                    ));
-                }
-                if *cents_per_hour <= 0 {
-                    return Err(SimError::refused("wage", "a wage is more than 0"));
-                }
-            }
+            MayorAct::SetWage { sector: s, cents_per_hour } => wage_at(s, *cents_per_hour)?,
             MayorAct::Found { template, name, site, cost_cents } => {
                 let rules = self.town.mayor.as_ref();
                 let Some(spot) = rules.and_then(|m| m.sites.iter().find(|x| x.name == *site))
@@ -191,31 +190,13 @@ impl<S: Storage> Sim<S> {
                 }));
             }
             MayorAct::CallMeeting { what, place: at, start_secs, duration_secs } => {
-                if what.trim().is_empty() || what.contains('\n') {
-                    return Err(SimError::refused("what", "what a meeting is about is one line"));
-                }
-                if !place(at) {
-                    return Err(SimError::refused(
-                        "place",
-                        format!("no place `{at}`; there are {}", sectors()),
-                    ));
-                }
-                when(*start_secs, *duration_secs)?;
+                errand(what, at, *start_secs, *duration_secs)?;
             }
             MayorAct::AssignTask { agent, what, place: at, start_secs, duration_secs } => {
                 if !self.folds.state.agents.contains_key(agent) {
                     return Err(SimError::refused("agent", format!("no agent {}", agent.0)));
                 }
-                if what.trim().is_empty() || what.contains('\n') {
-                    return Err(SimError::refused("what", "a task is one line"));
-                }
-                if !place(at) {
-                    return Err(SimError::refused(
-                        "place",
-                        format!("no place `{at}`; there are {}", sectors()),
-                    ));
-                }
-                when(*start_secs, *duration_secs)?;
+                errand(what, at, *start_secs, *duration_secs)?;
             }
         }
         let mut bodies = vec![Body::MayorActed(MayorActed { mayor, act })];
