@@ -75,7 +75,7 @@ pub fn buy(
 
 /// `agent` is paid for `minutes` of work at `workplace` (a sector): for a job a mayor posted
 /// and it took, from the town's treasury, at the job's wage (or the one set for the sector
-/// since), as much as the treasury holds; else from outside the town, at the town file's
+/// since), at most its share of the treasury (the treasury over the jobs taken); else from outside the town, at the town file's
 /// wage (or the one a mayor set for the sector).
 pub fn pay_wage(
     town: &Definition,
@@ -94,8 +94,11 @@ pub fn pay_wage(
         b.jobs.iter().rev().find(|j| j.taken_by == Some(agent) && j.sector == workplace)
     });
     let (from, rate, most) = match (job, book) {
+        // Each hire draws at most its share of the treasury: the agents of one step are paid
+        // from the same balance, and together never take more than it holds.
         (Some(job), Some(book)) => {
-            (Account::Town, set.unwrap_or(job.cents_per_hour), book.treasury_cents)
+            let hired = book.jobs.iter().filter(|j| j.taken_by.is_some()).count().max(1);
+            (Account::Town, set.unwrap_or(job.cents_per_hour), book.treasury_cents / hired as i64)
         }
         _ => {
             let wage = town.wages.iter().find(|w| w.sector == workplace);
@@ -242,6 +245,11 @@ mod mayor_tests {
         assert_eq!(paid(&state, 30), (Account::Town, 900), "a wage set since stands");
         state.mayor.as_mut().unwrap().treasury_cents = 0;
         assert!(pay_wage(&town, &state, bo, "Oak Hill bakery", 30, 0).unwrap().is_none());
+        // Two hires: each draws at most half of what the treasury holds.
+        let book = state.mayor.as_mut().unwrap();
+        book.treasury_cents = 1_000;
+        book.jobs.push(Job { taken_by: Some(AgentId(2)), ..job(None) });
+        assert_eq!(paid(&state, 120), (Account::Town, 500));
         // Not its job: a sector the town file pays from outside, or none.
         state.mayor.as_mut().unwrap().jobs = vec![job(None)];
         state.mayor.as_mut().unwrap().wages.clear();
