@@ -198,12 +198,7 @@ fn a_goal_planner_asks_questions_answers_them_and_picks_a_purpose_again_when_eac
     // The plan is remembered, and the same answers give the same log.
     assert!(log.iter().any(|e| matches!(&e.body,
         Body::MemoryAdded(m) if m.agent == me && m.description.starts_with(&format!("{first}'s purpose from")))));
-    let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
-    let scratch = tempfile::tempdir().unwrap();
-    match rt.block_on(hamlet_engine::resim::resimulate(&log, scratch.path(), |_, _| {})).unwrap() {
-        hamlet_engine::resim::Verdict::Identical { events } => assert_eq!(events, log.len()),
-        other => panic!("the re-run parted: {other:?}"),
-    }
+    crate::sim::assert_resim_identical(&log);
 }
 
 #[test]
@@ -330,12 +325,7 @@ fn both_modules_together_an_agent_that_moves_by_its_purposes_pictures_the_places
         .iter()
         .any(|e| matches!(&e.body, Body::LlmRequested(r) if r.template == "goal_answers")));
     // The same answers give the same log.
-    let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
-    let scratch = tempfile::tempdir().unwrap();
-    match rt.block_on(hamlet_engine::resim::resimulate(&log, scratch.path(), |_, _| {})).unwrap() {
-        hamlet_engine::resim::Verdict::Identical { events } => assert_eq!(events, log.len()),
-        other => panic!("the re-run parted: {other:?}"),
-    }
+    crate::sim::assert_resim_identical(&log);
 }
 
 fn town_names() -> Vec<String> {

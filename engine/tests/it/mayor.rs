@@ -153,12 +153,7 @@ fn the_person_as_mayor_posts_a_job_founds_a_business_and_calls_a_meeting_and_the
         .collect();
     assert_eq!(from_town, vec![40_000]);
     // The same answers give the same log.
-    let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
-    let scratch = tempfile::tempdir().unwrap();
-    match rt.block_on(hamlet_engine::resim::resimulate(&log, scratch.path(), |_, _| {})).unwrap() {
-        hamlet_engine::resim::Verdict::Identical { events } => assert_eq!(events, log.len()),
-        other => panic!("the re-run parted: {other:?}"),
-    }
+    crate::sim::assert_resim_identical(&log);
 }
 
 #[test]
@@ -220,12 +215,7 @@ fn a_mayor_agent_decides_for_the_town_founds_and_posts_a_job_that_someone_takes(
     assert!(log.iter().any(|e| matches!(&e.body, Body::CashMoved(c) if c.from == Account::Town && c.amount_cents == 40_000)));
     let town = hamlet_engine::town::build::recorded_town(&log).unwrap();
     assert!(town.sectors.iter().any(|s| s.name == "Rule bakery"));
-    let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
-    let scratch = tempfile::tempdir().unwrap();
-    match rt.block_on(hamlet_engine::resim::resimulate(&log, scratch.path(), |_, _| {})).unwrap() {
-        hamlet_engine::resim::Verdict::Identical { events } => assert_eq!(events, log.len()),
-        other => panic!("the re-run parted: {other:?}"),
-    }
+    crate::sim::assert_resim_identical(&log);
 }
 
 #[test]

@@ -49,6 +49,17 @@ pub(crate) fn run_town(
     (tmp, events)
 }
 
+/// Asserts that the engine run again over `log` with every answer from it makes the same
+/// events, id for id.
+pub(crate) fn assert_resim_identical(log: &[hamlet_log::Event]) {
+    let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+    let scratch = tempfile::tempdir().unwrap();
+    match rt.block_on(hamlet_engine::resim::resimulate(log, scratch.path(), |_, _| {})).unwrap() {
+        hamlet_engine::resim::Verdict::Identical { events } => assert_eq!(events, log.len()),
+        other => panic!("the re-run parted: {other:?}"),
+    }
+}
+
 pub(crate) fn rules() -> Gateway {
     Gateway::new(
         Arc::new(RuleModel),
