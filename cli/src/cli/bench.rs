@@ -448,9 +448,13 @@ fn ratings(a: RatingsArgs) -> anyhow::Result<Outcome> {
         let persona = town.personas.iter().position(|p| p.name == *agent);
         let summary = persona
             .map(|i| town.personas[i].seed_statements().join("; "))
-            .unwrap_or_else(|| format!("{agent} lives in Willowmere."));
-        let who =
-            Who { agent: AgentId(persona.unwrap_or(0) as u32), name: agent, summary: &summary };
+            .unwrap_or_else(|| format!("{agent} lives in {}.", town.name));
+        let who = Who {
+            town: &town.name,
+            agent: AgentId(persona.unwrap_or(0) as u32),
+            name: agent,
+            summary: &summary,
+        };
         for group in indices.chunks(RATINGS_PER_CALL) {
             let texts: Vec<String> = group.iter().map(|&i| file.memory[i].memory.clone()).collect();
             let call = rating_call(&who, Style::Chat, &texts)?;

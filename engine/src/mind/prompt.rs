@@ -338,11 +338,17 @@ mod tests {
         vars.insert("agent", "Mei Lin".to_owned());
         assert_eq!(
             t.render(&vars, Style::Chat),
+            Err(PromptError::Missing { template: "importance".into(), name: "town".into() })
+        );
+        vars.insert("town", "Oak Hill".to_owned());
+        assert_eq!(
+            t.render(&vars, Style::Chat),
             Err(PromptError::Missing { template: "importance".into(), name: "summary".into() })
         );
         vars.insert("summary", "Mei Lin teaches at the college.".to_owned());
         let Ok(Prompt::Chat(messages)) = t.render(&vars, Style::Chat) else { panic!() };
         assert!(messages[0].content.starts_with("This is about Mei Lin"), "{messages:?}");
+        assert!(messages[0].content.contains("the small town of Oak Hill."), "{messages:?}");
         assert!(messages[0].content.ends_with("Mei Lin teaches at the college."), "{messages:?}");
         assert!(messages[1].content.ends_with("The moment Mei Lin remembers:"), "{messages:?}");
         assert!(!messages[0].content.contains('{'));
@@ -356,6 +362,7 @@ mod tests {
     #[test]
     fn an_agents_templates_share_the_preamble_word_for_word() {
         let vars = BTreeMap::from([
+            ("town", "Willowmere".to_owned()),
             ("agent", "Mei Lin".to_owned()),
             ("summary", "Mei Lin teaches at the college.".to_owned()),
         ]);

@@ -45,6 +45,8 @@ fn context(
 /// What an agent is about to decide on.
 #[derive(Clone, Debug)]
 pub struct Situation<'a> {
+    /// The town's name.
+    pub town: &'a str,
     /// The agent.
     pub agent: AgentId,
     /// Its name.
@@ -64,7 +66,7 @@ pub struct Situation<'a> {
 impl Situation<'_> {
     /// Who the agent is, for its prompts' preamble.
     pub fn who(&self) -> Who<'_> {
-        Who { agent: self.agent, name: self.name, summary: self.summary }
+        Who { town: self.town, agent: self.agent, name: self.name, summary: self.summary }
     }
 }
 
@@ -96,6 +98,7 @@ pub async fn should_react(
         }
     }
     let vars = BTreeMap::from([
+        ("town", who.town.to_owned()),
         ("agent", who.name.to_owned()),
         ("summary", who.summary.to_owned()),
         ("time", who.time.to_owned()),
@@ -210,6 +213,7 @@ pub async fn speak(
         None => format!("{0} speaks first. What does {0} say to {other}?", who.name),
     };
     let mut vars = BTreeMap::from([
+        ("town", who.town.to_owned()),
         ("agent", who.name.to_owned()),
         ("summary", who.summary.to_owned()),
         ("time", who.time.to_owned()),
@@ -481,6 +485,7 @@ pub async fn script(
         ("b", names[1].to_owned()),
         ("a_summary", sides[0].who.summary.to_owned()),
         ("b_summary", sides[1].who.summary.to_owned()),
+        ("town", sides[0].who.town.to_owned()),
         ("time", sides[0].who.time.to_owned()),
         ("place", place.to_owned()),
         ("a_intent", sides[0].intent.unwrap_or(super::social::NO_INTENTION).to_owned()),
@@ -632,6 +637,7 @@ pub async fn answer_interview(
     let (recalled, at) =
         recall(gateway, who.agent, who.stream, question, now, retrieval, pending).await?;
     let vars = BTreeMap::from([
+        ("town", who.town.to_owned()),
         ("agent", who.name.to_owned()),
         ("memories", context(who.stream, &recalled.hits, who.rulebook)),
         ("question", question.to_owned()),
@@ -688,6 +694,7 @@ pub async fn judge_goal(
     let (recalled, at) =
         recall(gateway, who.agent, who.stream, goal, now, retrieval, pending).await?;
     let vars = BTreeMap::from([
+        ("town", who.town.to_owned()),
         ("agent", who.name.to_owned()),
         ("goal", goal.to_owned()),
         ("memories", context(who.stream, &recalled.hits, who.rulebook)),

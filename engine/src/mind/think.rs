@@ -35,10 +35,12 @@ pub enum ThinkError {
     },
 }
 
-/// Who a model call is about: the agent, its name, and its summary (the words of the
+/// Who a model call is about: the town, the agent, its name, and its summary (the words of the
 /// preamble every one of its prompts opens with).
 #[derive(Clone, Copy, Debug)]
 pub struct Who<'a> {
+    /// The town's name.
+    pub town: &'a str,
     /// The agent.
     pub agent: AgentId,
     /// Its name.
@@ -48,9 +50,13 @@ pub struct Who<'a> {
 }
 
 impl Who<'_> {
-    /// The placeholders every agent template takes: `agent` and `summary`.
+    /// The placeholders every agent template takes: `town`, `agent` and `summary`.
     pub fn vars(&self) -> BTreeMap<&'static str, String> {
-        BTreeMap::from([("agent", self.name.to_owned()), ("summary", self.summary.to_owned())])
+        BTreeMap::from([
+            ("town", self.town.to_owned()),
+            ("agent", self.name.to_owned()),
+            ("summary", self.summary.to_owned()),
+        ])
     }
 }
 

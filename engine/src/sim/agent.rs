@@ -165,7 +165,7 @@ impl<S: Storage> Sim<S> {
                 remember_rated(
                     &self.gateway,
                     style,
-                    &Who { agent, name, summary: &summary },
+                    &Who { town: &self.town.name, agent, name, summary: &summary },
                     MemoryKind::Observation,
                     &observations,
                     &by_rule,
@@ -221,7 +221,7 @@ impl<S: Storage> Sim<S> {
             let (text, at) = renew_currently(
                 &self.gateway,
                 style,
-                &Who { agent, name, summary: &summary },
+                &Who { town: &self.town.name, agent, name, summary: &summary },
                 self.folds.minds.stream(agent),
                 &self.town.day_words(today),
                 &yesterday,
@@ -238,7 +238,7 @@ impl<S: Storage> Sim<S> {
         // The mayor's notices, read when it is up and free; then a job offered, if it is
         // the one to ask.
         if !self.folds.notices.is_empty() && !self.busy(agent, now) && !self.asleep(agent, now) {
-            let who = Who { agent, name, summary: &summary };
+            let who = Who { town: &self.town.name, agent, name, summary: &summary };
             self.read_notices(agent, &who, now, pending).await?;
             if let Some(job) = self.job_to_offer(agent, now) {
                 self.offer_job(agent, &who, job, now, pending).await?;
@@ -246,7 +246,7 @@ impl<S: Storage> Sim<S> {
         }
         // The mayor, when it is one of the agents, decides what to do for the town.
         if self.town.mayor.is_some() && self.mayor_due(agent, now) {
-            let who = Who { agent, name, summary: &summary };
+            let who = Who { town: &self.town.name, agent, name, summary: &summary };
             self.mayor_decides(agent, &who, now, pending).await?;
         }
         // An agent that plans ahead plans its day before anything else.
@@ -260,6 +260,7 @@ impl<S: Storage> Sim<S> {
                 let time = self.town.moment_words(now);
                 let status = self.status(agent, now);
                 let who = Situation {
+                    town: &self.town.name,
                     agent,
                     name,
                     summary: &summary,
@@ -328,6 +329,7 @@ impl<S: Storage> Sim<S> {
                 let time = self.town.moment_words(now);
                 let status = self.status(agent, now);
                 let who = Situation {
+                    town: &self.town.name,
                     agent,
                     name,
                     summary: &summary,
@@ -365,7 +367,7 @@ impl<S: Storage> Sim<S> {
                 reflect(
                     &self.gateway,
                     style,
-                    &Who { agent, name, summary: &summary },
+                    &Who { town: &self.town.name, agent, name, summary: &summary },
                     stream,
                     sum,
                     now,
@@ -392,7 +394,7 @@ impl<S: Storage> Sim<S> {
         let style = self.settings.style;
         let Some(me) = self.folds.state.agents.get(&agent) else { return Ok(()) };
         let name = me.name.as_str();
-        let who = Who { agent, name, summary };
+        let who = Who { town: &self.town.name, agent, name, summary };
         let date = self.town.day_words(now / 86_400);
         match self.folds.schedules.of(agent).need(now) {
             Need::PlanDay if strategy.plans() && self.folds.goal_planners.contains(&agent) => {
@@ -653,7 +655,7 @@ impl<S: Storage> Sim<S> {
         let (_, planned) = decompose(
             &self.gateway,
             self.settings.style,
-            &Who { agent, name, summary: &summary },
+            &Who { town: &self.town.name, agent, name, summary: &summary },
             &self.town.day_words(now / 86_400),
             &rest,
             Some(hour),
@@ -783,7 +785,7 @@ impl<S: Storage> Sim<S> {
         let chosen = choose_place(
             &self.gateway,
             style,
-            &Who { agent, name: &me.name, summary: &summary },
+            &Who { town: &self.town.name, agent, name: &me.name, summary: &summary },
             &known,
             here,
             // An hour part is placed by the model ("wakes up and goes to work" is not an

@@ -109,6 +109,7 @@ impl<S: Storage> Sim<S> {
                 let summary = self.summary(agent);
                 let status = self.status(agent, now);
                 let who = Situation {
+                    town: &self.town.name,
                     agent,
                     name: &names[i],
                     summary: &summary,
@@ -146,6 +147,7 @@ impl<S: Storage> Sim<S> {
             let sides: Vec<Side> = (0..2)
                 .map(|i| Side {
                     who: Situation {
+                        town: &self.town.name,
                         agent: agents[i],
                         name: &names[i],
                         summary: &summaries[i],
@@ -195,6 +197,7 @@ impl<S: Storage> Sim<S> {
             let summary = self.summary(speaker);
             let status = format!("talking with {other}");
             let who = Situation {
+                town: &self.town.name,
                 agent: speaker,
                 name: &names[i],
                 summary: &summary,
@@ -277,7 +280,12 @@ impl<S: Storage> Sim<S> {
                 let Some(invitation) = invitation else { continue };
                 let j = 1 - i;
                 let summary = self.summary(agents[j]);
-                let who = Who { agent: agents[j], name: &names[j], summary: &summary };
+                let who = Who {
+                    town: &self.town.name,
+                    agent: agents[j],
+                    name: &names[j],
+                    summary: &summary,
+                };
                 let day = self.town.day_words(invitation.start_secs / 86_400);
                 let (going, asked) = accept_invitation(
                     &self.gateway,
@@ -305,7 +313,7 @@ impl<S: Storage> Sim<S> {
                 format!("{} talked with {other} at {place}. {}", names[i], lines.join(" "))
             };
             let summary = self.summary(agent);
-            let who = Who { agent, name: &names[i], summary: &summary };
+            let who = Who { town: &self.town.name, agent, name: &names[i], summary: &summary };
             remember(
                 &self.gateway,
                 style,

@@ -45,6 +45,7 @@ impl<S: Storage> Sim<S> {
                 (self.summary(agent), self.town.moment_words(now), self.status(agent, now));
             let name = self.folds.state.agents.get(&agent).map_or("", |a| a.name.as_str());
             let who = Situation {
+                town: &self.town.name,
                 agent,
                 name,
                 summary: &summary,
@@ -94,6 +95,7 @@ impl<S: Storage> Sim<S> {
                 (self.summary(agent), self.town.moment_words(now), self.status(agent, now));
             let name = self.folds.state.agents.get(&agent).map_or("", |a| a.name.as_str());
             let who = Situation {
+                town: &self.town.name,
                 agent,
                 name,
                 summary: &summary,
@@ -140,6 +142,7 @@ impl<S: Storage> Sim<S> {
                 (self.summary(agent), self.town.moment_words(now), self.status(agent, now));
             let name = self.folds.state.agents.get(&agent).map_or("", |a| a.name.as_str());
             let who = Situation {
+                town: &self.town.name,
                 agent,
                 name,
                 summary: &summary,
@@ -184,7 +187,7 @@ impl<S: Storage> Sim<S> {
             decompose(
                 &self.gateway,
                 style,
-                &Who { agent, name, summary: &summary },
+                &Who { town: &self.town.name, agent, name, summary: &summary },
                 &self.town.day_words(start / 86_400),
                 &what,
                 of,
@@ -326,7 +329,7 @@ impl<S: Storage> Sim<S> {
         let result = remember(
             &self.gateway,
             style,
-            &Who { agent, name: &name, summary: &summary },
+            &Who { town: &self.town.name, agent, name: &name, summary: &summary },
             MemoryKind::Seed,
             &new,
             &[],
@@ -439,7 +442,7 @@ impl<S: Storage> Sim<S> {
         let result = remember(
             &self.gateway,
             self.settings.style,
-            &Who { agent, name, summary: &summary },
+            &Who { town: &self.town.name, agent, name, summary: &summary },
             MemoryKind::Seed,
             &statements,
             &[],

@@ -112,12 +112,20 @@ impl<S: Storage> Sim<S> {
             let names: Vec<&str> = self.town.sectors.iter().map(|s| s.name.as_str()).collect();
             names.join(", ")
         };
-        // A wage at a sector, and an errand (a meeting, a task): what, where, when.
+        // A wage at a workplace, and an errand (a meeting, a task): what, where, when.
         let wage_at = |s: &str, cents: i64| {
             if !sector(s) {
                 Err(SimError::refused(
                     "sector",
                     format!("no sector `{s}`; there are {}", sectors()),
+                ))
+            } else if !self.workplaces().iter().any(|w| w == s) {
+                Err(SimError::refused(
+                    "sector",
+                    format!(
+                        "{s} is a home, not a workplace; the workplaces are {}",
+                        self.workplaces().join(", ")
+                    ),
                 ))
             } else if cents <= 0 {
                 Err(SimError::refused("wage", "a wage is more than 0"))
@@ -145,6 +153,16 @@ impl<S: Storage> Sim<S> {
                     return Err(SimError::refused("title", "a job's title is one line, not empty"));
                 }
                 wage_at(s, *cents_per_hour)?;
+                let open = self.folds.state.mayor.iter().flat_map(|b| &b.jobs);
+                if open
+                    .filter(|j| j.taken_by.is_none() && j.sector == *s)
+                    .any(|j| j.title.trim().eq_ignore_ascii_case(title.trim()))
+                {
+                    return Err(SimError::refused(
+                        "title",
+                        format!("a job as {} at {s} is open already", title.trim()),
+                    ));
+                }
             }
             MayorAct::SetWage { sector: s, cents_per_hour } => wage_at(s, *cents_per_hour)?,
             MayorAct::Found { template, name, site, cost_cents } => {
@@ -202,6 +220,12 @@ impl<S: Storage> Sim<S> {
         let mut bodies = vec![Body::MayorActed(MayorActed { mayor, act })];
         bodies.extend(paid);
         Ok(bodies)
+    }
+
+    /// The sectors a job can be at, in the town's order: every sector but homes (a business
+    /// founded on a site is one once it stands).
+    pub(super) fn workplaces(&self) -> Vec<String> {
+        self.town.sectors.iter().filter(|s| s.kind != "home").map(|s| s.name.clone()).collect()
     }
 
     /// Whether a business was founded on `site`.
@@ -510,7 +534,12 @@ impl<S: Storage> Sim<S> {
             "recent",
             if recent.is_empty() { "- nothing yet".into() } else { recent.join("\n") },
         );
-        let options: Vec<String> = ACTS.iter().map(|a| (*a).to_owned()).collect();
+        // Founding is offered only while a site is free and the treasury can pay for it.
+        let can_found =
+            !free.is_empty() && book.treasury_cents >= rules.map_or(0, |m| m.found_cents);
+        let options: Vec<String> =
+            ACTS.iter().filter(|a| can_found || **a != ACTS[2]).map(|a| (*a).to_owned()).collect();
+        vars.insert("workplaces", self.workplaces().join(", "));
         vars.insert("options", options.join(" | "));
         let asked = |name: &str, vars: &std::collections::BTreeMap<&str, String>, shape: Shape| {
             template(name)
@@ -531,6 +560,7 @@ impl<S: Storage> Sim<S> {
             return Ok(());
         }
         let sectors: Vec<String> = self.town.sectors.iter().map(|s| s.name.clone()).collect();
+        let workplaces = self.workplaces();
         let people: Vec<String> =
             self.folds.state.agents.values().map(|a| a.name.clone()).collect();
         let time =
@@ -543,11 +573,11 @@ impl<S: Storage> Sim<S> {
         let free_sites: Vec<String> = free.iter().map(|s| (*s).to_owned()).collect();
         let (form, properties) = match chosen {
             1 => ("{\"sector\": \"...\", \"title\": \"...\", \"dollars_per_hour\": <1-60>}",
-                serde_json::json!({ "sector": one_of(&sectors), "title": text(40), "dollars_per_hour": dollars })),
+                serde_json::json!({ "sector": one_of(&workplaces), "title": text(40), "dollars_per_hour": dollars })),
             2 => ("{\"like\": \"<a place to copy>\", \"name\": \"...\", \"site\": \"...\"}",
-                serde_json::json!({ "like": one_of(&sectors), "name": text(40), "site": one_of(&free_sites) })),
+                serde_json::json!({ "like": one_of(&workplaces), "name": text(40), "site": one_of(&free_sites) })),
             3 => ("{\"sector\": \"...\", \"dollars_per_hour\": <1-60>}",
-                serde_json::json!({ "sector": one_of(&sectors), "dollars_per_hour": dollars })),
+                serde_json::json!({ "sector": one_of(&workplaces), "dollars_per_hour": dollars })),
             4 => ("{\"what\": \"...\", \"place\": \"...\", \"from\": \"HH:MM\", \"until\": \"HH:MM\"}",
                 serde_json::json!({ "what": text(80), "place": one_of(&sectors), "from": time, "until": time })),
             _ => ("{\"who\": \"...\", \"what\": \"...\", \"place\": \"...\", \"from\": \"HH:MM\", \"until\": \"HH:MM\"}",
@@ -560,7 +590,8 @@ impl<S: Storage> Sim<S> {
         });
         vars.insert("act", ACTS[chosen].to_owned());
         vars.insert("form", form.to_owned());
-        vars.insert("places", sectors.join(", "));
+        let places = if chosen <= 3 { &workplaces } else { &sectors };
+        vars.insert("places", places.join(", "));
         vars.insert("people", people.join(", "));
         let mut call = asked("mayor_details", &vars, Shape::Json(schema))?;
         call.agent = Some(agent);

@@ -201,10 +201,11 @@ impl<S: Storage> Sim<S> {
         let mut first_error = None;
         for batch in [first, rest] {
             let gateway = &self.gateway;
+            let town = self.town.name.as_str();
             let done = futures::future::join_all(batch.iter().map(
                 |(agent, name, seeds, summary)| async move {
                     let mut pending = Pending::new();
-                    let who = Who { agent: *agent, name, summary };
+                    let who = Who { town, agent: *agent, name, summary };
                     let result = remember(
                         gateway,
                         style,

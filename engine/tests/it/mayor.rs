@@ -56,6 +56,17 @@ fn the_person_as_mayor_posts_a_job_founds_a_business_and_calls_a_meeting_and_the
             cents_per_hour: 1_500,
         };
         assert!(refused(sim.mayor_act(job_nowhere)).1.contains("no sector `Nowhere`"));
+        // A home is not a workplace: no job there, and no wage.
+        let job_at_home = MayorAct::PostJob {
+            sector: "Ashcombe house".into(),
+            title: "baker".into(),
+            cents_per_hour: 1_500,
+        };
+        let why = refused(sim.mayor_act(job_at_home)).1;
+        assert!(why.contains("is a home") && why.contains("Marigold café"), "{why}");
+        let wage_at_home =
+            MayorAct::SetWage { sector: "Okafor house".into(), cents_per_hour: 1_500 };
+        assert!(refused(sim.mayor_act(wage_at_home)).1.contains("is a home"));
         let past = MayorAct::CallMeeting {
             what: "the bakery".into(),
             place: "Willowmere town hall".into(),
@@ -83,6 +94,14 @@ fn the_person_as_mayor_posts_a_job_founds_a_business_and_calls_a_meeting_and_the
             cents_per_hour: 1_500,
         })
         .unwrap();
+        // The same job again while it is open is refused; another is not.
+        let job = |title: &str| MayorAct::PostJob {
+            sector: "Oak Hill bakery".into(),
+            title: title.into(),
+            cents_per_hour: 1_500,
+        };
+        assert!(refused(sim.mayor_act(job(" Baker"))).1.contains("open already"));
+        assert!(sim.check_mayor_act(job("counter hand")).is_ok());
         let now = sim.state().sim_time_secs;
         let meeting = now - now % 3600 + 2 * 3600;
         sim.mayor_act(MayorAct::CallMeeting {
@@ -208,8 +227,30 @@ fn a_mayor_agent_decides_for_the_town_founds_and_posts_a_job_that_someone_takes(
     let decisions = log.iter().filter(
         |e| matches!(&e.body, Body::LlmRequested(r) if r.template == "mayor_act" && r.attempt == 1),
     );
-    let times: Vec<u64> = decisions.map(|e| e.sim_time_secs()).collect();
+    let times: Vec<u64> = decisions.clone().map(|e| e.sim_time_secs()).collect();
     assert!(times.windows(2).all(|w| w[1] >= w[0] + 2 * 3600), "{times:?}");
+    // Founding is an option while the site is free, and is not once it is built on; every
+    // ask names the workplaces (never a home) and says a job needs one.
+    let asked: Vec<String> = decisions
+        .map(|e| match &e.body {
+            Body::LlmRequested(r) => match &r.prompt {
+                hamlet_log::event::Prompt::Chat(m) => m.iter().map(|m| m.content.clone()).collect(),
+                hamlet_log::event::Prompt::Text(t) => t.clone(),
+            },
+            _ => unreachable!(),
+        })
+        .collect();
+    assert!(asked.len() >= 2, "{asked:?}");
+    assert!(asked[0].contains("| found a business |"), "{}", asked[0]);
+    assert!(asked[1..].iter().all(|p| !p.contains("found a business |")), "{asked:?}");
+    for p in &asked {
+        let line = p.lines().find(|l| l.starts_with("Workplaces now: ")).expect(p);
+        assert!(line.contains("Marigold café") && !line.contains("Ashcombe house"), "{line}");
+    }
+    assert!(
+        asked[1..].iter().all(|p| p.contains("Rule bakery")),
+        "the business founded is a workplace"
+    );
     assert!(log.iter().any(|e| matches!(e.body, Body::JobTaken(_))));
     // The founding was paid from the treasury; the map holds the business.
     assert!(log.iter().any(|e| matches!(&e.body, Body::CashMoved(c) if c.from == Account::Town && c.amount_cents == 40_000)));
@@ -233,4 +274,17 @@ fn the_shipped_scenario_oak_hill_has_its_mayor_found_on_its_site_and_fill_a_job(
     assert!(log.iter().any(|e| matches!(e.body, Body::JobTaken(_))));
     let town = hamlet_engine::town::build::recorded_town(&log).unwrap();
     assert_eq!(town.sectors.len(), 5, "the business stands on the map");
+    // Every prompt says which town it is about.
+    let prompts: Vec<&str> = log
+        .iter()
+        .filter_map(|e| match &e.body {
+            Body::LlmRequested(r) => match &r.prompt {
+                hamlet_log::event::Prompt::Chat(m) => Some(m[0].content.as_str()),
+                hamlet_log::event::Prompt::Text(t) => Some(t.as_str()),
+            },
+            _ => None,
+        })
+        .collect();
+    assert!(prompts.iter().any(|p| p.contains("the small town of Oak Hill")));
+    assert!(prompts.iter().all(|p| !p.contains("Willowmere")), "{prompts:?}");
 }

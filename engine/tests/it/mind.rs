@@ -101,7 +101,12 @@ fn memories_are_rated_embedded_committed_and_traceable_to_their_prompt() {
         .block_on(remember(
             &gateway,
             Style::Chat,
-            &Who { agent: mei, name: "Mei Lin", summary: "Mei Lin is an art student." },
+            &Who {
+                town: "Willowmere",
+                agent: mei,
+                name: "Mei Lin",
+                summary: "Mei Lin is an art student.",
+            },
             MemoryKind::Observation,
             &texts,
             &[],
@@ -206,7 +211,12 @@ fn a_reflection_asks_questions_recalls_and_stores_insights_citing_memories() {
     rt.block_on(remember(
         &gateway,
         Style::Chat,
-        &Who { agent: mei, name: "Mei Lin", summary: "Mei Lin is an art student." },
+        &Who {
+            town: "Willowmere",
+            agent: mei,
+            name: "Mei Lin",
+            summary: "Mei Lin is an art student.",
+        },
         MemoryKind::Observation,
         &texts,
         &[],
@@ -237,7 +247,12 @@ fn a_reflection_asks_questions_recalls_and_stores_insights_citing_memories() {
         .block_on(reflect(
             &gateway,
             Style::Chat,
-            &Who { agent: mei, name: "Mei Lin", summary: "Mei Lin is an art student." },
+            &Who {
+                town: "Willowmere",
+                agent: mei,
+                name: "Mei Lin",
+                summary: "Mei Lin is an art student.",
+            },
             minds.stream(mei),
             sum,
             120,
@@ -322,7 +337,12 @@ fn a_day_is_planned_remembered_and_decomposed_to_cover_its_stroke() {
         .block_on(plan_day(
             &gateway,
             Style::Chat,
-            &Who { agent: mei, name: "Mei Lin", summary: "Mei Lin is an art student." },
+            &Who {
+                town: "Willowmere",
+                agent: mei,
+                name: "Mei Lin",
+                summary: "Mei Lin is an art student.",
+            },
             "Saturday 14 February 2026",
             "She painted.",
             "Mei Lin is going to the party at the café at 17:00.",
@@ -386,7 +406,12 @@ fn a_day_is_planned_remembered_and_decomposed_to_cover_its_stroke() {
         .block_on(decompose(
             &gateway,
             Style::Chat,
-            &Who { agent: mei, name: "Mei Lin", summary: "Mei Lin is an art student." },
+            &Who {
+                town: "Willowmere",
+                agent: mei,
+                name: "Mei Lin",
+                summary: "Mei Lin is an art student.",
+            },
             "Saturday 14 February 2026",
             &made.items[0],
             Some(of),
@@ -439,7 +464,12 @@ fn a_place_is_chosen_down_the_spatial_tree_preferring_where_the_agent_is() {
         .block_on(choose_place(
             &gateway,
             Style::Chat,
-            &Who { agent: mei, name: "Mei Lin", summary: "Mei Lin is an art student." },
+            &Who {
+                town: "Willowmere",
+                agent: mei,
+                name: "Mei Lin",
+                summary: "Mei Lin is an art student.",
+            },
             &known,
             ("Marigold café", "counter"),
             Some("Lin house:bedroom"),
@@ -482,7 +512,12 @@ fn a_place_is_chosen_down_the_spatial_tree_preferring_where_the_agent_is() {
         .block_on(choose_place(
             &gateway,
             Style::Chat,
-            &Who { agent: mei, name: "Mei Lin", summary: "Mei Lin is an art student." },
+            &Who {
+                town: "Willowmere",
+                agent: mei,
+                name: "Mei Lin",
+                summary: "Mei Lin is an art student.",
+            },
             &known,
             ("Marigold café", "counter"),
             Some("Lin house:bedroom"),
@@ -499,7 +534,12 @@ fn a_place_is_chosen_down_the_spatial_tree_preferring_where_the_agent_is() {
         .block_on(choose_place(
             &gateway,
             Style::Chat,
-            &Who { agent: mei, name: "Mei Lin", summary: "Mei Lin is an art student." },
+            &Who {
+                town: "Willowmere",
+                agent: mei,
+                name: "Mei Lin",
+                summary: "Mei Lin is an art student.",
+            },
             &known,
             ("Marigold café", "counter"),
             Some("Lin house:bedroom"),
@@ -519,6 +559,7 @@ fn mei_walking(
     rulebook: Rulebook,
 ) -> hamlet_engine::mind::respond::Situation<'_> {
     hamlet_engine::mind::respond::Situation {
+        town: "Willowmere",
         agent: AgentId(0),
         name: "Mei Lin",
         summary: "Mei Lin is an art student.",
@@ -562,7 +603,12 @@ fn reacting_speaking_interviews_and_the_inner_voice_are_events_with_causes() {
     rt.block_on(remember(
         &gateway,
         Style::Chat,
-        &Who { agent: mei, name: "Mei Lin", summary: "Mei Lin is an art student." },
+        &Who {
+            town: "Willowmere",
+            agent: mei,
+            name: "Mei Lin",
+            summary: "Mei Lin is an art student.",
+        },
         MemoryKind::Seed,
         &seed,
         &[],
@@ -706,7 +752,12 @@ fn by_rulebook_3_a_reaction_lists_what_it_remembers_in_the_order_it_was_made() {
     let tmp = tempfile::tempdir().unwrap();
     let mut store = Store::open(tmp.path()).unwrap();
     let branch = store.create_root("main").unwrap();
-    let who = Who { agent: mei, name: "Mei Lin", summary: "Mei Lin is an art student." };
+    let who = Who {
+        town: "Willowmere",
+        agent: mei,
+        name: "Mei Lin",
+        summary: "Mei Lin is an art student.",
+    };
     // The last made is the most relevant to what she notices: by score it comes first.
     let made = [
         "Mei Lin paints in the morning light",
