@@ -288,3 +288,95 @@ fn the_shipped_scenario_oak_hill_has_its_mayor_found_on_its_site_and_fill_a_job(
     assert!(prompts.iter().any(|p| p.contains("the small town of Oak Hill")));
     assert!(prompts.iter().all(|p| !p.contains("Willowmere")), "{prompts:?}");
 }
+
+/// A test double: the rules, except that its mayor posts the same job every time it decides
+/// and nobody takes a job.
+struct SameJobAgainRules;
+
+impl hamlet_gateway::backend::LlmBackend for SameJobAgainRules {
+    fn name(&self) -> &str {
+        "same-job-test-double"
+    }
+    fn server(&self) -> String {
+        String::new()
+    }
+    fn model(&self) -> String {
+        "rules".into()
+    }
+    fn recorded_latency_ms(&self, _: [u8; 32]) -> Option<u32> {
+        Some(0)
+    }
+    fn complete<'a>(
+        &'a self,
+        a: hamlet_gateway::backend::Attempt<'a>,
+    ) -> futures::future::BoxFuture<
+        'a,
+        Result<hamlet_gateway::backend::Completion, hamlet_gateway::backend::BackendError>,
+    > {
+        let text = match a.call.template.as_str() {
+            "mayor_act" => r#"{"choice": "post a job"}"#,
+            "mayor_details" => {
+                r#"{"sector": "Marigold café", "title": "baker", "dollars_per_hour": 15}"#
+            }
+            "job_offer" => r#"{"answer": "no"}"#,
+            _ => return hamlet_testkit::rules::RuleModel.complete(a),
+        };
+        Box::pin(async move {
+            Ok(hamlet_gateway::backend::Completion {
+                text: text.into(),
+                tokens_prompt: 50,
+                tokens_completion: 10,
+                finish_reason: "stop".into(),
+                response_model: "rules".into(),
+                response_id: String::new(),
+                probabilities: Vec::new(),
+                tokens_cached: 0,
+            })
+        })
+    }
+}
+
+#[test]
+fn a_mayor_agents_act_the_town_refuses_is_not_written_and_the_mayor_remembers_why() {
+    let first = town().personas[0].name.clone();
+    let source =
+        format!("{}{}", town().source, MAYOR.replace("\"player\"", &format!("\"{first}\"")));
+    let led = Definition::parse("agent.toml", &source).unwrap();
+    let gateway = hamlet_gateway::Gateway::new(
+        std::sync::Arc::new(SameJobAgainRules),
+        std::sync::Arc::new(hamlet_testkit::rules::LetterEmbedder),
+        hamlet_gateway::Params::default(),
+        hamlet_gateway::RetryPolicy::default(),
+        4,
+    );
+    let (_tmp, log) = crate::sim::run_town(led, SimSettings::default(), gateway, 5 * 360);
+    let decided = log
+        .iter()
+        .filter(|e| matches!(&e.body, Body::LlmRequested(r) if r.template == "mayor_details" && r.attempt == 1))
+        .count();
+    assert!(decided >= 2, "the mayor decided {decided} times");
+    // The first posting stands; every later one is the same job while it is open: refused.
+    let posted = log
+        .iter()
+        .filter(|e| matches!(&e.body, Body::MayorActed(m) if matches!(&m.act, MayorAct::PostJob { title, .. } if title == "baker")))
+        .count();
+    assert_eq!(posted, 1);
+    assert!(!log.iter().any(|e| matches!(e.body, Body::JobTaken(_))));
+    let remembered: Vec<&str> = log
+        .iter()
+        .filter_map(|e| match &e.body {
+            Body::MemoryAdded(m)
+                if m.description.contains("meant to post a job for the town but could not") =>
+            {
+                Some(m.description.as_str())
+            }
+            _ => None,
+        })
+        .collect();
+    assert_eq!(remembered.len(), decided - 1, "{remembered:?}");
+    assert!(
+        remembered.iter().all(|m| m.contains("a job as baker at Marigold café is open already")),
+        "{remembered:?}"
+    );
+    crate::sim::assert_resim_identical(&log);
+}
