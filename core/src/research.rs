@@ -6,8 +6,8 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use hamlet_log::event::{Account, AgentId, Tile};
-use hamlet_log::{Body, Event};
+use hamlet_log::event::{Account, AgentId, MayorAct, Tile};
+use hamlet_log::{Body, Event, EventId};
 use serde::{Deserialize, Serialize};
 
 /// The town's relationships at one moment.
@@ -584,12 +584,34 @@ mod tests {
                 address: "café:counter".into(),
             })
         };
+        let acted = |mayor: Option<u32>, act: MayorAct| {
+            Body::MayorActed(hamlet_log::event::MayorActed { mayor: mayor.map(AgentId), act })
+        };
+        let found = || MayorAct::Found {
+            template: "café".into(),
+            name: "bakery".into(),
+            site: "north lot".into(),
+            cost_cents: 100,
+        };
+        let job = |title: &str| MayorAct::PostJob {
+            sector: "café".into(),
+            title: title.into(),
+            cents_per_hour: 1500,
+        };
+        let taken = |agent: u32, posted: u8| {
+            Body::JobTaken(hamlet_log::event::JobTaken {
+                agent: AgentId(agent),
+                job: hamlet_log::EventId([posted; 32]),
+            })
+        };
         let h = |hour: u64| hour * 3600;
         let bodies = [
             (h(7), joined(0, "Ada", Some(Measure::Earn { cents: 1000 }))),
             (h(7), joined(1, "Bo", Some(Measure::Buy { item: "Bread".into(), times: 2 }))),
             (h(7), joined(2, "Cy", Some(Measure::Meet { name: "Ada".into() }))),
             (h(7), joined(3, "Di", None)),
+            (h(7), joined(4, "Ed", Some(Measure::Hire { count: 2 }))),
+            (h(7), joined(5, "Fay", Some(Measure::Found { count: 1 }))),
             (h(8), paid(0, 600, "wage")),
             (h(8), bought(1, "a loaf of bread")),
             (h(8), bought(1, "coffee")),
@@ -597,6 +619,14 @@ mod tests {
             (h(9), talk(1, 2)),
             (h(10), talk(2, 0)),
             (h(10), bought(1, "bread rolls")),
+            // Events 13 on: Fay founds; Ed posts a job (14), the person at the viewer one (15).
+            (h(10), acted(Some(5), found())),
+            (h(10), acted(Some(4), job("baker"))),
+            (h(10), acted(None, job("clerk"))),
+            (h(11), taken(1, 14)),
+            (h(11), taken(2, 15)),
+            (h(11), acted(Some(4), job("porter"))),
+            (h(12), taken(3, 18)),
         ];
         let events: Vec<Event> = bodies
             .into_iter()
@@ -627,6 +657,14 @@ mod tests {
         // Cy meets Ada at 10:00, not at the talk with Bo.
         assert_eq!(at("Cy", h(9)).count, 0);
         assert_eq!(at("Cy", h(10)).reached_secs, Some(h(10)));
+        // Fay founded a business at 10:00; Ed's first posted job was taken at 11:00, the
+        // person's not counted, his second at 12:00.
+        assert_eq!(at("Fay", h(10)).reached_secs, Some(h(10)));
+        assert_eq!((at("Ed", h(11)).count, at("Ed", h(11)).reached_secs), (1, None));
+        assert_eq!((at("Ed", h(12)).count, at("Ed", h(12)).reached_secs), (2, Some(h(12))));
+        assert_eq!(at("Ed", h(12)).measure, "hire 2 people");
+        assert_eq!(Measure::from_trait("hire 2"), Some(Measure::Hire { count: 2 }));
+        assert_eq!(Measure::from_trait("found 1"), Some(Measure::Found { count: 1 }));
         // A goal without a measure: listed, with none.
         assert_eq!((at("Di", h(10)).measure.as_str(), at("Di", h(10)).progress), ("", None));
         let table = goals_table(&rows);
@@ -968,11 +1006,14 @@ pub fn goals(events: &[Event], every_secs: u64) -> Vec<GoalRow> {
     struct State {
         aims: BTreeMap<AgentId, Aim>,
         names: BTreeMap<AgentId, String>,
+        /// Jobs a mayor agent posted: the posting event, and who posted it.
+        posted: BTreeMap<EventId, AgentId>,
     }
     let target = |m: &Option<Measure>| match m {
         Some(Measure::Earn { cents }) => *cents,
         Some(Measure::Buy { times, .. }) => i64::from(*times),
         Some(Measure::Meet { .. }) => 1,
+        Some(Measure::Found { count } | Measure::Hire { count }) => i64::from(*count),
         None => 0,
     };
     let fold = |s: &mut State, e: &Event| {
@@ -1021,6 +1062,29 @@ pub fn goals(events: &[Event], every_secs: u64) -> Vec<GoalRow> {
                     };
                     if buys {
                         add(s, *from, 1);
+                    }
+                }
+            }
+            Body::MayorActed(m) => {
+                if let Some(mayor) = m.mayor {
+                    match (&m.act, s.aims.get(&mayor).map(|a| &a.measure)) {
+                        (MayorAct::Found { .. }, Some(Some(Measure::Found { .. }))) => {
+                            add(s, mayor, 1);
+                        }
+                        (MayorAct::PostJob { .. }, _) => {
+                            s.posted.insert(e.id, mayor);
+                        }
+                        _ => {}
+                    }
+                }
+            }
+            Body::JobTaken(j) => {
+                if let Some(&mayor) = s.posted.get(&j.job) {
+                    if matches!(
+                        s.aims.get(&mayor).map(|a| &a.measure),
+                        Some(Some(Measure::Hire { .. }))
+                    ) {
+                        add(s, mayor, 1);
                     }
                 }
             }

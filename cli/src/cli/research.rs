@@ -64,7 +64,8 @@ pub enum ResearchCommand {
     Believability(BelievabilityArgs),
     /// Each agent's progress toward its life goal over time, where its town gave the goal a
     /// measure the log can count (no model): money paid to it (`earn_cents`), purchases whose
-    /// reason names an item (`buy`, `times`), conversations with someone (`meet`); when it
+    /// reason names an item (`buy`, `times`), conversations with someone (`meet`), a mayor's
+    /// businesses founded (`found`) and jobs posted that someone took (`hire`); when it
     /// was reached. Agents whose goal has no measure are listed without one
     #[command(after_help = "Example:\n  hamlet research goals run.hamlet --every 2h --format csv")]
     Goals(NetworkArgs),

@@ -228,6 +228,10 @@ struct RawMeasure {
     times: Option<u32>,
     #[serde(default)]
     meet: Option<String>,
+    #[serde(default)]
+    found: Option<u32>,
+    #[serde(default)]
+    hire: Option<u32>,
 }
 
 #[derive(Deserialize)]
@@ -420,15 +424,28 @@ pub enum Measure {
         /// Whom.
         name: String,
     },
+    /// Businesses the agent founded, as the town's mayor.
+    Found {
+        /// How many.
+        count: u32,
+    },
+    /// Jobs the agent posted, as the town's mayor, that someone took.
+    Hire {
+        /// How many.
+        count: u32,
+    },
 }
 
 impl Measure {
-    /// As an agent's `measure` trait records it: `earn 20000`, `buy 3 bread`, `meet Mei Lin`.
+    /// As an agent's `measure` trait records it: `earn 20000`, `buy 3 bread`, `meet Mei Lin`,
+    /// `found 1`, `hire 2`.
     pub fn to_trait(&self) -> String {
         match self {
             Measure::Earn { cents } => format!("earn {cents}"),
             Measure::Buy { item, times } => format!("buy {times} {item}"),
             Measure::Meet { name } => format!("meet {name}"),
+            Measure::Found { count } => format!("found {count}"),
+            Measure::Hire { count } => format!("hire {count}"),
         }
     }
 
@@ -442,17 +459,24 @@ impl Measure {
                 Some(Measure::Buy { item: item.to_owned(), times: times.parse().ok()? })
             }
             "meet" if !rest.is_empty() => Some(Measure::Meet { name: rest.to_owned() }),
+            "found" => Some(Measure::Found { count: rest.parse().ok()? }),
+            "hire" => Some(Measure::Hire { count: rest.parse().ok()? }),
             _ => None,
         }
     }
 
-    /// What counts, in words: "earn $200.00", "buy bread 3 times", "meet Mei Lin".
+    /// What counts, in words: "earn $200.00", "buy bread 3 times", "meet Mei Lin", "found a
+    /// business", "hire 2 people".
     pub fn words(&self) -> String {
         match self {
             Measure::Earn { cents } => format!("earn ${:.2}", *cents as f64 / 100.0),
             Measure::Buy { item, times: 1 } => format!("buy {item}"),
             Measure::Buy { item, times } => format!("buy {item} {times} times"),
             Measure::Meet { name } => format!("meet {name}"),
+            Measure::Found { count: 1 } => "found a business".to_owned(),
+            Measure::Found { count } => format!("found {count} businesses"),
+            Measure::Hire { count: 1 } => "hire someone".to_owned(),
+            Measure::Hire { count } => format!("hire {count} people"),
         }
     }
 }
@@ -942,9 +966,15 @@ impl Definition {
             }
             let measure = r.measure.as_ref().and_then(|m| {
                 let at = format!("{key}.measure");
-                let given = [m.earn_cents.is_some(), m.buy.is_some(), m.meet.is_some()];
+                let given = [
+                    m.earn_cents.is_some(),
+                    m.buy.is_some(),
+                    m.meet.is_some(),
+                    m.found.is_some(),
+                    m.hire.is_some(),
+                ];
                 if given.iter().filter(|g| **g).count() != 1 {
-                    bad(p.span(), at, "name one of earn_cents, buy or meet".into());
+                    bad(p.span(), at, "name one of earn_cents, buy, meet, found or hire".into());
                     return None;
                 }
                 if r.goal.is_none() {
@@ -963,6 +993,25 @@ impl Definition {
                         return None;
                     }
                     return Some(Measure::Earn { cents });
+                }
+                if let Some(count) = m.found.or(m.hire) {
+                    if count == 0 {
+                        bad(p.span(), at, "`found` and `hire` count from 1".into());
+                        return None;
+                    }
+                    if raw.mayor.as_ref().is_none_or(|x| x.get_ref().who.trim() != r.name.trim()) {
+                        bad(
+                            p.span(),
+                            at,
+                            "`found` and `hire` count the mayor's acts: this persona is not the town's `[mayor] who`".into(),
+                        );
+                        return None;
+                    }
+                    return Some(if m.found.is_some() {
+                        Measure::Found { count }
+                    } else {
+                        Measure::Hire { count }
+                    });
                 }
                 if let Some(item) = &m.buy {
                     let item = item.trim();

@@ -80,6 +80,8 @@ fn a_goals_measure_is_recorded_with_its_agent_and_checked_against_the_town() {
         ("goal = \"g\"\nmeasure = { meet = \"Nobody Here\" }".to_owned(), "another persona"),
         (format!("goal = \"g\"\nmeasure = {{ meet = \"{}\" }}", names[0]), "another persona"),
         ("goal = \"g\"\nmeasure = { earn_cents = 5, times = 2 }".to_owned(), "give `buy`"),
+        ("goal = \"g\"\nmeasure = { hire = 1 }".to_owned(), "not the town's `[mayor] who`"),
+        ("goal = \"g\"\nmeasure = { found = 0 }".to_owned(), "count from 1"),
     ] {
         let e = Definition::parse("bad.toml", &with(&extra)).unwrap_err().to_string();
         assert!(e.contains(".measure") && e.contains(why), "{extra}: {e}");

@@ -274,6 +274,11 @@ fn the_shipped_scenario_oak_hill_has_its_mayor_found_on_its_site_and_fill_a_job(
     assert!(log.iter().any(|e| matches!(e.body, Body::JobTaken(_))));
     let town = hamlet_engine::town::build::recorded_town(&log).unwrap();
     assert_eq!(town.sectors.len(), 5, "the business stands on the map");
+    // Ada's goal is measured by the hires of jobs she posted.
+    let rows = hamlet_engine::research::goals(&log, 3600);
+    let ada = rows.iter().rfind(|r| r.agent == "Ada Brook").unwrap();
+    assert_eq!((ada.measure.as_str(), ada.count), ("hire someone", 1), "{ada:?}");
+    assert!(ada.reached_secs.is_some());
     // Every prompt says which town it is about.
     let prompts: Vec<&str> = log
         .iter()
