@@ -524,6 +524,182 @@ pub fn attendance(
     Ok(presence(positions, inside, from, until))
 }
 
+/// The mayor's book at one moment (`hamlet research mayor`): what the town's treasury holds,
+/// and what the mayor's acts came to by then.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
+pub struct MayorRow {
+    /// The moment.
+    pub at_secs: u64,
+    /// The treasury, in cents.
+    pub treasury_cents: i64,
+    /// The mayor's acts so far.
+    pub acts: u32,
+    /// Businesses founded.
+    pub founded: u32,
+    /// Jobs posted.
+    pub jobs_posted: u32,
+    /// Jobs taken.
+    pub jobs_taken: u32,
+    /// Wages paid from the treasury, in cents.
+    pub wages_paid_cents: i64,
+    /// Paid from the treasury to found businesses, in cents.
+    pub founding_paid_cents: i64,
+}
+
+/// A job a mayor posted, and what came of it.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct JobRow {
+    /// When it was posted.
+    pub posted_secs: u64,
+    /// Who posted it: the mayor agent's name, or "the person" at the viewer.
+    pub posted_by: String,
+    /// Where the work is.
+    pub sector: String,
+    /// The job.
+    pub title: String,
+    /// Its wage per hour, in cents.
+    pub cents_per_hour: i64,
+    /// Who took it, and when.
+    pub taken: Option<(String, u64)>,
+    /// Wages paid from the treasury for it (to whoever took it, for work at its sector).
+    pub paid_cents: i64,
+    /// When it was first paid (first worked).
+    pub first_paid_secs: Option<u64>,
+}
+
+/// The mayor's book over time, every `every_secs` and at the end, and every job posted with
+/// who took it and what it paid (no model). Empty for a town without a mayor.
+pub fn mayor(events: &[Event], every_secs: u64) -> (Vec<MayorRow>, Vec<JobRow>) {
+    #[derive(Default)]
+    struct State {
+        led: bool,
+        names: BTreeMap<AgentId, String>,
+        row: MayorRow,
+        jobs: Vec<(EventId, JobRow, Option<AgentId>)>,
+    }
+    let fold = |s: &mut State, e: &Event| match &e.body {
+        Body::AgentJoined(j) => {
+            s.names.insert(j.agent, j.name.clone());
+        }
+        Body::MayorActed(m) => {
+            s.led = true;
+            s.row.acts += 1;
+            match &m.act {
+                MayorAct::Found { .. } => s.row.founded += 1,
+                MayorAct::PostJob { sector, title, cents_per_hour } => {
+                    s.row.jobs_posted += 1;
+                    let posted_by = m.mayor.map_or_else(
+                        || "the person".to_owned(),
+                        |a| s.names.get(&a).cloned().unwrap_or_else(|| format!("agent {}", a.0)),
+                    );
+                    let job = JobRow {
+                        posted_secs: e.sim_time_secs(),
+                        posted_by,
+                        sector: sector.clone(),
+                        title: title.clone(),
+                        cents_per_hour: *cents_per_hour,
+                        taken: None,
+                        paid_cents: 0,
+                        first_paid_secs: None,
+                    };
+                    s.jobs.push((e.id, job, None));
+                }
+                _ => {}
+            }
+        }
+        Body::JobTaken(t) => {
+            if let Some((_, job, by)) = s.jobs.iter_mut().find(|(id, ..)| *id == t.job) {
+                let name = s.names.get(&t.agent).cloned().unwrap_or_default();
+                job.taken = Some((name, e.sim_time_secs()));
+                *by = Some(t.agent);
+                s.row.jobs_taken += 1;
+            }
+        }
+        Body::CashMoved(c) => {
+            if c.to == Account::Town {
+                s.led = true;
+                s.row.treasury_cents += c.amount_cents;
+            }
+            if c.from == Account::Town {
+                s.row.treasury_cents -= c.amount_cents;
+                match &c.to {
+                    Account::Agent(agent) => {
+                        s.row.wages_paid_cents += c.amount_cents;
+                        // The latest job it took at the sector the wage names.
+                        let at = c.reason.strip_prefix("wage at ").unwrap_or_default();
+                        let job = s
+                            .jobs
+                            .iter_mut()
+                            .rev()
+                            .find(|(_, j, by)| *by == Some(*agent) && j.sector == at);
+                        if let Some((_, job, _)) = job {
+                            job.paid_cents += c.amount_cents;
+                            job.first_paid_secs.get_or_insert(e.sim_time_secs());
+                        }
+                    }
+                    _ => s.row.founding_paid_cents += c.amount_cents,
+                }
+            }
+        }
+        _ => {}
+    };
+    let rows = over_time(events, every_secs, State::default(), fold, |s: &State, at| {
+        s.led.then(|| MayorRow { at_secs: at, ..s.row.clone() })
+    });
+    // The jobs as they stand at the end.
+    let mut end = State::default();
+    for e in events {
+        fold(&mut end, e);
+    }
+    let jobs = end.jobs.into_iter().map(|(_, j, _)| j).collect();
+    (rows.into_iter().flatten().collect(), jobs)
+}
+
+/// [`mayor`]'s book over time as a table.
+pub fn mayor_table(rows: &[MayorRow]) -> Table {
+    let header = [
+        "time",
+        "treasury",
+        "acts",
+        "founded",
+        "jobs posted",
+        "jobs taken",
+        "wages paid",
+        "founding paid",
+    ];
+    Table::of(&header, rows, |r| {
+        vec![
+            crate::describe::sim_time(r.at_secs),
+            crate::describe::cents(r.treasury_cents),
+            r.acts.to_string(),
+            r.founded.to_string(),
+            r.jobs_posted.to_string(),
+            r.jobs_taken.to_string(),
+            crate::describe::cents(r.wages_paid_cents),
+            crate::describe::cents(r.founding_paid_cents),
+        ]
+    })
+}
+
+/// [`mayor`]'s jobs as a table.
+pub fn jobs_table(rows: &[JobRow]) -> Table {
+    let header =
+        ["posted", "by", "job", "at", "wage", "taken by", "taken", "wages paid", "first paid"];
+    Table::of(&header, rows, |r| {
+        vec![
+            crate::describe::sim_time(r.posted_secs),
+            r.posted_by.clone(),
+            r.title.clone(),
+            r.sector.clone(),
+            crate::describe::cents(r.cents_per_hour),
+            r.taken.as_ref().map(|t| t.0.clone()).unwrap_or_default(),
+            r.taken.as_ref().map(|t| crate::describe::sim_time(t.1)).unwrap_or_default(),
+            crate::describe::cents(r.paid_cents),
+            r.first_paid_secs.map(crate::describe::sim_time).unwrap_or_default(),
+        ]
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -681,6 +857,101 @@ mod tests {
             Some(Measure::Meet { name: "Mei Lin".into() })
         );
         assert_eq!(Measure::from_trait("fly 3"), None);
+    }
+
+    #[test]
+    fn the_mayors_book_counts_the_treasury_the_acts_and_what_each_job_paid() {
+        use hamlet_log::event::{AgentJoined, CashMoved, JobTaken, MayorActed};
+        let joined = |agent: u32, name: &str| {
+            Body::AgentJoined(AgentJoined {
+                agent: AgentId(agent),
+                name: name.into(),
+                persona: String::new(),
+                traits: Vec::new(),
+                tile: Tile::default(),
+                cash_cents: 0,
+            })
+        };
+        let moved = |from: Account, to: Account, cents: i64, reason: &str| {
+            Body::CashMoved(CashMoved { from, to, amount_cents: cents, reason: reason.into() })
+        };
+        let acted = |mayor: Option<u32>, act: MayorAct| {
+            Body::MayorActed(MayorActed { mayor: mayor.map(AgentId), act })
+        };
+        let job = |sector: &str, title: &str| MayorAct::PostJob {
+            sector: sector.into(),
+            title: title.into(),
+            cents_per_hour: 1500,
+        };
+        let worker = || Account::Agent(AgentId(1));
+        let h = |hour: u64| hour * 3600;
+        let bodies = [
+            (h(7), joined(0, "Ada")),
+            (h(7), joined(1, "Tom")),
+            (h(7), moved(Account::World, Account::Town, 100_000, "the town's funds")),
+            (
+                h(8),
+                acted(
+                    Some(0),
+                    MayorAct::Found {
+                        template: "café".into(),
+                        name: "bakery".into(),
+                        site: "north lot".into(),
+                        cost_cents: 40_000,
+                    },
+                ),
+            ),
+            (h(8), moved(Account::Town, Account::World, 40_000, "founds bakery")),
+            // Event 5: Ada's job at the bakery; 6: the person's at the café, never taken.
+            (h(8), acted(Some(0), job("bakery", "baker"))),
+            (h(8), acted(None, job("café", "waiter"))),
+            (
+                h(9),
+                Body::JobTaken(JobTaken { agent: AgentId(1), job: hamlet_log::EventId([5; 32]) }),
+            ),
+            (h(10), moved(Account::Town, worker(), 1_500, "wage at bakery")),
+            (h(11), moved(Account::Town, worker(), 1_500, "wage at bakery")),
+            // A wage from outside the town is not the treasury's.
+            (h(11), moved(Account::World, worker(), 900, "wage at café")),
+        ];
+        let events: Vec<Event> = bodies
+            .into_iter()
+            .enumerate()
+            .map(|(i, (at, body))| Event {
+                id: hamlet_log::EventId([i as u8; 32]),
+                parent: hamlet_log::EventId::NONE,
+                branch: hamlet_log::BranchId(hamlet_log::EventId::NONE),
+                header: hamlet_log::event::Header {
+                    seq: i as u64,
+                    sim_time_secs: at,
+                    causes: Vec::new(),
+                },
+                body,
+            })
+            .collect();
+        let (rows, jobs) = mayor(&events, 3600);
+        let at = |secs: u64| rows.iter().find(|r| r.at_secs == secs).unwrap().clone();
+        assert_eq!(at(h(8)).treasury_cents, 60_000);
+        assert_eq!((at(h(8)).acts, at(h(8)).founded, at(h(8)).jobs_posted), (3, 1, 2));
+        assert_eq!(at(h(8)).founding_paid_cents, 40_000);
+        let end = rows.last().unwrap();
+        assert_eq!((end.at_secs, end.jobs_taken, end.wages_paid_cents), (h(11), 1, 3_000));
+        assert_eq!(end.treasury_cents, 57_000);
+        assert_eq!(jobs.len(), 2);
+        assert_eq!(jobs[0].posted_by, "Ada");
+        assert_eq!(jobs[0].taken, Some(("Tom".to_owned(), h(9))));
+        assert_eq!((jobs[0].paid_cents, jobs[0].first_paid_secs), (3_000, Some(h(10))));
+        assert_eq!(
+            (jobs[1].posted_by.as_str(), &jobs[1].taken, jobs[1].paid_cents),
+            ("the person", &None, 0)
+        );
+        let table = jobs_table(&jobs).csv();
+        assert!(
+            table.contains("Ada,baker,bakery,$15.00,Tom,day 0 09:00:00,$30.00,day 0 10:00:00"),
+            "{table}"
+        );
+        // A town without a mayor has no book.
+        assert_eq!(mayor(&events[..2], 3600), (Vec::new(), Vec::new()));
     }
 
     #[test]

@@ -12,7 +12,8 @@ use hamlet_engine::describe::{printable, sim_time};
 use hamlet_engine::history::Moment;
 use hamlet_engine::research::{
     attendance, battery, believability, commitments, density_table, dialogue, diffusion,
-    diffusion_table, fork_row, goals, goals_table, network_density, ForkRow, Table,
+    diffusion_table, fork_row, goals, goals_table, jobs_table, mayor, mayor_table, network_density,
+    ForkRow, Table,
 };
 use hamlet_engine::sim::{Sim, SimSettings};
 use hamlet_gateway::config;
@@ -69,6 +70,13 @@ pub enum ResearchCommand {
     /// was reached. Agents whose goal has no measure are listed without one
     #[command(after_help = "Example:\n  hamlet research goals run.hamlet --every 2h --format csv")]
     Goals(NetworkArgs),
+    /// A town with a mayor: the mayor's book over time — the treasury, the acts, businesses
+    /// founded, jobs posted and taken, wages paid from the treasury and what founding cost —
+    /// then every job posted: by whom, where, its wage, who took it and when, the wages it
+    /// has paid and when it was first worked (no model)
+    #[command(after_help = "Example:\n  hamlet research mayor run.hamlet --every 2h\n  \
+hamlet research mayor run.hamlet --jobs --format csv > jobs.csv")]
+    Mayor(MayorArgs),
     /// How far each agent with a life goal has come toward it, rated 1 to 10 by the model
     /// the flags name (a judge, not the agent) from the memories that bear on the goal, on a
     /// scratch fork at the moment asked: every recall and rating is an event there, and the
@@ -142,6 +150,23 @@ pub struct NetworkArgs {
     /// How often to measure (`30m`, `1h`, `90s`)
     #[arg(long, value_parser = parse_duration, default_value = "1h")]
     every: u64,
+    /// Output format
+    #[arg(long, value_enum, default_value = "table")]
+    format: TableFormat,
+}
+
+/// `hamlet research mayor`.
+#[derive(Debug, Args)]
+pub struct MayorArgs {
+    #[command(flatten)]
+    source: Source,
+    /// How often to measure the book (`30m`, `1h`, `90s`)
+    #[arg(long, value_parser = parse_duration, default_value = "1h")]
+    every: u64,
+    /// Only the jobs posted (for CSV and JSON, which hold one table; the table format shows
+    /// both)
+    #[arg(long)]
+    jobs: bool,
     /// Output format
     #[arg(long, value_enum, default_value = "table")]
     format: TableFormat,
@@ -517,6 +542,25 @@ pub fn research(c: ResearchCommand) -> anyhow::Result<Outcome> {
             write_table(a.format, &goals_table(&rows), &rows)?;
             if a.format == TableFormat::Table && rows.is_empty() {
                 println!("no agent here has a goal (a persona's `goal` in the town file)");
+            }
+        }
+        ResearchCommand::Mayor(a) => {
+            let events = source_events_light(&a.source)?;
+            let (rows, jobs) = mayor(&events, a.every);
+            if a.format == TableFormat::Table && rows.is_empty() {
+                println!("this town has no mayor (a `[mayor]` in the town file)");
+            } else if a.jobs {
+                write_table(a.format, &jobs_table(&jobs), &jobs)?;
+            } else {
+                write_table(a.format, &mayor_table(&rows), &rows)?;
+                if a.format == TableFormat::Table {
+                    println!();
+                    if jobs.is_empty() {
+                        println!("no job was posted");
+                    } else {
+                        write_table(a.format, &jobs_table(&jobs), &jobs)?;
+                    }
+                }
             }
         }
         ResearchCommand::JudgeGoals(a) => judge_goals(&a)?,

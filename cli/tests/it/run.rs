@@ -938,4 +938,13 @@ async fn the_person_acts_as_mayor_from_the_command_line_and_the_town_reads_it() 
     assert!(log.iter().any(|e| matches!(e.body, Body::JobTaken(_))));
     let listed = at_store(&store, &["log", "--kind", "MayorActed,JobTaken"]);
     assert!(text(&listed).contains("takes a job the mayor posted"), "{}", text(&listed));
+    // The mayor's book: the founding paid from the treasury, the job taken.
+    let book = at_store(&store, &["research", "mayor", "--format", "csv"]);
+    assert!(book.status.success(), "{}", text(&book));
+    let last = text(&book).lines().last().unwrap_or_default().to_owned();
+    assert!(last.contains(",2,1,1,1,") && last.ends_with(",$400.00"), "{}", text(&book));
+    let jobs = at_store(&store, &["research", "mayor", "--jobs", "--format", "csv"]);
+    let jobs = text(&jobs);
+    assert!(jobs.starts_with("posted,by,job,at,wage,taken by,taken,wages paid,first paid\n"));
+    assert!(jobs.contains(",the person,baker,Oak Hill bakery,$15.50,"), "{jobs}");
 }
