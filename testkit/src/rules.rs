@@ -155,32 +155,32 @@ pub fn answer(template: &str, user: &str) -> String {
         }
         "goal_answers" => "I should go where the work is and get on with it.".into(),
         "picture" => "Friendly and busy; we talk about the market most days.".into(),
-        "mayor_act" => {
-            // Found on a free site first, then post a job, then nothing.
+        "mayor_where" => {
+            // Found on a free site first, then post a job at the newest workplace, then
+            // nothing.
             let line = |key: &str| user.lines().find_map(|l| l.split_once(key)).map(|(_, v)| v.to_owned());
-            let sites_free = line("Free sites: ").is_some_and(|v| !v.starts_with("none"));
-            let jobs_open = line("Jobs open: ").is_some_and(|v| !v.starts_with("none"));
-            let choice = if sites_free {
-                "found a business"
-            } else if !jobs_open && line("Jobs taken: ").is_some_and(|v| v.starts_with("none")) {
-                "post a job"
-            } else {
-                "do nothing for now"
+            let options: Vec<String> =
+                line("Options: ").unwrap_or_default().split(" | ").map(str::to_owned).collect();
+            let no_jobs = line("Jobs open: ").is_some_and(|v| v.starts_with("none."))
+                && line("Jobs taken: ").is_some_and(|v| v.starts_with("none"));
+            let site = options.iter().find(|o| o.ends_with("(a free site)"));
+            let standing = options.iter().filter(|o| o.ends_with("that stands)")).last();
+            let choice = match (site, standing) {
+                (Some(site), _) => site.clone(),
+                (None, Some(place)) if no_jobs => place.clone(),
+                _ => options.last().cloned().unwrap_or_default(),
             };
             serde_json::json!({ "choice": choice }).to_string()
         }
+        "mayor_act" => serde_json::json!({ "choice": "post a job" }).to_string(),
         "mayor_details" => {
-            let line = |key: &str| user.lines().find_map(|l| l.split_once(key)).map(|(_, v)| v.to_owned());
-            let places: Vec<String> =
-                line("Places: ").unwrap_or_default().split(", ").map(str::to_owned).collect();
-            let first = places.first().cloned().unwrap_or_default();
-            let last = places.last().cloned().unwrap_or_default();
-            if user.contains("\"site\"") {
-                let sites = line("Free sites: ").unwrap_or_default();
-                let site = sites.trim_end_matches('.').split(", ").next().unwrap_or("").to_owned();
-                serde_json::json!({ "like": first, "name": "Rule bakery", "site": site }).to_string()
+            if user.contains("\"like\"") {
+                let line = |key: &str| user.lines().find_map(|l| l.split_once(key)).map(|(_, v)| v.to_owned());
+                let places = line("Workplaces: ").unwrap_or_default();
+                let first = places.split(", ").next().unwrap_or("").to_owned();
+                serde_json::json!({ "like": first, "name": "Rule bakery" }).to_string()
             } else {
-                serde_json::json!({ "sector": last, "title": "baker", "dollars_per_hour": 15 }).to_string()
+                serde_json::json!({ "title": "baker", "dollars_per_hour": 15 }).to_string()
             }
         }
         "goal_purpose" => {

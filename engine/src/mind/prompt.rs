@@ -119,6 +119,7 @@ const FILES: &[(&str, &str)] = &[
     ("goal_purpose", include_str!("../../prompts/goal_purpose.toml")),
     ("picture", include_str!("../../prompts/picture.toml")),
     ("job_offer", include_str!("../../prompts/job_offer.toml")),
+    ("mayor_where", include_str!("../../prompts/mayor_where.toml")),
     ("mayor_act", include_str!("../../prompts/mayor_act.toml")),
     ("mayor_details", include_str!("../../prompts/mayor_details.toml")),
 ];

@@ -29,15 +29,14 @@ const LONGEST: u32 = 8 * 3600;
 /// How often a mayor agent decides what to do for the town, in simulated seconds.
 pub const MAYOR_EVERY_SECS: u64 = 2 * 3600;
 
-/// The acts a mayor agent chooses from, in words, `nothing` first.
-const ACTS: [&str; 6] = [
-    "do nothing for now",
-    "post a job",
-    "found a business",
-    "set a wage",
-    "call a meeting",
-    "give someone a task",
-];
+/// The kinds of sector people live in: no job, wage or meeting of a mayor's there.
+const HOMES: [&str; 2] = ["home", "dorm"];
+
+/// The kinds of sector that are not workplaces: homes, and parks (a meeting there, no job).
+const NOT_WORK: [&str; 3] = ["home", "dorm", "park"];
+
+/// A mayor agent's last option of where to act.
+const NOWHERE: &str = "nowhere for now";
 
 /// The most a mayor agent may offer an hour, in dollars.
 const MOST_DOLLARS: i64 = 60;
@@ -123,7 +122,7 @@ impl<S: Storage> Sim<S> {
                 Err(SimError::refused(
                     "sector",
                     format!(
-                        "{s} is a home, not a workplace; the workplaces are {}",
+                        "{s} is a home or a park, not a workplace; the workplaces are {}",
                         self.workplaces().join(", ")
                     ),
                 ))
@@ -222,10 +221,15 @@ impl<S: Storage> Sim<S> {
         Ok(bodies)
     }
 
-    /// The sectors a job can be at, in the town's order: every sector but homes (a business
-    /// founded on a site is one once it stands).
+    /// The sectors a job or a wage can be at, in the town's order: every sector but homes
+    /// and parks (a business founded on a site is one once it stands).
     pub(super) fn workplaces(&self) -> Vec<String> {
-        self.town.sectors.iter().filter(|s| s.kind != "home").map(|s| s.name.clone()).collect()
+        self.town
+            .sectors
+            .iter()
+            .filter(|s| !NOT_WORK.contains(&s.kind.as_str()))
+            .map(|s| s.name.clone())
+            .collect()
     }
 
     /// Whether a business was founded on `site`.
@@ -485,9 +489,13 @@ impl<S: Storage> Sim<S> {
             && self.folds.mayor_decided.is_none_or(|at| now >= at + MAYOR_EVERY_SECS)
     }
 
-    /// A mayor agent decides what to do for the town: an act (`mayor_act`), then its details
-    /// (`mayor_details`), checked as the person's would be. An act the town cannot take is
-    /// not written: the mayor remembers that it could not, and why.
+    /// A mayor agent decides what to do for the town: where (`mayor_where`: a place that
+    /// stands, a free site the treasury can found a business on, or nowhere), what there
+    /// (`mayor_act`: a job, a wage, a meeting or a task; founding on a site), then its
+    /// details (`mayor_details`), checked as the person's would be. Asking for the place
+    /// first is what lets a small model found what its goal needs: asked for an act, it
+    /// posts a job whatever stands. An act the town cannot take is not written: the mayor
+    /// remembers that it could not, and why.
     pub(super) async fn mayor_decides(
         &self,
         agent: AgentId,
@@ -499,10 +507,20 @@ impl<S: Storage> Sim<S> {
         let style = self.settings.style;
         let book = self.folds.state.mayor.clone().unwrap_or_default();
         let rules = self.town.mayor.as_ref();
+        let found_cents = rules.map_or(0, |m| m.found_cents);
+        // Founding is offered only while a site is free and the treasury can pay for it.
         let free: Vec<&str> = rules
             .into_iter()
             .flat_map(|m| m.sites.iter().map(|s| s.name.as_str()))
-            .filter(|s| !self.founded_on(s))
+            .filter(|s| !self.founded_on(s) && book.treasury_cents >= found_cents)
+            .collect();
+        let workplaces = self.workplaces();
+        let standing: Vec<(&str, &str)> = self
+            .town
+            .sectors
+            .iter()
+            .filter(|s| !HOMES.contains(&s.kind.as_str()))
+            .map(|s| (s.name.as_str(), s.kind.as_str()))
             .collect();
         let jobs = |taken: bool| {
             let list: Vec<String> = book
@@ -526,41 +544,73 @@ impl<S: Storage> Sim<S> {
             self.folds.goals.get(&agent).cloned().unwrap_or_else(|| "a town that thrives".into()),
         );
         vars.insert("treasury", cents(book.treasury_cents));
-        vars.insert("found", cents(rules.map_or(0, |m| m.found_cents)));
-        vars.insert("sites", if free.is_empty() { "none".into() } else { free.join(", ") });
+        vars.insert("found", cents(found_cents));
         vars.insert("jobs", jobs(false));
         vars.insert("taken", jobs(true));
         vars.insert(
             "recent",
             if recent.is_empty() { "- nothing yet".into() } else { recent.join("\n") },
         );
-        // Founding is offered only while a site is free and the treasury can pay for it.
-        let can_found =
-            !free.is_empty() && book.treasury_cents >= rules.map_or(0, |m| m.found_cents);
-        let options: Vec<String> =
-            ACTS.iter().filter(|a| can_found || **a != ACTS[2]).map(|a| (*a).to_owned()).collect();
-        vars.insert("workplaces", self.workplaces().join(", "));
-        vars.insert("options", options.join(" | "));
         let asked = |name: &str, vars: &std::collections::BTreeMap<&str, String>, shape: Shape| {
             template(name)
                 .and_then(|t| t.call(vars, style, shape))
                 .map_err(crate::mind::think::ThinkError::from)
         };
-        let mut call = asked("mayor_act", &vars, Shape::Choice(options.clone()))?;
+        let choose =
+            |answered: &hamlet_gateway::Answered, options: &[String]| match &answered.answer {
+                Answer::Choice(c) if !answered.fallback => options.iter().position(|o| o == c),
+                _ => None,
+            };
+
+        // Where: a place that stands, a free site, or nowhere.
+        let mut places: Vec<String> = standing
+            .iter()
+            .map(|(name, kind)| format!("{name} ({} that stands)", a_kind(kind)))
+            .collect();
+        places.extend(free.iter().map(|site| format!("{site} (a free site)")));
+        places.push(NOWHERE.to_owned());
+        vars.insert("options", places.join(" | "));
+        let mut call = asked("mayor_where", &vars, Shape::Choice(places.clone()))?;
         call.agent = Some(agent);
-        call.max_tokens = Some(24);
+        call.max_tokens = Some(32);
         let (answered, at) = ask(&self.gateway, call, &[], now, pending).await?;
-        let chosen = match &answered.answer {
-            Answer::Choice(c) if !answered.fallback => {
-                ACTS.iter().position(|a| a == c).unwrap_or(0)
-            }
-            _ => 0,
-        };
-        if chosen == 0 {
+        let Some(picked) = choose(&answered, &places).filter(|i| *i + 1 < places.len()) else {
             return Ok(());
-        }
-        let sectors: Vec<String> = self.town.sectors.iter().map(|s| s.name.clone()).collect();
-        let workplaces = self.workplaces();
+        };
+        let site = picked.checked_sub(standing.len()).map(|i| free[i]);
+        let place = match site {
+            Some(site) => site,
+            None => standing[picked].0,
+        };
+        let is_workplace = workplaces.iter().any(|w| w == place);
+
+        // What: founding on a site; a job, a wage, a meeting or a task at a place.
+        let mut at = at;
+        let chosen = match site {
+            Some(_) => Act::Found,
+            None => {
+                let acts: Vec<Act> = if is_workplace {
+                    vec![Act::PostJob, Act::SetWage, Act::CallMeeting, Act::AssignTask]
+                } else {
+                    vec![Act::CallMeeting, Act::AssignTask]
+                };
+                let options: Vec<String> = acts.iter().map(|a| a.words().to_owned()).collect();
+                vars.insert("place", place.to_owned());
+                vars.insert("options", options.join(" | "));
+                let mut call = asked("mayor_act", &vars, Shape::Choice(options.clone()))?;
+                call.agent = Some(agent);
+                call.max_tokens = Some(24);
+                let causes: Vec<Cause> = at.into_iter().map(Cause::Pending).collect();
+                let (answered, then) = ask(&self.gateway, call, &causes, now, pending).await?;
+                at = then;
+                match choose(&answered, &options) {
+                    Some(i) => acts[i],
+                    None => return Ok(()),
+                }
+            }
+        };
+
+        // The details, in a form with the place given.
         let people: Vec<String> =
             self.folds.state.agents.values().map(|a| a.name.clone()).collect();
         let time =
@@ -570,28 +620,37 @@ impl<S: Storage> Sim<S> {
         let dollars =
             serde_json::json!({ "type": "integer", "minimum": 1, "maximum": MOST_DOLLARS });
         let one_of = |list: &[String]| serde_json::json!({ "type": "string", "enum": list });
-        let free_sites: Vec<String> = free.iter().map(|s| (*s).to_owned()).collect();
         let (form, properties) = match chosen {
-            1 => ("{\"sector\": \"...\", \"title\": \"...\", \"dollars_per_hour\": <1-60>}",
-                serde_json::json!({ "sector": one_of(&workplaces), "title": text(40), "dollars_per_hour": dollars })),
-            2 => ("{\"like\": \"<a place to copy>\", \"name\": \"...\", \"site\": \"...\"}",
-                serde_json::json!({ "like": one_of(&workplaces), "name": text(40), "site": one_of(&free_sites) })),
-            3 => ("{\"sector\": \"...\", \"dollars_per_hour\": <1-60>}",
-                serde_json::json!({ "sector": one_of(&workplaces), "dollars_per_hour": dollars })),
-            4 => ("{\"what\": \"...\", \"place\": \"...\", \"from\": \"HH:MM\", \"until\": \"HH:MM\"}",
-                serde_json::json!({ "what": text(80), "place": one_of(&sectors), "from": time, "until": time })),
-            _ => ("{\"who\": \"...\", \"what\": \"...\", \"place\": \"...\", \"from\": \"HH:MM\", \"until\": \"HH:MM\"}",
-                serde_json::json!({ "who": one_of(&people), "what": text(80), "place": one_of(&sectors), "from": time, "until": time })),
+            Act::PostJob => (
+                "{\"title\": \"...\", \"dollars_per_hour\": <1-60>}",
+                serde_json::json!({ "title": text(40), "dollars_per_hour": dollars }),
+            ),
+            Act::Found => (
+                "{\"like\": \"<a place to copy>\", \"name\": \"...\"}",
+                serde_json::json!({ "like": one_of(&workplaces), "name": text(40) }),
+            ),
+            Act::SetWage => (
+                "{\"dollars_per_hour\": <1-60>}",
+                serde_json::json!({ "dollars_per_hour": dollars }),
+            ),
+            Act::CallMeeting => (
+                "{\"what\": \"...\", \"from\": \"HH:MM\", \"until\": \"HH:MM\"}",
+                serde_json::json!({ "what": text(80), "from": time, "until": time }),
+            ),
+            Act::AssignTask => (
+                "{\"who\": \"...\", \"what\": \"...\", \"from\": \"HH:MM\", \"until\": \"HH:MM\"}",
+                serde_json::json!({ "who": one_of(&people), "what": text(80), "from": time, "until": time }),
+            ),
         };
         let required: Vec<&String> =
             properties.as_object().map(|o| o.keys().collect()).unwrap_or_default();
         let schema = serde_json::json!({
             "type": "object", "properties": properties, "required": required, "additionalProperties": false,
         });
-        vars.insert("act", ACTS[chosen].to_owned());
+        let act_words = format!("{} {place}", chosen.at_words());
+        vars.insert("act", act_words.clone());
         vars.insert("form", form.to_owned());
-        let places = if chosen <= 3 { &workplaces } else { &sectors };
-        vars.insert("places", places.join(", "));
+        vars.insert("places", workplaces.join(", "));
         vars.insert("people", people.join(", "));
         let mut call = asked("mayor_details", &vars, Shape::Json(schema))?;
         call.agent = Some(agent);
@@ -614,28 +673,28 @@ impl<S: Storage> Sim<S> {
             _ => None,
         };
         let act = match chosen {
-            1 => Some(MayorAct::PostJob {
-                sector: s("sector"),
+            Act::PostJob => Some(MayorAct::PostJob {
+                sector: place.to_owned(),
                 title: s("title"),
                 cents_per_hour: cents_of("dollars_per_hour"),
             }),
-            2 => Some(MayorAct::Found {
+            Act::Found => Some(MayorAct::Found {
                 template: s("like"),
                 name: s("name"),
-                site: s("site"),
-                cost_cents: rules.map_or(0, |m| m.found_cents),
+                site: place.to_owned(),
+                cost_cents: found_cents,
             }),
-            3 => Some(MayorAct::SetWage {
-                sector: s("sector"),
+            Act::SetWage => Some(MayorAct::SetWage {
+                sector: place.to_owned(),
                 cents_per_hour: cents_of("dollars_per_hour"),
             }),
-            4 => span().map(|(start_secs, duration_secs)| MayorAct::CallMeeting {
+            Act::CallMeeting => span().map(|(start_secs, duration_secs)| MayorAct::CallMeeting {
                 what: s("what"),
-                place: s("place"),
+                place: place.to_owned(),
                 start_secs,
                 duration_secs,
             }),
-            _ => {
+            Act::AssignTask => {
                 let to = self
                     .folds
                     .state
@@ -648,7 +707,7 @@ impl<S: Storage> Sim<S> {
                         Some(MayorAct::AssignTask {
                             agent,
                             what: s("what"),
-                            place: s("place"),
+                            place: place.to_owned(),
                             start_secs,
                             duration_secs,
                         })
@@ -671,7 +730,7 @@ impl<S: Storage> Sim<S> {
             None => "its details did not say when, or for whom".to_owned(),
         };
         let words =
-            format!("{} meant to {} for the town but could not: {refusal}", who.name, ACTS[chosen]);
+            format!("{} meant to {act_words} for the town but could not: {refusal}", who.name);
         remember_rated(
             &self.gateway,
             style,
@@ -686,6 +745,50 @@ impl<S: Storage> Sim<S> {
         )
         .await?;
         Ok(())
+    }
+}
+
+/// What a mayor agent may do, once it has chosen where.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Act {
+    PostJob,
+    Found,
+    SetWage,
+    CallMeeting,
+    AssignTask,
+}
+
+impl Act {
+    /// The option, as `mayor_act` offers it.
+    fn words(self) -> &'static str {
+        match self {
+            Act::PostJob => "post a job",
+            Act::Found => "found a business",
+            Act::SetWage => "set a wage",
+            Act::CallMeeting => "call a meeting",
+            Act::AssignTask => "give someone a task",
+        }
+    }
+
+    /// The act at a place, as the details and a refusal say it ("post a job at …").
+    fn at_words(self) -> &'static str {
+        match self {
+            Act::PostJob => "post a job at",
+            Act::Found => "found a business on",
+            Act::SetWage => "set the wage at",
+            Act::CallMeeting => "call a meeting at",
+            Act::AssignTask => "give someone a task at",
+        }
+    }
+}
+
+/// "a café", "an office": a sector kind with its article.
+fn a_kind(kind: &str) -> String {
+    let word = if kind == "cafe" { "café" } else { kind };
+    if word.starts_with(['a', 'e', 'i', 'o', 'u']) {
+        format!("an {word}")
+    } else {
+        format!("a {word}")
     }
 }
 

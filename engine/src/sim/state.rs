@@ -396,7 +396,10 @@ impl<S: Storage> Sim<S> {
                     }
                 }
             }
-            Body::LlmRequested(r) if r.template == "mayor_act" && r.attempt == 1 => {
+            // A decision opens with `mayor_where` (runs before it asked `mayor_act` first).
+            Body::LlmRequested(r)
+                if (r.template == "mayor_where" || r.template == "mayor_act") && r.attempt == 1 =>
+            {
                 self.folds.mayor_decided = Some(event.sim_time_secs());
             }
             Body::LlmRequested(r) if r.template == "job_offer" => {

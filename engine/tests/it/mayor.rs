@@ -225,12 +225,12 @@ fn a_mayor_agent_decides_for_the_town_founds_and_posts_a_job_that_someone_takes(
         "{acts:?}"
     );
     let decisions = log.iter().filter(
-        |e| matches!(&e.body, Body::LlmRequested(r) if r.template == "mayor_act" && r.attempt == 1),
+        |e| matches!(&e.body, Body::LlmRequested(r) if r.template == "mayor_where" && r.attempt == 1),
     );
     let times: Vec<u64> = decisions.clone().map(|e| e.sim_time_secs()).collect();
     assert!(times.windows(2).all(|w| w[1] >= w[0] + 2 * 3600), "{times:?}");
-    // Founding is an option while the site is free, and is not once it is built on; every
-    // ask names the workplaces (never a home) and says a job needs one.
+    // Where the mayor may act: the free site while it is free (and never once built on),
+    // the places that stand and never a home; the business founded stands among them after.
     let asked: Vec<String> = decisions
         .map(|e| match &e.body {
             Body::LlmRequested(r) => match &r.prompt {
@@ -241,16 +241,17 @@ fn a_mayor_agent_decides_for_the_town_founds_and_posts_a_job_that_someone_takes(
         })
         .collect();
     assert!(asked.len() >= 2, "{asked:?}");
-    assert!(asked[0].contains("| found a business |"), "{}", asked[0]);
-    assert!(asked[1..].iter().all(|p| !p.contains("found a business |")), "{asked:?}");
+    let options = |p: &String| p.lines().find(|l| l.starts_with("Options: ")).expect(p).to_owned();
+    assert!(options(&asked[0]).contains("| north lot (a free site) |"), "{}", asked[0]);
     for p in &asked {
-        let line = p.lines().find(|l| l.starts_with("Workplaces now: ")).expect(p);
-        assert!(line.contains("Marigold café") && !line.contains("Ashcombe house"), "{line}");
+        let line = options(p);
+        assert!(line.contains("Marigold café (a café that stands)"), "{line}");
+        assert!(!line.contains("Ashcombe house") && line.ends_with("| nowhere for now"), "{line}");
     }
-    assert!(
-        asked[1..].iter().all(|p| p.contains("Rule bakery")),
-        "the business founded is a workplace"
-    );
+    for p in &asked[1..] {
+        let line = options(p);
+        assert!(!line.contains("free site") && line.contains("Rule bakery ("), "{line}");
+    }
     assert!(log.iter().any(|e| matches!(e.body, Body::JobTaken(_))));
     // The founding was paid from the treasury; the map holds the business.
     assert!(log.iter().any(|e| matches!(&e.body, Body::CashMoved(c) if c.from == Account::Town && c.amount_cents == 40_000)));
@@ -319,10 +320,9 @@ impl hamlet_gateway::backend::LlmBackend for SameJobAgainRules {
         Result<hamlet_gateway::backend::Completion, hamlet_gateway::backend::BackendError>,
     > {
         let text = match a.call.template.as_str() {
+            "mayor_where" => r#"{"choice": "Marigold café (a café that stands)"}"#,
             "mayor_act" => r#"{"choice": "post a job"}"#,
-            "mayor_details" => {
-                r#"{"sector": "Marigold café", "title": "baker", "dollars_per_hour": 15}"#
-            }
+            "mayor_details" => r#"{"title": "baker", "dollars_per_hour": 15}"#,
             "job_offer" => r#"{"answer": "no"}"#,
             _ => return hamlet_testkit::rules::RuleModel.complete(a),
         };
@@ -371,7 +371,9 @@ fn a_mayor_agents_act_the_town_refuses_is_not_written_and_the_mayor_remembers_wh
         .iter()
         .filter_map(|e| match &e.body {
             Body::MemoryAdded(m)
-                if m.description.contains("meant to post a job for the town but could not") =>
+                if m.description.contains(
+                    "meant to post a job at Marigold café for the town but could not",
+                ) =>
             {
                 Some(m.description.as_str())
             }
