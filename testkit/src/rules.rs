@@ -164,7 +164,7 @@ pub fn answer(template: &str, user: &str) -> String {
             let no_jobs = line("Jobs open: ").is_some_and(|v| v.starts_with("none."))
                 && line("Jobs taken: ").is_some_and(|v| v.starts_with("none"));
             let site = options.iter().find(|o| o.ends_with("(a free site)"));
-            let standing = options.iter().filter(|o| o.ends_with("that stands)")).last();
+            let standing = options.iter().rfind(|o| o.ends_with("that stands)"));
             let choice = match (site, standing) {
                 (Some(site), _) => site.clone(),
                 (None, Some(place)) if no_jobs => place.clone(),
