@@ -395,6 +395,10 @@ impl<S: Storage> Sim<S> {
         vars.insert("job", format!("{title} at {sector}, paid {} an hour", cents(rate)));
         let workplace = self.workplace_of(agent).unwrap_or_else(|| "no work".to_owned());
         vars.insert("work", workplace);
+        vars.insert(
+            "goal",
+            self.folds.goals.get(&agent).cloned().unwrap_or_else(|| "not said".into()),
+        );
         let shape = hamlet_gateway::answer::Shape::YesNo;
         let asking = template("job_offer").and_then(|t| t.call(&vars, self.settings.style, shape));
         let mut call = asking.map_err(crate::mind::think::ThinkError::from)?;
@@ -675,7 +679,11 @@ impl<S: Storage> Sim<S> {
         let act = match chosen {
             Act::PostJob => Some(MayorAct::PostJob {
                 sector: place.to_owned(),
-                title: s("title"),
+                // "Baker at Hart's Bakery" at Hart's Bakery is a baker's job there.
+                title: match s("title").rsplit_once(" at ") {
+                    Some((title, at)) if at.eq_ignore_ascii_case(place) => title.trim().to_owned(),
+                    _ => s("title"),
+                },
                 cents_per_hour: cents_of("dollars_per_hour"),
             }),
             Act::Found => Some(MayorAct::Found {

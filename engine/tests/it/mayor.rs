@@ -322,7 +322,8 @@ impl hamlet_gateway::backend::LlmBackend for SameJobAgainRules {
         let text = match a.call.template.as_str() {
             "mayor_where" => r#"{"choice": "Marigold café (a café that stands)"}"#,
             "mayor_act" => r#"{"choice": "post a job"}"#,
-            "mayor_details" => r#"{"title": "baker", "dollars_per_hour": 15}"#,
+            // The place named again in the title is the place's.
+            "mayor_details" => r#"{"title": "baker at Marigold Café", "dollars_per_hour": 15}"#,
             "job_offer" => r#"{"answer": "no"}"#,
             _ => return hamlet_testkit::rules::RuleModel.complete(a),
         };
