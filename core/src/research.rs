@@ -720,6 +720,25 @@ mod tests {
         );
     }
 
+    /// Events of `bodies` at their times, each one's id its index in every byte.
+    fn numbered(bodies: impl IntoIterator<Item = (u64, Body)>) -> Vec<Event> {
+        bodies
+            .into_iter()
+            .enumerate()
+            .map(|(i, (at, body))| Event {
+                id: hamlet_log::EventId([i as u8; 32]),
+                parent: hamlet_log::EventId::NONE,
+                branch: hamlet_log::BranchId(hamlet_log::EventId::NONE),
+                header: hamlet_log::event::Header {
+                    seq: i as u64,
+                    sim_time_secs: at,
+                    causes: Vec::new(),
+                },
+                body,
+            })
+            .collect()
+    }
+
     #[test]
     fn a_goals_progress_is_what_the_log_counts_toward_its_measure() {
         use crate::town::{Measure, GOAL_TRAIT, MEASURE_TRAIT};
@@ -804,21 +823,7 @@ mod tests {
             (h(11), acted(Some(4), job("porter"))),
             (h(12), taken(3, 18)),
         ];
-        let events: Vec<Event> = bodies
-            .into_iter()
-            .enumerate()
-            .map(|(i, (at, body))| Event {
-                id: hamlet_log::EventId([i as u8; 32]),
-                parent: hamlet_log::EventId::NONE,
-                branch: hamlet_log::BranchId(hamlet_log::EventId::NONE),
-                header: hamlet_log::event::Header {
-                    seq: i as u64,
-                    sim_time_secs: at,
-                    causes: Vec::new(),
-                },
-                body,
-            })
-            .collect();
+        let events = numbered(bodies);
         let rows = goals(&events, 3600);
         let at = |agent: &str, secs: u64| {
             rows.iter().find(|r| r.agent == agent && r.at_secs == secs).unwrap().clone()
@@ -914,21 +919,7 @@ mod tests {
             // A wage from outside the town is not the treasury's.
             (h(11), moved(Account::World, worker(), 900, "wage at café")),
         ];
-        let events: Vec<Event> = bodies
-            .into_iter()
-            .enumerate()
-            .map(|(i, (at, body))| Event {
-                id: hamlet_log::EventId([i as u8; 32]),
-                parent: hamlet_log::EventId::NONE,
-                branch: hamlet_log::BranchId(hamlet_log::EventId::NONE),
-                header: hamlet_log::event::Header {
-                    seq: i as u64,
-                    sim_time_secs: at,
-                    causes: Vec::new(),
-                },
-                body,
-            })
-            .collect();
+        let events = numbered(bodies);
         let (rows, jobs) = mayor(&events, 3600);
         let at = |secs: u64| rows.iter().find(|r| r.at_secs == secs).unwrap().clone();
         assert_eq!(at(h(8)).treasury_cents, 60_000);

@@ -327,18 +327,7 @@ impl hamlet_gateway::backend::LlmBackend for SameJobAgainRules {
             "job_offer" => r#"{"answer": "no"}"#,
             _ => return hamlet_testkit::rules::RuleModel.complete(a),
         };
-        Box::pin(async move {
-            Ok(hamlet_gateway::backend::Completion {
-                text: text.into(),
-                tokens_prompt: 50,
-                tokens_completion: 10,
-                finish_reason: "stop".into(),
-                response_model: "rules".into(),
-                response_id: String::new(),
-                probabilities: Vec::new(),
-                tokens_cached: 0,
-            })
-        })
+        Box::pin(async move { Ok(hamlet_testkit::rules::completion(text.into())) })
     }
 }
 
