@@ -473,22 +473,16 @@ pub fn presence(
 }
 
 /// [`presence`] over a recording's events: `place` is a sector (`Marigold café`) or an
-/// arena (`Marigold café:counter`), any case, of the town the recording loaded.
+/// arena (`Marigold café:counter`), any case, of the town the recording loaded or a building
+/// added to it while it ran (a business a mayor founded).
 pub fn attendance(
     events: &[Event],
     place: &str,
     from: u64,
     until: u64,
 ) -> Result<Vec<Attendee>, String> {
-    let source = events
-        .iter()
-        .find_map(|e| match &e.body {
-            Body::TownLoaded(t) => Some(t.source.as_str()),
-            _ => None,
-        })
-        .ok_or("the recording holds no town")?;
-    let town = crate::town::Definition::parse("the recorded town", source)
-        .map_err(|e| format!("the recorded town does not load: {e}"))?;
+    let town = crate::town::build::recorded_town(events)
+        .ok_or("the recording holds no town, or one that does not load")?;
     let want = place.trim().to_lowercase();
     let inside = |tile: Tile| {
         town.address_of(tile).is_some_and(|a| {

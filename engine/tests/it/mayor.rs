@@ -275,6 +275,11 @@ fn the_shipped_scenario_oak_hill_has_its_mayor_found_on_its_site_and_fill_a_job(
     assert!(log.iter().any(|e| matches!(e.body, Body::JobTaken(_))));
     let town = hamlet_engine::town::build::recorded_town(&log).unwrap();
     assert_eq!(town.sectors.len(), 5, "the business stands on the map");
+    // Who was there is asked of the business founded as of any place.
+    let founded = &town.sectors[4].name;
+    let end = log.last().unwrap().sim_time_secs();
+    assert!(hamlet_engine::research::attendance(&log, founded, 0, end).is_ok(), "{founded}");
+    assert!(hamlet_engine::research::attendance(&log, "Nowhere", 0, end).is_err());
     // Ada's goal is measured by the hires of jobs she posted.
     let rows = hamlet_engine::research::goals(&log, 3600);
     let ada = rows.iter().rfind(|r| r.agent == "Ada Brook").unwrap();
