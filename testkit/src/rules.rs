@@ -269,6 +269,33 @@ impl LlmBackend for RuleModel {
     }
 }
 
+/// A test double: [`RuleModel`]'s rules, except the answers its function gives (by template
+/// and the prompt's last message) — a test's own twist on the rules in a line or two.
+pub struct RulesExcept(pub fn(&str, &str) -> Option<String>);
+
+impl LlmBackend for RulesExcept {
+    fn name(&self) -> &str {
+        "rules-except-test-double"
+    }
+    fn server(&self) -> String {
+        String::new()
+    }
+    fn model(&self) -> String {
+        "rules".into()
+    }
+    fn recorded_latency_ms(&self, _: [u8; 32]) -> Option<u32> {
+        Some(0)
+    }
+    fn complete<'a>(&'a self, a: Attempt<'a>) -> BoxFuture<'a, Result<Completion, BackendError>> {
+        let user = match &a.call.prompt {
+            Prompt::Chat(m) => m.last().map(|m| m.content.clone()).unwrap_or_default(),
+            Prompt::Text(t) => t.clone(),
+        };
+        let Some(text) = (self.0)(&a.call.template, &user) else { return RuleModel.complete(a) };
+        Box::pin(async move { Ok(completion(text)) })
+    }
+}
+
 /// A second model for runs that mix models: [`RuleModel`]'s rules under another model's
 /// name (`rules-b`), so each call's model tells which one answered.
 pub struct SecondRuleModel;
@@ -292,7 +319,7 @@ impl LlmBackend for SecondRuleModel {
 }
 
 /// The doubles' completion of `text`: fixed token counts, finished.
-pub fn completion(text: String) -> Completion {
+fn completion(text: String) -> Completion {
     Completion {
         tokens_prompt: 50,
         tokens_completion: 10,

@@ -300,40 +300,18 @@ fn the_shipped_scenario_oak_hill_has_its_mayor_found_on_its_site_and_fill_a_job(
     assert!(prompts.iter().all(|p| !p.contains("Willowmere")), "{prompts:?}");
 }
 
-/// A test double: the rules, except that its mayor posts the same job every time it decides
-/// and nobody takes a job.
-struct SameJobAgainRules;
-
-impl hamlet_gateway::backend::LlmBackend for SameJobAgainRules {
-    fn name(&self) -> &str {
-        "same-job-test-double"
-    }
-    fn server(&self) -> String {
-        String::new()
-    }
-    fn model(&self) -> String {
-        "rules".into()
-    }
-    fn recorded_latency_ms(&self, _: [u8; 32]) -> Option<u32> {
-        Some(0)
-    }
-    fn complete<'a>(
-        &'a self,
-        a: hamlet_gateway::backend::Attempt<'a>,
-    ) -> futures::future::BoxFuture<
-        'a,
-        Result<hamlet_gateway::backend::Completion, hamlet_gateway::backend::BackendError>,
-    > {
-        let text = match a.call.template.as_str() {
-            "mayor_where" => r#"{"choice": "Marigold café (a café that stands)"}"#,
-            "mayor_act" => r#"{"choice": "post a job"}"#,
-            // The place named again in the title is the place's.
-            "mayor_details" => r#"{"title": "baker at Marigold Café", "dollars_per_hour": 15}"#,
-            "job_offer" => r#"{"answer": "no"}"#,
-            _ => return hamlet_testkit::rules::RuleModel.complete(a),
-        };
-        Box::pin(async move { Ok(hamlet_testkit::rules::completion(text.into())) })
-    }
+/// The rules, except that the mayor posts the same job every time it decides and nobody
+/// takes a job.
+fn same_job_again(template: &str, _: &str) -> Option<String> {
+    let text = match template {
+        "mayor_where" => r#"{"choice": "Marigold café (a café that stands)"}"#,
+        "mayor_act" => r#"{"choice": "post a job"}"#,
+        // The place named again in the title is the place's.
+        "mayor_details" => r#"{"title": "baker at Marigold Café", "dollars_per_hour": 15}"#,
+        "job_offer" => r#"{"answer": "no"}"#,
+        _ => return None,
+    };
+    Some(text.to_owned())
 }
 
 #[test]
@@ -343,7 +321,7 @@ fn a_mayor_agents_act_the_town_refuses_is_not_written_and_the_mayor_remembers_wh
         format!("{}{}", town().source, MAYOR.replace("\"player\"", &format!("\"{first}\"")));
     let led = Definition::parse("agent.toml", &source).unwrap();
     let gateway = hamlet_gateway::Gateway::new(
-        std::sync::Arc::new(SameJobAgainRules),
+        std::sync::Arc::new(hamlet_testkit::rules::RulesExcept(same_job_again)),
         std::sync::Arc::new(hamlet_testkit::rules::LetterEmbedder),
         hamlet_gateway::Params::default(),
         hamlet_gateway::RetryPolicy::default(),
