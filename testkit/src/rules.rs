@@ -392,32 +392,9 @@ pub fn over_http(request: &Received) -> Reply {
 
 /// A test double: the rules, except that every line of dialogue is the same greeting (as a
 /// small model answering greedily tends to do).
-pub struct EchoingRules;
+pub const ECHOING_RULES: RulesExcept = RulesExcept(echoing);
 
-impl LlmBackend for EchoingRules {
-    fn name(&self) -> &str {
-        "echoing-rule-test-double"
-    }
-    fn server(&self) -> String {
-        String::new()
-    }
-    fn model(&self) -> String {
-        "rules".into()
-    }
-    fn recorded_latency_ms(&self, _: [u8; 32]) -> Option<u32> {
-        Some(0)
-    }
-    fn complete<'a>(&'a self, a: Attempt<'a>) -> BoxFuture<'a, Result<Completion, BackendError>> {
-        let user = match &a.call.prompt {
-            Prompt::Chat(m) => m.last().map(|m| m.content.clone()).unwrap_or_default(),
-            Prompt::Text(t) => t.clone(),
-        };
-        let Some(text) = echoing(&a.call.template, &user) else { return RuleModel.complete(a) };
-        Box::pin(async move { Ok(completion(text)) })
-    }
-}
-
-/// [`EchoingRules`]' answer to a call of `template`, when it is not the rules'.
+/// [`ECHOING_RULES`]' answer to a call of `template`, when it is not the rules'.
 fn echoing(template: &str, user: &str) -> Option<String> {
     let line = "I'm doing well, thanks! How about you?";
     match template {
@@ -431,7 +408,7 @@ fn echoing(template: &str, user: &str) -> Option<String> {
     }
 }
 
-/// [`EchoingRules`] as a server's replies ([`over_http`]'s, but every line the same
+/// [`ECHOING_RULES`] as a server's replies ([`over_http`]'s, but every line the same
 /// greeting): a second model over HTTP that answers differently.
 pub fn echoing_over_http(request: &Received) -> Reply {
     let messages = request.body["messages"].as_array().cloned().unwrap_or_default();

@@ -756,7 +756,7 @@ fn a_fork_of_a_renamed_run_renamed_in_turn_resimulates_identically() {
 
 fn echoing() -> Gateway {
     Gateway::new(
-        Arc::new(crate::rules::EchoingRules),
+        Arc::new(crate::rules::ECHOING_RULES),
         Arc::new(LetterEmbedder),
         Params::default(),
         RetryPolicy::default(),
