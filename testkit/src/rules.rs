@@ -260,10 +260,7 @@ impl LlmBackend for RuleModel {
         Some(0)
     }
     fn complete<'a>(&'a self, a: Attempt<'a>) -> BoxFuture<'a, Result<Completion, BackendError>> {
-        let user = match &a.call.prompt {
-            Prompt::Chat(m) => m.last().map(|m| m.content.clone()).unwrap_or_default(),
-            Prompt::Text(t) => t.clone(),
-        };
+        let user = last_message(&a.call.prompt);
         let text = answer(&a.call.template, &user);
         Box::pin(async move { Ok(completion(text)) })
     }
@@ -287,10 +284,7 @@ impl LlmBackend for RulesExcept {
         Some(0)
     }
     fn complete<'a>(&'a self, a: Attempt<'a>) -> BoxFuture<'a, Result<Completion, BackendError>> {
-        let user = match &a.call.prompt {
-            Prompt::Chat(m) => m.last().map(|m| m.content.clone()).unwrap_or_default(),
-            Prompt::Text(t) => t.clone(),
-        };
+        let user = last_message(&a.call.prompt);
         let Some(text) = (self.0)(&a.call.template, &user) else { return RuleModel.complete(a) };
         Box::pin(async move { Ok(completion(text)) })
     }
@@ -315,6 +309,14 @@ impl LlmBackend for SecondRuleModel {
     }
     fn complete<'a>(&'a self, a: Attempt<'a>) -> BoxFuture<'a, Result<Completion, BackendError>> {
         RuleModel.complete(a)
+    }
+}
+
+/// A prompt's last message (its question), or its whole text.
+fn last_message(prompt: &Prompt) -> String {
+    match prompt {
+        Prompt::Chat(m) => m.last().map(|m| m.content.clone()).unwrap_or_default(),
+        Prompt::Text(t) => t.clone(),
     }
 }
 
