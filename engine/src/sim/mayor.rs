@@ -2,8 +2,9 @@
 //! an act is checked against the town and written as `MayorActed` (a business founded also
 //! pays its cost from the treasury); every agent reads it as a notice the next time it
 //! thinks; a meeting or a task is kept in plans as an appointment; a job is offered to one
-//! agent at a time (in agent order, each once) until one takes it (`JobTaken`), and the
-//! hours worked there are paid from the treasury (`economy::pay_wage`).
+//! agent at a time (in agent order, each once) until one takes it (`JobTaken`); its hours
+//! ([`SHIFT_HOURS`]) are kept in the taker's plans, and the time worked there is paid from
+//! the treasury (`economy::pay_wage`).
 //! Must not: decide what the mayor does (the person, or the mayor's own calls).
 
 use hamlet_log::event::{
@@ -34,6 +35,9 @@ const HOMES: [&str; 2] = ["home", "dorm"];
 
 /// The kinds of sector that are not workplaces: homes, and parks (a meeting there, no job).
 const NOT_WORK: [&str; 3] = ["home", "dorm", "park"];
+
+/// The hours of the day a job of the mayor's is worked: from 09:00 to 17:00.
+const SHIFT_HOURS: std::ops::Range<u64> = 9..17;
 
 /// A mayor agent's last option of where to act.
 const NOWHERE: &str = "nowhere for now";
@@ -98,6 +102,7 @@ impl<S: Storage> Sim<S> {
         act: MayorAct,
     ) -> Result<Vec<Body>, SimError> {
         let now = self.folds.state.sim_time_secs;
+        let act = begun_by_now(act, now);
         let sector = |name: &str| self.town.sectors.iter().any(|s| s.name == name);
         let place = |place: &str| match place.split_once(':') {
             Some((s, a)) => self
@@ -277,7 +282,7 @@ impl<S: Storage> Sim<S> {
         .await?;
         for n in unread {
             if let Some(item) = self.appointment_of(agent, n) {
-                self.plan_around(agent, item, n.event, now, pending);
+                self.plan_around(agent, vec![item], Cause::Logged(n.event), now, pending);
             }
         }
         Ok(())
@@ -327,6 +332,34 @@ impl<S: Storage> Sim<S> {
     pub(super) fn mayor_appointments(&self, agent: AgentId, day: u64) -> Vec<PlanItem> {
         let items = self.folds.notices.iter().filter_map(|n| self.appointment_of(agent, n));
         items.filter(|i| i.start_secs / 86_400 == day).collect()
+    }
+
+    /// The hours `agent` works on simulated day `day` at the job of the mayor's it holds, if
+    /// it holds one: see [`shift`].
+    pub(super) fn shift_on(&self, agent: AgentId, day: u64) -> Vec<PlanItem> {
+        let job = self.folds.state.mayor.as_ref().and_then(|b| {
+            b.jobs.iter().rev().find(|j| j.taken_by == Some(agent)).map(|j| j.posted)
+        });
+        let (Some(posted), Some(&taken)) = (job, self.folds.job_taken_at.get(&agent)) else {
+            return Vec::new();
+        };
+        self.shift_of(agent, posted, taken, day)
+    }
+
+    /// The hours of the job posted by `posted`, taken by `agent` at `taken_secs`, on `day`.
+    fn shift_of(
+        &self,
+        agent: AgentId,
+        posted: EventId,
+        taken_secs: u64,
+        day: u64,
+    ) -> Vec<PlanItem> {
+        let book = self.folds.state.mayor.as_ref();
+        let Some(job) = book.and_then(|b| b.jobs.iter().find(|j| j.posted == posted)) else {
+            return Vec::new();
+        };
+        let address = self.appointment_address(agent, &job.sector);
+        shift(&format!("works as {} at {}", job.title, job.sector), &address, taken_secs, day)
     }
 
     /// What a notice asks of `agent` at a time and place, as a plan item: a meeting (asked of
@@ -414,9 +447,12 @@ impl<S: Storage> Sim<S> {
         let causes: Vec<Cause> = asked.into_iter().map(Cause::Pending).collect();
         let at = pending.push(now, Body::JobTaken(JobTaken { agent, job: posted }), &causes);
         let words = format!(
-            "{} took the job of {title} at {sector}, paid {} an hour",
+            "{} took the job of {title} at {sector}, paid {} an hour, and works there from \
+             {:02}:00 to {:02}:00 every day",
             who.name,
-            cents(rate)
+            cents(rate),
+            SHIFT_HOURS.start,
+            SHIFT_HOURS.end
         );
         remember_rated(
             &self.gateway,
@@ -431,6 +467,9 @@ impl<S: Storage> Sim<S> {
             pending,
         )
         .await?;
+        // Today's hours go into its plans at once (the fold does not know the job is taken).
+        let hours = self.shift_of(agent, posted, now, now / 86_400);
+        self.plan_around(agent, hours, Cause::Pending(at), now, pending);
         Ok(())
     }
 
@@ -451,17 +490,20 @@ impl<S: Storage> Sim<S> {
     pub(super) fn plan_around(
         &self,
         agent: AgentId,
-        item: PlanItem,
-        cause: EventId,
+        items: Vec<PlanItem>,
+        cause: Cause,
         now: u64,
         pending: &mut Pending,
     ) {
         let today = now / 86_400;
-        if item.start_secs / 86_400 != today || !self.strategy(agent).plans() {
+        let items: Vec<PlanItem> =
+            items.into_iter().filter(|i| i.start_secs / 86_400 == today).collect();
+        let Some(first) = items.iter().map(|i| i.start_secs).min() else { return };
+        if !self.strategy(agent).plans() {
             return;
         }
         if self.folds.goal_planners.contains(&agent) {
-            self.cut_purpose_at(agent, item.start_secs, Cause::Logged(cause), now, pending);
+            self.cut_purpose_at(agent, first, cause, now, pending);
             return;
         }
         let Some(day_plan) = self
@@ -472,14 +514,20 @@ impl<S: Storage> Sim<S> {
         else {
             return;
         };
+        // What the fold knows stands over what is new (a job's hours, not yet folded): a
+        // meeting read as a notice is among the appointments already.
         let mut appointments = self.appointments_on(agent, today);
-        if !appointments.contains(&item) {
-            appointments.push(item);
+        let end = |i: &PlanItem| i.start_secs + u64::from(i.duration_secs);
+        for item in items {
+            if appointments.iter().all(|a| end(a) <= item.start_secs || a.start_secs >= end(&item))
+            {
+                appointments.push(item);
+            }
         }
         appointments.sort_by_key(|k| k.start_secs);
         let items = crate::mind::plan::with_appointments(day_plan.items.clone(), &appointments);
         let plan = PlanMade { agent, level: PlanLevel::Day, decomposes: None, items };
-        pending.push(now, Body::PlanMade(plan), &[Cause::Logged(cause)]);
+        pending.push(now, Body::PlanMade(plan), &[cause]);
     }
 }
 
@@ -753,6 +801,58 @@ impl<S: Storage> Sim<S> {
         )
         .await?;
         Ok(())
+    }
+}
+
+/// The hours of a job taken at `taken_secs`, on simulated day `day`, one plan item an hour
+/// ([`SHIFT_HOURS`]; on the day it was taken, from the next whole hour): none before that
+/// day. A job's hours are the least of an agent's appointments: an hour a meeting, a hosted
+/// event or a promise overlaps is given to it.
+fn shift(description: &str, address: &str, taken_secs: u64, day: u64) -> Vec<PlanItem> {
+    let midnight = day * 86_400;
+    let first = if taken_secs / 86_400 == day {
+        taken_secs.div_ceil(3600) * 3600
+    } else if taken_secs / 86_400 < day {
+        midnight
+    } else {
+        return Vec::new();
+    };
+    SHIFT_HOURS
+        .map(|h| midnight + h * 3600)
+        .filter(|start| *start >= first)
+        .map(|start_secs| PlanItem {
+            description: description.to_owned(),
+            address: address.to_owned(),
+            start_secs,
+            duration_secs: 3600,
+        })
+        .collect()
+}
+
+/// A meeting or task set for the hour under way that would start before now starts at the
+/// next minute and ends when it was to (a mayor deciding at 09:00:10 calls a meeting "from
+/// 09:00"); one from an earlier hour, or already over, is left to be refused.
+fn begun_by_now(act: MayorAct, now: u64) -> MayorAct {
+    let hour = now - now % 3600;
+    let next_minute = now.div_ceil(60) * 60;
+    let moved = |start: u64, duration: u32| {
+        let end = start + u64::from(duration);
+        if start < now && start >= hour && end > next_minute {
+            (next_minute, u32::try_from(end - next_minute).unwrap_or(duration))
+        } else {
+            (start, duration)
+        }
+    };
+    match act {
+        MayorAct::CallMeeting { what, place, start_secs, duration_secs } => {
+            let (start_secs, duration_secs) = moved(start_secs, duration_secs);
+            MayorAct::CallMeeting { what, place, start_secs, duration_secs }
+        }
+        MayorAct::AssignTask { agent, what, place, start_secs, duration_secs } => {
+            let (start_secs, duration_secs) = moved(start_secs, duration_secs);
+            MayorAct::AssignTask { agent, what, place, start_secs, duration_secs }
+        }
+        other => other,
     }
 }
 

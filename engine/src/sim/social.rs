@@ -53,7 +53,8 @@ impl<S: Storage> Sim<S> {
     /// the run leaves the mechanism out): of two that overlap, the later made stands. From
     /// rulebook 6 the events it hosts that day stand over them all ([`Mechanism::Hosting`]).
     pub(super) fn appointments_on(&self, agent: AgentId, day: u64) -> Vec<PlanItem> {
-        let mut kept: Vec<PlanItem> = Vec::new();
+        // A job's hours first: whatever else is kept today stands over them.
+        let mut kept: Vec<PlanItem> = self.shift_on(agent, day);
         if self.settings.rulebook.uses(Mechanism::Commitments) {
             for c in self.folds.commitments.get(&agent).into_iter().flatten() {
                 if c.start_secs / 86_400 == day {

@@ -82,6 +82,8 @@ pub(super) struct Folds {
     pub(super) noticed: BTreeSet<(AgentId, EventId)>,
     /// Which agent was offered which job (folded from the `job_offer` calls it caused).
     pub(super) job_asked: BTreeSet<(AgentId, EventId)>,
+    /// When each agent took its last job of the mayor's (its `JobTaken`).
+    pub(super) job_taken_at: BTreeMap<AgentId, u64>,
     /// When the mayor agent last decided what to do for the town (its `mayor_act` call).
     pub(super) mayor_decided: Option<u64>,
     pub(super) minds: Minds,
@@ -388,6 +390,9 @@ impl<S: Storage> Sim<S> {
                     mayor: m.mayor,
                     act: m.act.clone(),
                 });
+            }
+            Body::JobTaken(j) => {
+                self.folds.job_taken_at.insert(j.agent, event.sim_time_secs());
             }
             Body::MemoryAdded(m) if !self.folds.notices.is_empty() => {
                 for cause in &event.header.causes {

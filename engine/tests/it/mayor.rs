@@ -75,6 +75,24 @@ fn the_person_as_mayor_posts_a_job_founds_a_business_and_calls_a_meeting_and_the
         };
         assert_eq!(refused(sim.mayor_act(past)).0, "start");
         assert_eq!(head(&sim), before, "nothing written");
+        // A meeting "from" the hour under way, decided after it struck, begins at the next
+        // minute and ends when it was to.
+        let now = sim.state().sim_time_secs;
+        let hour = now - now % 3600;
+        let this_hour = MayorAct::CallMeeting {
+            what: "the bakery".into(),
+            place: "Willowmere town hall".into(),
+            start_secs: hour,
+            duration_secs: 3600,
+        };
+        let bodies = sim.check_mayor_act(this_hour).unwrap();
+        let next_minute = now.div_ceil(60) * 60;
+        assert!(
+            matches!(&bodies[0], Body::MayorActed(m) if matches!(&m.act,
+                MayorAct::CallMeeting { start_secs, duration_secs, .. }
+                    if *start_secs == next_minute && *start_secs + u64::from(*duration_secs) == hour + 3600)),
+            "{bodies:?}"
+        );
 
         // Founded: paid from the treasury, on the map; a second time on the same site is not.
         sim.mayor_act(found("north lot", 40_000)).unwrap();
@@ -252,7 +270,47 @@ fn a_mayor_agent_decides_for_the_town_founds_and_posts_a_job_that_someone_takes(
         let line = options(p);
         assert!(!line.contains("free site") && line.contains("Rule bakery ("), "{line}");
     }
-    assert!(log.iter().any(|e| matches!(e.body, Body::JobTaken(_))));
+    let (taker, taken_at) = log
+        .iter()
+        .find_map(|e| match &e.body {
+            Body::JobTaken(j) => Some((j.agent, e.sim_time_secs())),
+            _ => None,
+        })
+        .expect("a job taken");
+    // Its hours went into the taker's plans at once, from the next whole hour, at the
+    // bakery; the taker worked there and was paid from the treasury for it.
+    let first_hour = taken_at.div_ceil(3600) * 3600;
+    let planned = log.iter().find_map(|e| match &e.body {
+        Body::PlanMade(p) if p.agent == taker && e.sim_time_secs() == taken_at => Some(p),
+        _ => None,
+    });
+    let shift = planned.map(|p| {
+        p.items
+            .iter()
+            .filter(|i| i.description == "works as baker at Rule bakery")
+            .collect::<Vec<_>>()
+    });
+    assert!(
+        shift.as_ref().is_some_and(|s| !s.is_empty()
+            && s[0].start_secs == first_hour
+            && s.iter().all(|i| i.address.starts_with("Rule bakery"))),
+        "{planned:?}"
+    );
+    let worked = log.iter().any(|e| {
+        matches!(&e.body, Body::ActionStarted(a)
+        if a.agent == taker && a.address.starts_with("Rule bakery"))
+    });
+    assert!(worked, "the taker never worked at the bakery");
+    let paid: i64 = log
+        .iter()
+        .filter_map(|e| match &e.body {
+            Body::CashMoved(c) if c.from == Account::Town && c.to == Account::Agent(taker) => {
+                Some(c.amount_cents)
+            }
+            _ => None,
+        })
+        .sum();
+    assert!(paid > 0, "no wage paid");
     // The founding was paid from the treasury; the map holds the business.
     assert!(log.iter().any(|e| matches!(&e.body, Body::CashMoved(c) if c.from == Account::Town && c.amount_cents == 40_000)));
     let town = hamlet_engine::town::build::recorded_town(&log).unwrap();
