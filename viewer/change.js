@@ -30,6 +30,9 @@ let followTimer = 0;
 const model = { backend: 'default', base_url: '', model: '', api_key: '', embed: 'local', embed_model: '' };
 const modelInputs = {};
 
+/** What a number field starts at: a wage a mayor might pay, a meeting in an hour. */
+const NUMBER_DEFAULTS = { minutes: '30', cash_cents: '5000', dollars: '15', in_minutes: '60' };
+
 /** The forms: each kind's fields, as `[field, label, type, hint]`. */
 const KINDS = {
   'inner-voice': { label: 'Inner voice', model: true, fields: [['agent', 'Agent', 'agent'], ['text', 'The thought', 'textarea', 'e.g. “I should ask Juniper to the party”']] },
@@ -144,7 +147,7 @@ function field(name, label, type, hint) {
       input = el('input', { type: 'checkbox' });
       break;
     case 'number':
-      input = el('input', { type: 'number', class: 'input input-narrow', value: name === 'minutes' ? '30' : name === 'cash_cents' ? '5000' : '0' });
+      input = el('input', { type: 'number', class: 'input input-narrow', value: NUMBER_DEFAULTS[name] ?? '0' });
       break;
     case 'arena':
       input = el('select', { class: 'input' }, ...options((map.arenas || []).map((a) => `${a.sector}:${a.arena}`)));
@@ -234,7 +237,7 @@ function values() {
   for (const input of fieldsBox.querySelectorAll('[data-field]')) {
     const name = input.dataset.field;
     if (input.type === 'checkbox') out[name] = input.checked;
-    else if (['agent', 'x', 'y', 'cash_cents', 'minutes'].includes(name)) out[name] = Number(input.value);
+    else if (name === 'agent' || input.type === 'number') out[name] = Number(input.value);
     else if (name === 'model') out[name] = input.value.trim() || null;
     else out[name] = input.value;
   }

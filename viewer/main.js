@@ -515,6 +515,7 @@ async function loadBranch(branch, at) {
     call('map', { branch }),
   ]);
   if (epoch !== app.epoch) return;
+  app.map = mp.status === 'fulfilled' ? mp.value : null;
   if (mp.status === 'fulfilled') setMap(mp.value);
   else { mapError(mp.reason.message); showError(mp.reason.message, 'Could not load the map'); }
   if (tl.status === 'fulfilled' && tl.value && typeof tl.value === 'object') {

@@ -62,6 +62,8 @@ pub mod kinds {
     pub const REFLECTION_STARTED: u16 = 20;
     /// `Intervened`.
     pub const INTERVENED: u16 = 23;
+    /// `MayorActed`.
+    pub const MAYOR_ACTED: u16 = 28;
 }
 
 #[cfg(test)]
@@ -78,6 +80,7 @@ mod tests {
             (CLOCK_STEPPED, "ClockStepped"),
             (MOVED, "Moved"),
             (PLAN_MADE, "PlanMade"),
+            (MAYOR_ACTED, "MayorActed"),
             (CONVERSATION_STARTED, "ConversationStarted"),
             (DIALOGUE_TURN, "DialogueTurn"),
             (REFLECTION_STARTED, "ReflectionStarted"),

@@ -105,6 +105,7 @@ impl Scan {
             kinds::CONVERSATION_STARTED,
             kinds::REFLECTION_STARTED,
             kinds::INTERVENED,
+            kinds::MAYOR_ACTED,
         ];
         source.for_each_stored(branch, 0, head, &mut |b, stored| {
             let (seq, secs) = (stored.header.seq, stored.header.sim_time_secs);

@@ -122,6 +122,22 @@ fn the_timeline_counts_every_event_and_marks_what_matters() {
 }
 
 #[test]
+fn the_timeline_marks_each_of_the_mayors_acts() {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../recordings/oak-hill-mayor.hamlet");
+    let bytes = std::fs::read(&path).unwrap();
+    let acted: Vec<u64> = events_of(&bytes)
+        .iter()
+        .filter(|e| matches!(e.body, Body::MayorActed(_)))
+        .map(Event::seq)
+        .collect();
+    assert!(!acted.is_empty(), "the mayor's scenario has the mayor act");
+    let mut viewer = Viewer::recording(&bytes, &path).unwrap();
+    let t = viewer.timeline("main", 300).unwrap();
+    let marked: Vec<u64> = t.markers.iter().filter(|m| m.kind == "mayor").map(|m| m.seq).collect();
+    assert_eq!(marked, acted);
+}
+
+#[test]
 fn the_map_is_the_recorded_town() {
     let (path, bytes) = shipped();
     let mut viewer = Viewer::recording(&bytes, &path).unwrap();

@@ -11,7 +11,9 @@
 //! continues ten simulated minutes, cancels a second continuation part way, and compares the
 //! fork with main and plots it; the other kills the viewer with SIGKILL during a
 //! continuation, reopens the store in a new window, finds every step it was told of, and
-//! continues. Screenshots of each view go to `target/viewer-e2e/`; the latencies measured in
+//! continues. One leads a town as its mayor from the Intervene tab's form, typed as a person
+//! would (`mayor.rs`): a job at a home refused next to its field, one at the café written
+//! and marked on the timeline. Screenshots of each view go to `target/viewer-e2e/`; the latencies measured in
 //! the window are printed with the machine (`benches/window.rs` prints the same without the
 //! checks).
 //!
@@ -21,6 +23,7 @@
 
 mod browser;
 mod hostile;
+mod mayor;
 mod measure;
 mod scripted_server;
 mod webdriver;
@@ -1013,6 +1016,61 @@ fn a_fork_is_changed_continued_cancelled_and_compared_in_the_window() {
     let bytes = std::fs::read(&out).unwrap();
     let (_, report) = hamlet_engine::log::open_checked(&bytes).unwrap();
     assert!(report.is_clean(), "the export verifies: {:?}", report.problems);
+}
+
+/// Goal: the person leads a town from the window. Method: a Willowmere whose `[mayor]` is
+/// the person (recorded by the rules double), opened and forked at its end; in the Intervene
+/// tab, "Mayor: post a job" typed as a person would: at a home, refused in words next to the
+/// field and nothing written; at Marigold café, written and said, with a `mayor` marker on
+/// the timeline where it was written.
+#[test]
+fn the_person_as_mayor_posts_a_job_from_the_windows_form() {
+    if skip() {
+        return;
+    }
+    let _one = one_window();
+    need_embeddings();
+    let data = tempfile::tempdir().unwrap();
+    let file = data.path().join("led.hamlet");
+    mayor::led_willowmere(&file);
+    let last = events_of(&file).last().unwrap().seq();
+    let w = Window::open(&[file.display().to_string()], data.path(), &shots());
+    wait_open(&w);
+    seek(&w, last);
+    begin(&w, "fork", "window.hamlet.fork(arguments[0])", json!(["led"]));
+    let forked = outcome(&w, "fork", 5 * MINUTE);
+    assert_eq!(forked["name"], json!("led"), "the fork: {forked}");
+    w.wait_for(
+        "the fork shown",
+        "const s = window.hamlet.state(); return s.branch === 'led' && s.seq !== null ? s : null;",
+        json!([]),
+    );
+    let head = || branch_row(&w, "led")["head_seq"].as_u64().unwrap();
+    let before = head();
+
+    let job = |sector: &str| json!({ "sector": sector, "title": "baker", "dollars": 15 });
+    mayor::fill_and_send(&w, "mayor-job", &job("Ashcombe house"));
+    let refused = mayor::answered(&w, "sector");
+    let why = refused["refused"].as_str().unwrap_or_else(|| panic!("refused: {refused}"));
+    assert!(why.contains("is a home or a park"), "the window says why: {why}");
+    assert_eq!(head(), before, "nothing written");
+    w.screenshot("19-mayor-refused");
+
+    mayor::fill_and_send(&w, "mayor-job", &job("Marigold café"));
+    let done = mayor::answered(&w, "sector");
+    let said = done["said"].as_str().unwrap_or_else(|| panic!("written: {done}"));
+    assert!(said.contains("baker") && said.contains("Marigold café"), "the window says: {said}");
+    let written = w.wait_for(
+        "the branch grown",
+        "const b = window.hamlet.branches().find((b) => b.name === 'led');          return b && b.head_seq > arguments[0] ? b.head_seq : null;",
+        json!([before]),
+    );
+    w.wait_for(
+        "the mayor's marker on the timeline",
+        "const seqs = [...document.querySelectorAll('.tl-marker.kind-mayor')]            .map((n) => Number.parseInt(n.title.slice(n.title.lastIndexOf('#') + 1), 10));          return seqs.some((s) => s > arguments[0] && s <= arguments[1]) ? seqs : null;",
+        json!([before, written]),
+    );
+    w.screenshot("20-mayor-job");
 }
 
 /// Goal: a page cannot make a release build write where it says. Method: the release build
