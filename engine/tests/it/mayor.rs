@@ -418,3 +418,66 @@ fn a_mayor_agents_act_the_town_refuses_is_not_written_and_the_mayor_remembers_wh
     );
     crate::sim::assert_resim_identical(&log);
 }
+
+/// What `recordings/README.md` says of the mayor's recorded day, held to the recording: a
+/// business founded, a job taken and worked there, its wages paid from the treasury, the
+/// mayor's goal and the baker's reached, a meeting everyone came to; and a re-run of it is
+/// identical.
+#[test]
+fn the_recorded_mayors_day_founds_hires_pays_and_meets() {
+    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../recordings/oak-hill-mayor.hamlet");
+    let bytes = std::fs::read(&path).unwrap();
+    let rec = hamlet_log::Recording::open(&bytes).unwrap();
+    let root = rec.root().unwrap().id;
+    let log: Vec<hamlet_log::Event> =
+        rec.events(root, 0).unwrap().collect::<Result<_, _>>().unwrap();
+    let town = hamlet_engine::town::build::recorded_town(&log).unwrap();
+    let founded = log.iter().find_map(|e| match &e.body {
+        Body::MayorActed(m) => match &m.act {
+            MayorAct::Found { name, .. } => Some(name.clone()),
+            _ => None,
+        },
+        _ => None,
+    });
+    let founded = founded.expect("a business founded");
+    assert!(town.sectors.iter().any(|s| s.name == founded));
+    let (taker, _) = log
+        .iter()
+        .find_map(|e| match &e.body {
+            Body::JobTaken(j) => Some((j.agent, e.sim_time_secs())),
+            _ => None,
+        })
+        .expect("a job taken");
+    let wages: i64 = log
+        .iter()
+        .filter_map(|e| match &e.body {
+            Body::CashMoved(c) if c.from == Account::Town && c.to == Account::Agent(taker) => {
+                Some(c.amount_cents)
+            }
+            _ => None,
+        })
+        .sum();
+    assert!(wages >= 10_000, "wages paid: {wages} cents");
+    let end = log.last().unwrap().sim_time_secs();
+    let there = hamlet_engine::research::attendance(&log, &founded, 0, end).unwrap();
+    assert!(!there.is_empty(), "somebody worked at {founded}");
+    let rows = hamlet_engine::research::goals(&log, 3600);
+    for name in ["Ada Brook", "Tomas Reyes"] {
+        let last = rows.iter().rfind(|r| r.agent == name).unwrap();
+        assert!(last.reached_secs.is_some(), "{last:?}");
+    }
+    let meeting = log.iter().find_map(|e| match &e.body {
+        Body::MayorActed(m) => match &m.act {
+            MayorAct::CallMeeting { place, start_secs, duration_secs, .. } => {
+                Some((place.clone(), *start_secs, *start_secs + u64::from(*duration_secs)))
+            }
+            _ => None,
+        },
+        _ => None,
+    });
+    let (place, from, until) = meeting.expect("a meeting called");
+    let came = hamlet_engine::research::attendance(&log, &place, from, until).unwrap();
+    assert_eq!(came.len(), town.personas.len(), "{came:?}");
+    crate::sim::assert_resim_identical(&log);
+}
