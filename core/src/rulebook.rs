@@ -21,6 +21,9 @@
 //! spoken to by another's name or reads the plan aloud ([`Rulebook::checks_speech`]).
 //! Rulebook 8 adds none either: an object seen in one of the states its town declares is a
 //! routine sight, rated by rule rather than by a call ([`Rulebook::rates_routine_sights`]).
+//! Rulebook 9 adds none: an activity that names a place the agent knows is done there
+//! without asking ([`Rulebook::goes_where_named`]), and the open ground has words in
+//! prompts and memories ([`Rulebook::words_the_open_ground`]).
 
 use std::fmt;
 
@@ -122,7 +125,7 @@ impl Rulebook {
     /// The rulebook of every run recorded before rulebooks were numbered.
     pub const FIRST: Rulebook = Rulebook(1, 0);
     /// The rulebook this engine starts a new run with.
-    pub const CURRENT: Rulebook = Rulebook(8, 0);
+    pub const CURRENT: Rulebook = Rulebook(9, 0);
 
     /// The rulebook numbered `n`, if this engine knows it.
     pub fn numbered(n: u32) -> Option<Rulebook> {
@@ -275,6 +278,22 @@ impl Rulebook {
         self >= Rulebook(8, 0)
     }
 
+    /// Rulebook 9: an activity that names a place the agent knows, after "at", "in", "to",
+    /// "into" or "inside" ("works at Hearth café"), is done there, and the place is not
+    /// asked. Before, the small model picked another: asked where to go for "works at
+    /// Hearth café", with a bakery copied from the café offered first, it went to the bakery
+    /// all day.
+    pub fn goes_where_named(self) -> bool {
+        self >= Rulebook(9, 0)
+    }
+
+    /// Rulebook 9: the open ground, which has no address, is "the roadside" where a talk
+    /// is held there and "the street" where an agent stands in it. Before, the words were
+    /// empty: "talked with Tobias at .", "is in , .".
+    pub fn words_the_open_ground(self) -> bool {
+        self >= Rulebook(9, 0)
+    }
+
     /// The version of the prompt template `name` this rulebook asks with: `None` for the
     /// newest. Rulebook 3 changed the layout of `turn` (v6: the conversation after what the
     /// speaker remembers, the time last), `react` (v4) and `attend` (v2) (memories first,
@@ -370,6 +389,9 @@ mod tests {
         let (k, v) = Rulebook::CURRENT.setting().expect("recorded");
         assert_eq!(Rulebook::recorded(&[(k, v)]), Ok(Rulebook::CURRENT));
         assert!(Rulebook::CURRENT.bounds_everyday_actions());
+        let eight = Rulebook::numbered(8).unwrap();
+        assert!(Rulebook::CURRENT.goes_where_named() && !eight.goes_where_named());
+        assert!(Rulebook::CURRENT.words_the_open_ground() && !eight.words_the_open_ground());
         assert!(Rulebook::CURRENT.cleans_transcript_layout());
         assert!(Rulebook::CURRENT.lists_memories_in_time_order());
         assert_eq!(Rulebook::CURRENT.template_version("turn"), None);
@@ -411,7 +433,9 @@ mod tests {
         let recorded = without.settings();
         assert_eq!(recorded[1], ("rulebook.off".to_owned(), "currently,commitments".to_owned()));
         assert_eq!(Rulebook::recorded(&recorded), Ok(without));
-        assert_eq!(without.to_string(), "rulebook 8 without currently, commitments");
+        let words =
+            format!("rulebook {} without currently, commitments", Rulebook::CURRENT.number());
+        assert_eq!(without.to_string(), words);
         let five = Rulebook::numbered(5).unwrap();
         assert!(five.uses(Mechanism::Invitations) && !five.uses(Mechanism::Hosting));
         assert!(five.without(Mechanism::Inviting).unwrap_err().contains("no mechanism"));

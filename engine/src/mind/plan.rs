@@ -731,10 +731,45 @@ fn contents(known: &SpatialMemory, chosen: &[String], option: &str) -> Vec<Strin
     }
 }
 
+/// Where an agent on the open ground is, in the `location` prompt (rulebook 9).
+const OPEN_GROUND_HERE: &str = "the street";
+
+/// The words before a place's name that say the activity is done there.
+const THERE: [&str; 5] = ["at", "in", "to", "into", "inside"];
+
+/// The one of `names` that `activity` says it is done at ("works at Hearth café", "goes to
+/// the Marigold café"), if any: after one of [`THERE`] and an optional "the", as a whole
+/// word, case aside; the longest name wins. "Leaves Hearth café" names none.
+pub fn named_place<'a>(activity: &str, names: impl Iterator<Item = &'a String>) -> Option<&'a str> {
+    let text = activity.to_lowercase();
+    let mut names: Vec<&String> = names.filter(|n| !n.trim().is_empty()).collect();
+    names.sort_by_key(|n| std::cmp::Reverse(n.chars().count()));
+    names.into_iter().map(String::as_str).find(|name| {
+        let name = name.to_lowercase();
+        text.match_indices(&name).any(|(i, _)| {
+            let after = text[i + name.len()..].chars().next();
+            if after.is_some_and(char::is_alphanumeric) {
+                return false;
+            }
+            if !text[..i].ends_with(char::is_whitespace) {
+                return false;
+            }
+            let before = text[..i].trim_end();
+            let before = match before.strip_suffix("the") {
+                Some(rest) if rest.ends_with(char::is_whitespace) => rest.trim_end(),
+                _ => before,
+            };
+            let word = before.rsplit(|c: char| !c.is_alphanumeric()).next().unwrap_or("");
+            THERE.contains(&word)
+        })
+    })
+}
+
 /// Where `agent` does `activity`: a sector, an arena in it and (if it knows any) an object
 /// in that, each chosen from its spatial memory with where it is offered first. A level with
-/// one option asks nothing. Returns `sector:arena[:object]` (empty when it knows no place)
-/// and the position of the last choice's event.
+/// one option asks nothing; by rulebook 9 (`by_name`) a sector or arena the activity names
+/// ([`named_place`]) is taken without asking. Returns `sector:arena[:object]` (empty when it
+/// knows no place) and the position of the last choice's event.
 #[allow(clippy::too_many_arguments)]
 pub async fn choose_place(
     gateway: &Gateway,
@@ -744,6 +779,7 @@ pub async fn choose_place(
     here: (&str, &str),
     home: Option<&str>,
     activity: &str,
+    by_name: bool,
     now: u64,
     pending: &mut Pending,
 ) -> Result<(String, Option<PendingId>), ThinkError> {
@@ -757,7 +793,20 @@ pub async fn choose_place(
             chosen = vec![sector.to_owned(), arena.to_owned()];
         }
     }
-    let here_text = format!("{}, {}", here.0, here.1);
+    if by_name && chosen.is_empty() {
+        if let Some(sector) = named_place(activity, known.known.keys()) {
+            chosen.push(sector.to_owned());
+            let arenas = known.known.get(sector).into_iter().flat_map(|a| a.keys());
+            if let Some(arena) = named_place(activity, arenas) {
+                chosen.push(arena.to_owned());
+            }
+        }
+    }
+    let here_text = if by_name && here.0.trim().is_empty() {
+        OPEN_GROUND_HERE.to_owned()
+    } else {
+        format!("{}, {}", here.0, here.1)
+    };
     let first = |names: Vec<&String>, prefer: &str| -> Vec<String> {
         let mut v: Vec<String> = names.into_iter().cloned().collect();
         if let Some(i) = v.iter().position(|n| n == prefer) {
@@ -840,6 +889,26 @@ mod tests {
 
     fn spans(parts: &[PlanItem]) -> Vec<(u64, u32)> {
         parts.iter().map(|p| (p.start_secs / 60, p.duration_secs / 60)).collect()
+    }
+
+    #[test]
+    fn an_activity_names_the_place_it_is_done_at() {
+        let names: Vec<String> =
+            ["Hart's Bakery", "Hearth café", "Green common", "Marigold café", "counter"]
+                .map(String::from)
+                .to_vec();
+        let named = |activity: &str| named_place(activity, names.iter());
+        assert_eq!(named("Hugo Pike works at Hearth café"), Some("Hearth café"));
+        assert_eq!(named("goes to the Marigold Café for a coffee"), Some("Marigold café"));
+        assert_eq!(named("sits in Green common, reading"), Some("Green common"));
+        assert_eq!(named("serves customers at the counter"), Some("counter"));
+        // Leaving a place, or naming it otherwise, is not doing it there.
+        assert_eq!(named("leaves Hearth café"), None);
+        assert_eq!(named("talks about Hart's Bakery"), None);
+        assert_eq!(named("goes to work at the old Oak Hill bakery"), None);
+        // A name inside a longer word is not the name.
+        assert_eq!(named("works at Hearth cafés"), None);
+        assert_eq!(named("works at xHearth café"), None);
     }
 
     #[test]

@@ -521,6 +521,7 @@ impl<S: Storage> Sim<S> {
                                 here,
                                 home,
                                 words,
+                                self.settings.rulebook.goes_where_named(),
                                 now,
                                 pending,
                             )
@@ -792,6 +793,7 @@ impl<S: Storage> Sim<S> {
             // hour in bed); its actions done at home go home (`act`).
             None,
             activity,
+            self.settings.rulebook.goes_where_named(),
             now,
             pending,
         )

@@ -20,6 +20,10 @@ use crate::town::actions;
 
 use super::{Sim, SimError};
 
+/// Where a talk on the open ground is held, in its prompts and memories (rulebook 9,
+/// [`crate::rulebook::Rulebook::words_the_open_ground`]).
+const OPEN_GROUND_TALK: &str = "the roadside";
+
 impl<S: Storage> Sim<S> {
     /// Runs every open conversation to its end, concurrently; commits them in order.
     pub(super) async fn converse_all(&mut self) -> Result<(), SimError> {
@@ -68,7 +72,11 @@ impl<S: Storage> Sim<S> {
             .iter()
             .map(|a| self.folds.state.agents.get(a).map_or_else(String::new, |x| x.name.clone()))
             .collect();
-        let place = address.replace(':', ", ");
+        let place = if address.trim().is_empty() && self.settings.rulebook.words_the_open_ground() {
+            OPEN_GROUND_TALK.to_owned()
+        } else {
+            address.replace(':', ", ")
+        };
         let time = self.town.moment_words(now);
         let mut dialogue: Vec<(String, String)> = said
             .iter()

@@ -474,6 +474,7 @@ fn a_place_is_chosen_down_the_spatial_tree_preferring_where_the_agent_is() {
             ("Marigold café", "counter"),
             Some("Lin house:bedroom"),
             "paint",
+            false,
             0,
             &mut pending,
         ))
@@ -522,6 +523,7 @@ fn a_place_is_chosen_down_the_spatial_tree_preferring_where_the_agent_is() {
             ("Marigold café", "counter"),
             Some("Lin house:bedroom"),
             "coffee",
+            false,
             0,
             &mut pending,
         ))
@@ -544,6 +546,7 @@ fn a_place_is_chosen_down_the_spatial_tree_preferring_where_the_agent_is() {
             ("Marigold café", "counter"),
             Some("Lin house:bedroom"),
             "wakes up",
+            false,
             0,
             &mut pending,
         ))
@@ -551,6 +554,60 @@ fn a_place_is_chosen_down_the_spatial_tree_preferring_where_the_agent_is() {
     assert_eq!(address, "Lin house:bedroom:bed");
     let asked = pending.events().iter().filter(|e| matches!(e.body, Body::LlmRequested(_))).count();
     assert_eq!(asked, 1, "no sector or arena asked");
+    // By rulebook 9 a place the activity names is where it is done, unasked; the first
+    // answer goes to the object; from the open ground the prompt says where it stands.
+    for (by_name, answers) in [
+        (true, vec![r#"{"choice": "easel"}"#]),
+        (
+            false,
+            vec![
+                r#"{"choice": "Lin house"}"#,
+                r#"{"choice": "bedroom"}"#,
+                r#"{"choice": "easel"}"#,
+            ],
+        ),
+    ] {
+        let asked_for = answers.len();
+        let gateway = scripted_gateway(answers);
+        let mut pending = Pending::new();
+        let (address, _) = rt
+            .block_on(choose_place(
+                &gateway,
+                Style::Chat,
+                &Who {
+                    town: "Willowmere",
+                    agent: mei,
+                    name: "Mei Lin",
+                    summary: "Mei Lin is an art student.",
+                },
+                &known,
+                ("", ""),
+                Some("Lin house:bedroom"),
+                "paints in the bedroom at Lin house",
+                by_name,
+                0,
+                &mut pending,
+            ))
+            .unwrap();
+        let prompts: Vec<String> = pending
+            .events()
+            .iter()
+            .filter_map(|e| match &e.body {
+                Body::LlmRequested(r) => match &r.prompt {
+                    Prompt::Chat(m) => m.last().map(|m| m.content.clone()),
+                    _ => None,
+                },
+                _ => None,
+            })
+            .collect();
+        assert_eq!(prompts.len(), asked_for, "{prompts:?}");
+        if by_name {
+            assert_eq!(address, "Lin house:bedroom:easel");
+            assert!(prompts[0].contains("\nMei Lin is in the street. Next:"), "{}", prompts[0]);
+        } else {
+            assert!(!prompts[0].contains("the street"), "{}", prompts[0]);
+        }
+    }
 }
 
 /// Mei Lin (agent 0), walking at 17:00 of day 0, with `stream` for her memories.

@@ -216,6 +216,13 @@ fn agents_who_meet_react_talk_in_turn_remember_it_and_replan() {
                     && e.header.causes.contains(&ended.id)
             });
             assert!(memory.is_some(), "{agent:?} remembers the conversation");
+            // ...where it was: by rulebook 9 the open ground is "the roadside", never "at .".
+            let place = match conversation.address.as_str() {
+                "" => "the roadside".to_owned(),
+                address => address.replace(':', ", "),
+            };
+            let Some(Body::MemoryAdded(m)) = memory.map(|e| &e.body) else { unreachable!() };
+            assert!(m.description.contains(&format!(" at {place}. ")), "{}", m.description);
             // ...and, if it was acting on an hour's actions, re-plans the rest of the hour
             // from the end of the talk.
             let acting = log.iter().any(|e| {
