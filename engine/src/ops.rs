@@ -753,7 +753,7 @@ impl Intervention {
     /// refused change), then written as the engine's intervention.
     pub async fn make<S: Storage>(&self, sim: &mut Sim<S>) -> Result<InterventionMade, OpsError> {
         self.check(sim)?;
-        if sim.mid_step() {
+        if !sim.settle_quiet_step().await {
             return Err(OpsError::MidStep);
         }
         let from_seq = head(sim) + 1;

@@ -333,6 +333,35 @@ impl<S: Storage> Sim<S> {
         self.at_tick || !self.folds.dialogues.is_empty()
     }
 
+    /// Whether the last step is whole, as [`Sim::mid_step`] cannot tell alone: a step in
+    /// which nobody did anything writes only its clock step, which reads as a step whose
+    /// thinking is still to do. Such a head is thought through again without a model (any
+    /// call fails, and nothing is written); when that writes nothing either, the step was
+    /// whole, and the run knows it from here on. A step with thinking to do, or with a
+    /// conversation open, stays part way (false).
+    pub async fn settle_quiet_step(&mut self) -> bool {
+        if !self.folds.dialogues.is_empty() {
+            return false;
+        }
+        if !self.at_tick {
+            return true;
+        }
+        let model = std::mem::replace(&mut self.gateway, crate::ops::no_model());
+        let ids: Vec<AgentId> = self.folds.state.agents.keys().copied().collect();
+        let this = &*self;
+        let thoughts = futures::future::join_all(ids.iter().map(|&a| this.think(a))).await;
+        let now = self.folds.state.sim_time_secs;
+        let quiet = actions::finish_due(&self.town, &self.folds.state, now).is_empty()
+            && thoughts
+                .iter()
+                .all(|(pending, talk)| pending.is_empty() && matches!(talk, Ok(None)));
+        self.gateway = model;
+        if quiet {
+            self.at_tick = false;
+        }
+        quiet
+    }
+
     /// Renames the branch the run writes ([`Store::rename_branch`]: a `BranchRenamed` at its
     /// head), between steps only; the run goes on as before, under the new name. How a
     /// re-simulation makes a recorded rename again.

@@ -374,3 +374,66 @@ fn the_windows_mayor_forms_act_for_the_town_whose_mayor_is_the_person() {
     assert!(made.said.contains("calls a meeting at Oak Hill bakery"), "{}", made.said);
     assert_eq!(made.to_seq, made.from_seq, "one event");
 }
+
+/// Goal: a change is made at a head that ends at a quiet step (one in which nobody did
+/// anything writes only its clock step), and still refused at a step whose thinking is to
+/// do. Method: the rule-based run stepped until its log ends at such a step, opened again
+/// without a model: an object is set there; then a bare clock step appended at the start of
+/// a morning full of planning: the same change is refused as part way, nothing written.
+#[test]
+fn a_change_lands_at_a_quiet_step_and_not_inside_a_step_still_to_think() {
+    use hamlet_engine::ops::Intervention;
+    use hamlet_engine::town::clock;
+    use hamlet_log::Body;
+
+    let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+    let tmp = tempfile::tempdir().unwrap();
+    let store = Store::open(tmp.path()).unwrap();
+    let store = rt.block_on(async {
+        let mut sim =
+            Sim::start(store, "main", town(), 7, rules(), SimSettings::default()).await.unwrap();
+        let quiet = |sim: &Sim<_>| {
+            let head = ops::head(sim);
+            !sim.mid_step()
+                && matches!(
+                    sim.store().event_at(sim.branch(), head).unwrap().body,
+                    Body::ClockStepped(_)
+                )
+        };
+        for _ in 0..2_000 {
+            sim.step().await.unwrap();
+            if sim.state().step > 30 && quiet(&sim) {
+                break;
+            }
+        }
+        assert!(quiet(&sim), "no quiet step in the run");
+        sim.into_store()
+    });
+    let main = store.find_branch("main").unwrap();
+    let machine = "Marigold café:counter:coffee machine";
+    let set = || Intervention::SetObject { address: machine.into(), state: "out of order".into() };
+    let mut sim =
+        rt.block_on(Sim::resume(store, main.id, ops::no_model(), SimSettings::default())).unwrap();
+    assert!(sim.mid_step(), "read back, a quiet step looks part way");
+    let head = ops::head(&sim);
+    let done = rt.block_on(set().make(&mut sim)).unwrap();
+    assert_eq!(done.from_seq, head + 1, "written at the head: {done:?}");
+    assert!(!sim.mid_step());
+    // Made again, the run meets the change where it was made.
+    let log = sim.store().events(sim.branch(), 0, ops::head(&sim)).unwrap();
+    crate::sim::assert_resim_identical(&log);
+
+    // A morning's first clock step, its planning still to do.
+    let (early, _) = crate::sim::run_town(town(), SimSettings::default(), rules(), 1);
+    let mut store = Store::open(early.path()).unwrap();
+    let main = store.find_branch("main").unwrap();
+    let now = hamlet_engine::history::state_at(&store, main.id, Moment::End).unwrap();
+    store.append_durable(main.id, &[clock::advance(&town(), &now, 1)]).unwrap();
+    let mut sim =
+        rt.block_on(Sim::resume(store, main.id, ops::no_model(), SimSettings::default())).unwrap();
+    let head = ops::head(&sim);
+    let refused = rt.block_on(set().make(&mut sim));
+    assert!(matches!(refused, Err(OpsError::MidStep)), "{refused:?}");
+    assert_eq!(ops::head(&sim), head, "nothing written");
+    assert!(sim.mid_step());
+}
