@@ -1019,7 +1019,8 @@ fn a_fork_is_changed_continued_cancelled_and_compared_in_the_window() {
 }
 
 /// Goal: the person leads a town from the window. Method: a Willowmere whose `[mayor]` is
-/// the person (recorded by the rules double), opened and forked at its end; in the Intervene
+/// the person (recorded by the rules double, ending at a quiet step: its clock step alone),
+/// opened and forked at its end; in the Intervene
 /// tab, "Mayor: post a job" typed as a person would: at a home, refused in words next to the
 /// field and nothing written; at Marigold café, written and said, with a `mayor` marker on
 /// the timeline where it was written.
