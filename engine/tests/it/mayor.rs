@@ -18,6 +18,28 @@ fn led_town() -> Definition {
     Definition::parse("led.toml", &format!("{}{MAYOR}", town().source)).unwrap()
 }
 
+/// The first job taken in `log`: who took it, and when.
+fn first_taken(log: &[hamlet_log::Event]) -> (hamlet_log::event::AgentId, u64) {
+    log.iter()
+        .find_map(|e| match &e.body {
+            Body::JobTaken(j) => Some((j.agent, e.sim_time_secs())),
+            _ => None,
+        })
+        .expect("a job taken")
+}
+
+/// What the treasury paid `agent` in `log`, in cents.
+fn wages_of(log: &[hamlet_log::Event], agent: hamlet_log::event::AgentId) -> i64 {
+    log.iter()
+        .filter_map(|e| match &e.body {
+            Body::CashMoved(c) if c.from == Account::Town && c.to == Account::Agent(agent) => {
+                Some(c.amount_cents)
+            }
+            _ => None,
+        })
+        .sum()
+}
+
 fn refused(r: Result<hamlet_log::EventId, SimError>) -> (&'static str, String) {
     match r {
         Err(SimError::Refused { field, why }) => (field, why),
@@ -270,13 +292,7 @@ fn a_mayor_agent_decides_for_the_town_founds_and_posts_a_job_that_someone_takes(
         let line = options(p);
         assert!(!line.contains("free site") && line.contains("Rule bakery ("), "{line}");
     }
-    let (taker, taken_at) = log
-        .iter()
-        .find_map(|e| match &e.body {
-            Body::JobTaken(j) => Some((j.agent, e.sim_time_secs())),
-            _ => None,
-        })
-        .expect("a job taken");
+    let (taker, taken_at) = first_taken(&log);
     // Its hours went into the taker's plans at once, from the next whole hour, at the
     // bakery; the taker worked there and was paid from the treasury for it.
     let first_hour = taken_at.div_ceil(3600) * 3600;
@@ -301,16 +317,7 @@ fn a_mayor_agent_decides_for_the_town_founds_and_posts_a_job_that_someone_takes(
         if a.agent == taker && a.address.starts_with("Rule bakery"))
     });
     assert!(worked, "the taker never worked at the bakery");
-    let paid: i64 = log
-        .iter()
-        .filter_map(|e| match &e.body {
-            Body::CashMoved(c) if c.from == Account::Town && c.to == Account::Agent(taker) => {
-                Some(c.amount_cents)
-            }
-            _ => None,
-        })
-        .sum();
-    assert!(paid > 0, "no wage paid");
+    assert!(wages_of(&log, taker) > 0, "no wage paid");
     // The founding was paid from the treasury; the map holds the business.
     assert!(log.iter().any(|e| matches!(&e.body, Body::CashMoved(c) if c.from == Account::Town && c.amount_cents == 40_000)));
     let town = hamlet_engine::town::build::recorded_town(&log).unwrap();
@@ -442,22 +449,8 @@ fn the_recorded_mayors_day_founds_hires_pays_and_meets() {
     });
     let founded = founded.expect("a business founded");
     assert!(town.sectors.iter().any(|s| s.name == founded));
-    let (taker, _) = log
-        .iter()
-        .find_map(|e| match &e.body {
-            Body::JobTaken(j) => Some((j.agent, e.sim_time_secs())),
-            _ => None,
-        })
-        .expect("a job taken");
-    let wages: i64 = log
-        .iter()
-        .filter_map(|e| match &e.body {
-            Body::CashMoved(c) if c.from == Account::Town && c.to == Account::Agent(taker) => {
-                Some(c.amount_cents)
-            }
-            _ => None,
-        })
-        .sum();
+    let (taker, _) = first_taken(&log);
+    let wages = wages_of(&log, taker);
     assert!(wages >= 10_000, "wages paid: {wages} cents");
     let end = log.last().unwrap().sim_time_secs();
     let there = hamlet_engine::research::attendance(&log, &founded, 0, end).unwrap();

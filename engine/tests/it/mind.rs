@@ -453,32 +453,41 @@ fn a_place_is_chosen_down_the_spatial_tree_preferring_where_the_agent_is() {
     put("Lin house", "bedroom", "easel");
     put("Marigold café", "counter", "coffee machine");
     let mei = AgentId(0);
+    // Mei, where she is, doing `activity` (by rulebook 9 or before), the model answering
+    // `answers` in turn: where she goes, the choice's position, and what was written.
+    let place = |answers: Vec<&'static str>, here: (&str, &str), activity: &str, by_name: bool| {
+        let gateway = scripted_gateway(answers);
+        let mut pending = Pending::new();
+        let who = Who {
+            town: "Willowmere",
+            agent: mei,
+            name: "Mei Lin",
+            summary: "Mei Lin is an art student.",
+        };
+        let home = Some("Lin house:bedroom");
+        let (address, last) = rt
+            .block_on(choose_place(
+                &gateway,
+                Style::Chat,
+                &who,
+                &known,
+                here,
+                home,
+                activity,
+                by_name,
+                0,
+                &mut pending,
+            ))
+            .unwrap();
+        (address, last, pending)
+    };
     // Asked at each level with more than one option: sector, arena, object.
-    let gateway = scripted_gateway(vec![
-        r#"{"choice": "Lin house"}"#,
-        r#"{"choice": "bedroom"}"#,
-        r#"{"choice": "easel"}"#,
-    ]);
-    let mut pending = Pending::new();
-    let (address, last) = rt
-        .block_on(choose_place(
-            &gateway,
-            Style::Chat,
-            &Who {
-                town: "Willowmere",
-                agent: mei,
-                name: "Mei Lin",
-                summary: "Mei Lin is an art student.",
-            },
-            &known,
-            ("Marigold café", "counter"),
-            Some("Lin house:bedroom"),
-            "paint",
-            false,
-            0,
-            &mut pending,
-        ))
-        .unwrap();
+    let (address, last, pending) = place(
+        vec![r#"{"choice": "Lin house"}"#, r#"{"choice": "bedroom"}"#, r#"{"choice": "easel"}"#],
+        ("Marigold café", "counter"),
+        "paint",
+        false,
+    );
     assert_eq!(address, "Lin house:bedroom:easel");
     assert!(last.is_some());
     let asked: Vec<Vec<String>> = pending
@@ -507,50 +516,16 @@ fn a_place_is_chosen_down_the_spatial_tree_preferring_where_the_agent_is() {
     assert_eq!(asked[2], ["Options: bed | easel"], "objects hold nothing more");
     // The café has one arena and one object: after the sector, nothing more is asked; a
     // model that does not answer falls back to the first option, where the agent is.
-    let gateway = scripted_gateway(vec!["no idea", "still no idea", "nope"]);
-    let mut pending = Pending::new();
-    let (address, _) = rt
-        .block_on(choose_place(
-            &gateway,
-            Style::Chat,
-            &Who {
-                town: "Willowmere",
-                agent: mei,
-                name: "Mei Lin",
-                summary: "Mei Lin is an art student.",
-            },
-            &known,
-            ("Marigold café", "counter"),
-            Some("Lin house:bedroom"),
-            "coffee",
-            false,
-            0,
-            &mut pending,
-        ))
-        .unwrap();
+    let (address, _, _) = place(
+        vec!["no idea", "still no idea", "nope"],
+        ("Marigold café", "counter"),
+        "coffee",
+        false,
+    );
     assert_eq!(address, "Marigold café:counter:coffee machine");
     // Waking is done at home: only the object there is asked.
-    let gateway = scripted_gateway(vec![r#"{"choice": "bed"}"#]);
-    let mut pending = Pending::new();
-    let (address, _) = rt
-        .block_on(choose_place(
-            &gateway,
-            Style::Chat,
-            &Who {
-                town: "Willowmere",
-                agent: mei,
-                name: "Mei Lin",
-                summary: "Mei Lin is an art student.",
-            },
-            &known,
-            ("Marigold café", "counter"),
-            Some("Lin house:bedroom"),
-            "wakes up",
-            false,
-            0,
-            &mut pending,
-        ))
-        .unwrap();
+    let (address, _, pending) =
+        place(vec![r#"{"choice": "bed"}"#], ("Marigold café", "counter"), "wakes up", false);
     assert_eq!(address, "Lin house:bedroom:bed");
     let asked = pending.events().iter().filter(|e| matches!(e.body, Body::LlmRequested(_))).count();
     assert_eq!(asked, 1, "no sector or arena asked");
@@ -568,27 +543,8 @@ fn a_place_is_chosen_down_the_spatial_tree_preferring_where_the_agent_is() {
         ),
     ] {
         let asked_for = answers.len();
-        let gateway = scripted_gateway(answers);
-        let mut pending = Pending::new();
-        let (address, _) = rt
-            .block_on(choose_place(
-                &gateway,
-                Style::Chat,
-                &Who {
-                    town: "Willowmere",
-                    agent: mei,
-                    name: "Mei Lin",
-                    summary: "Mei Lin is an art student.",
-                },
-                &known,
-                ("", ""),
-                Some("Lin house:bedroom"),
-                "paints in the bedroom at Lin house",
-                by_name,
-                0,
-                &mut pending,
-            ))
-            .unwrap();
+        let (address, _, pending) =
+            place(answers, ("", ""), "paints in the bedroom at Lin house", by_name);
         let prompts: Vec<String> = pending
             .events()
             .iter()
