@@ -347,9 +347,7 @@ impl<S: Storage> Sim<S> {
             return true;
         }
         let model = std::mem::replace(&mut self.gateway, crate::ops::no_model());
-        let ids: Vec<AgentId> = self.folds.state.agents.keys().copied().collect();
-        let this = &*self;
-        let thoughts = futures::future::join_all(ids.iter().map(|&a| this.think(a))).await;
+        let (_, thoughts) = self.think_all().await;
         let now = self.folds.state.sim_time_secs;
         let quiet = actions::finish_due(&self.town, &self.folds.state, now).is_empty()
             && thoughts
@@ -417,6 +415,14 @@ impl<S: Storage> Sim<S> {
         self.folds.strategies.get(&agent).copied().unwrap_or(Strategy::Full)
     }
 
+    /// Every agent thinks, concurrently, each into its own batch: the agents in order, and
+    /// each one's batch and what came of it (nothing is written).
+    async fn think_all(&self) -> (Vec<AgentId>, Vec<(Pending, Result<Option<Talk>, SimError>)>) {
+        let ids: Vec<AgentId> = self.folds.state.agents.keys().copied().collect();
+        let thoughts = futures::future::join_all(ids.iter().map(|&a| self.think(a))).await;
+        (ids, thoughts)
+    }
+
     /// One step: the clock, every agent's thinking, then every open conversation to its end
     /// — or, when the last step stopped part way ([`Sim::mid_step`]), the rest of it.
     pub async fn step(&mut self) -> Result<(), SimError> {
@@ -437,10 +443,7 @@ impl<S: Storage> Sim<S> {
             let event = self.store.event_at(self.branch, head)?;
             self.fold(&event);
         }
-        // Every agent thinks, concurrently, each into its own batch.
-        let ids: Vec<AgentId> = self.folds.state.agents.keys().copied().collect();
-        let this = &*self;
-        let thoughts = futures::future::join_all(ids.iter().map(|&a| this.think(a))).await;
+        let (ids, thoughts) = self.think_all().await;
         let mut batch = Pending::new();
         // Objects whose users' actions are over go back to rest.
         let now = self.folds.state.sim_time_secs;
